@@ -1,0 +1,51 @@
+# The two commands of the README: `make run` serves the app, `make test` runs every check.
+# Both install what they need on first use (Python venv, npm packages, Debian's chromium for tests).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: run test lint typecheck pytest bench setup setup-test chromium clean
+
+run: setup
+	$(BIN)/attention3d --host $(HOST) --port $(PORT)
+
+test: setup-test lint typecheck pytest
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck:
+	$(BIN)/mypy
+
+pytest:
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: setup-test
+	$(BIN)/python -m bench.api
+
+setup: $(VENV)/.installed static/vendor/.copied
+setup-test: setup $(VENV)/.installed-test chromium
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+static/vendor/.copied: package-lock.json scripts/vendor.sh
+	npm ci --no-audit --no-fund
+	sh scripts/vendor.sh
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+clean:
+	rm -rf $(VENV) node_modules static/vendor .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,140 @@
+"""The HTTP API: thin routes from requests to app.attention and back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import numpy as np
+import orjson
+from fastapi import APIRouter, Request, Response
+from pydantic import ValidationError
+
+from app import frame, limits
+from app.attention import Backend, Stages, attention
+from app.errors import ClientError
+from app.examples import EXAMPLES, Example
+from app.schemas import (
+    AttentionInput,
+    AttentionRequest,
+    AttentionResponse,
+    ErrorResponse,
+    ExampleOut,
+    InputError,
+    checked,
+)
+
+router = APIRouter(prefix="/api", tags=["attention"])
+_slots = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
+
+_ATTENTION_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {"schema": AttentionRequest.model_json_schema()},
+        frame.FRAME_MEDIA_TYPE: {
+            "schema": {"type": "string", "format": "binary"},
+            "description": "A binary frame (see README) with arrays q, k, v and the other fields in its header.",
+        },
+    },
+}
+_ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Every stage. With `Accept: application/x-attention-frame` the same fields come as a binary frame.",
+        "content": {frame.FRAME_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+    },
+    413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
+    415: {"model": ErrorResponse, "description": "Body neither JSON nor a frame."},
+    422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
+}
+
+
+@router.post(
+    "/attention",
+    summary="Every stage of scaled dot-product attention",
+    response_model=AttentionResponse,
+    responses=_ATTENTION_RESPONSES,
+    openapi_extra={"requestBody": _ATTENTION_BODY},
+)
+async def post_attention(request: Request) -> Response:
+    """scores = q·kᵀ, scaled = scores/√d_k, masked, weights = softmax(masked), output = weights·v."""
+    body = await _read_body(request)
+    inp = checked(_parse(body, request.headers.get("content-type", "application/json")))
+    as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
+    backend: Backend = request.app.state.backend
+    content = await anyio.to_thread.run_sync(_compute_and_encode, inp, backend, as_frame, limiter=_slots)
+    return Response(content, media_type=frame.FRAME_MEDIA_TYPE if as_frame else "application/json")
+
+
+@router.get("/examples", summary="The built-in examples", response_model=list[ExampleOut])
+async def list_examples() -> list[ExampleOut]:
+    return [_example_out(e) for e in EXAMPLES.values()]
+
+
+@router.get(
+    "/examples/{example_id}",
+    summary="One built-in example",
+    response_model=ExampleOut,
+    responses={404: {"model": ErrorResponse, "description": "No example with that id."}},
+)
+async def get_example(example_id: str) -> ExampleOut:
+    if example_id not in EXAMPLES:
+        raise ClientError(404, ["path", "example_id"], f"no example {example_id!r}; there are {sorted(EXAMPLES)}", "not_found")
+    return _example_out(EXAMPLES[example_id])
+
+
+def _example_out(e: Example) -> ExampleOut:
+    return ExampleOut(
+        id=e.id, title=e.title, source=e.source, description=e.description, tokens=list(e.tokens),
+        q=e.q.tolist(), k=e.k.tolist(), v=e.v.tolist(), mask=e.mask,
+    )
+
+
+async def _read_body(request: Request) -> bytes:
+    """The body, refused with 413 as soon as it passes the limit (declared or streamed)."""
+    too_big = ClientError(413, ["body"], f"the body is larger than {limits.MAX_BODY_BYTES:,} bytes", "too_large")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.MAX_BODY_BYTES:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.MAX_BODY_BYTES:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes, content_type: str) -> AttentionRequest:
+    media = content_type.split(";")[0].strip().lower()
+    try:
+        if media == frame.FRAME_MEDIA_TYPE:
+            try:
+                fields, arrays = frame.decode(body)
+            except frame.FrameError as e:
+                raise ClientError(422, ["body"], str(e), "frame_invalid") from None
+            return AttentionRequest.model_validate({**fields, **arrays})
+        if media in ("application/json", "") or media.endswith("+json"):
+            return AttentionRequest.model_validate_json(body)
+    except ValidationError as e:
+        from fastapi.exceptions import RequestValidationError
+
+        raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
+    raise ClientError(415, ["header", "content-type"], f"send application/json or {frame.FRAME_MEDIA_TYPE}, not {media!r}", "media_type")
+
+
+def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -> bytes:
+    with np.errstate(over="ignore", invalid="ignore"):
+        stages = attention(inp.q, inp.k, inp.v, inp.mask, backend)
+    _check_finite(stages)
+    fields = {"tokens": inp.tokens, "mask": inp.mask, "d_k": int(inp.q.shape[-1])}
+    arrays = {"q": inp.q, "k": inp.k, "v": inp.v, **stages.as_dict()}
+    if as_frame:
+        return frame.encode(fields, arrays)
+    return orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _check_finite(s: Stages) -> None:
+    if not np.isfinite(s.scores).all():
+        raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
+    if not np.isfinite(s.output).all():
+        raise InputError("v", "weights·v overflows float64 (beyond ±1.8e308): make v smaller")

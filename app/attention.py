@@ -1,0 +1,130 @@
+"""Scaled dot-product self-attention, one named stage at a time.
+
+References:
+  Vaswani et al., "Attention Is All You Need" (2017), section 3.2.1:
+      Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
+  ../shared/seeds: the worked examples kept in app/examples.py.
+
+The product exists to show the stages, so every one is returned by name:
+
+  scores   Q Kᵀ                       how well each key answers each query
+  scaled   scores / √d_k              keeps softmax out of its flat, saturated ends
+  masked   scaled, −∞ where hidden    "causal": a query never sees a later key
+  weights  softmax(masked), by row    positive, and every row sums to 1
+  output   weights V                  each query's weighted mix of the values
+
+Shapes: q and k are (n, d_k), v is (n, d_v) for one head, or (h, n, d) with a leading
+head axis, which every stage keeps. Arithmetic is float64. NumPy always works; torch is used
+when asked for (and by "auto" when a CUDA GPU is present), and gives the same numbers.
+This module imports nothing from the web side of the app.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+Mask = Literal["full", "causal"]
+Backend = Literal["numpy", "torch"]
+MASKS: tuple[Mask, ...] = ("full", "causal")
+STAGES = ("scores", "scaled", "masked", "weights", "output")
+
+
+@dataclass(frozen=True)
+class Stages:
+    """Every stage of one attention computation, as read-only float64 arrays."""
+
+    scores: np.ndarray
+    scaled: np.ndarray
+    masked: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in STAGES:
+            getattr(self, name).flags.writeable = False
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in STAGES}
+
+
+def visible(n: int) -> np.ndarray:
+    """The causal pattern: True where query i may see key j, i.e. j <= i."""
+    return np.tri(n, dtype=bool)  # (n, n), lower triangle and diagonal
+
+
+def check_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+    """Raise ValueError unless q, k, v are one head (n, d) or h heads (h, n, d) that fit together."""
+    if q.ndim not in (2, 3) or k.ndim != q.ndim or v.ndim != q.ndim:
+        raise ValueError(f"q, k, v must all be 2-D or all 3-D, got {q.ndim}-D, {k.ndim}-D, {v.ndim}-D")
+    if q.shape != k.shape:
+        raise ValueError(f"q and k must have the same shape, got {q.shape} and {k.shape}")
+    if v.shape[:-1] != q.shape[:-1]:
+        raise ValueError(f"v must have one row per token like q, got {v.shape} for q {q.shape}")
+    if 0 in q.shape or 0 in v.shape:
+        raise ValueError(f"q, k, v must not be empty, got q {q.shape} and v {v.shape}")
+
+
+def attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask = "full", backend: Backend = "numpy"
+) -> Stages:
+    """All stages of softmax(q kᵀ / √d_k) v. See the module docstring for names and shapes."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    check_shapes(q, k, v)
+    if mask not in MASKS:
+        raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
+    if backend == "torch":
+        return _attention_torch(q, k, v, mask)
+    if backend != "numpy":
+        raise ValueError(f"backend must be 'numpy' or 'torch', got {backend!r}")
+    return _attention_numpy(q, k, v, mask)
+
+
+def _attention_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> Stages:
+    n, d_k = q.shape[-2], q.shape[-1]
+    scores = q @ np.swapaxes(k, -1, -2)  # (..., n, n)
+    scaled = scores / math.sqrt(d_k)  # (..., n, n)
+    masked = np.where(visible(n), scaled, -np.inf) if mask == "causal" else scaled  # (..., n, n)
+    # Stable softmax: shift each row by its maximum, which is finite because the diagonal
+    # is never hidden, so exp() only sees values <= 0 and hidden keys get exactly 0.
+    e = np.exp(masked - masked.max(axis=-1, keepdims=True))  # (..., n, n)
+    weights = e / e.sum(axis=-1, keepdims=True)  # (..., n, n)
+    output = weights @ v  # (..., n, d_v)
+    return Stages(scores, scaled, masked, weights, output)
+
+
+def _attention_torch(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> Stages:
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tq, tk, tv = (torch.from_numpy(a).to(device) for a in (q, k, v))
+    n, d_k = q.shape[-2], q.shape[-1]
+    scores = tq @ tk.transpose(-1, -2)  # (..., n, n)
+    scaled = scores / math.sqrt(d_k)  # (..., n, n)
+    if mask == "causal":
+        hidden = ~torch.ones(n, n, dtype=torch.bool, device=device).tril()
+        masked = scaled.masked_fill(hidden, -math.inf)  # (..., n, n)
+    else:
+        masked = scaled
+    weights = torch.softmax(masked, dim=-1)  # (..., n, n)
+    output = weights @ tv  # (..., n, d_v)
+    out = (t.cpu().numpy() for t in (scores, scaled, masked, weights, output))
+    return Stages(*out)
+
+
+def torch_available() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def default_backend() -> Backend:
+    """torch when it is installed and sees a CUDA GPU, NumPy otherwise."""
+    if torch_available():
+        import torch
+
+        if torch.cuda.is_available():
+            return "torch"
+    return "numpy"

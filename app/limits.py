@@ -1,0 +1,15 @@
+"""Every limit the API enforces, in one place (README "Limits" lists the same numbers).
+
+They keep one request's work and memory bounded on a 2-core machine: the largest request
+(512 tokens, 12 heads) computes in well under a second, and at most COMPUTE_SLOTS requests
+compute at once, so a class of 30 sending it together queues instead of exhausting memory.
+"""
+
+MAX_TOKENS = 512  # n: rows of q, k, v (BERT's and GPT-2's context is 512 or more)
+MAX_HEADS = 16  # h: the leading axis of 3-D q, k, v
+MAX_DIM = 1024  # d_k and d_v
+MAX_INPUT_VALUES = 3 * 8 * 512 * 64  # numbers in q, k and v together (786,432)
+MAX_CELLS = 12 * 512 * 512  # h·n·n, cells of each n×n stage (3,145,728: 12 heads × 512²)
+MAX_TOKEN_CHARS = 100  # characters in one token label
+MAX_BODY_BYTES = 32 * 1024 * 1024  # request body, JSON or binary frame
+COMPUTE_SLOTS = 2  # requests computing at once; the rest wait their turn

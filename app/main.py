@@ -1,0 +1,69 @@
+"""The ASGI app: the API, the page, static files and the hardening headers.
+
+`app.main:app` is what uvicorn serves; create_app() builds a fresh one (tests, benchmarks).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from app import __version__, api, errors
+from app.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
+from app.attention import Backend, default_backend
+from app.examples import DEFAULT_EXAMPLE, EXAMPLES
+from app.security import SecurityHeaders, csp, script_hash
+
+DESCRIPTION = """
+Every stage of scaled dot-product self-attention, by name:
+`scores` = Q·Kᵀ, `scaled` = scores/√d_k, `masked` (−∞ where the mask hides a key; `null` in JSON),
+`weights` = row-wise softmax, `output` = weights·V.
+
+Large tables travel faster as a binary frame: send or accept `application/x-attention-frame`
+(layout in the README). Every limit is listed in the README and in each field's description.
+"""
+
+
+def create_app(backend: Backend | None = None) -> FastAPI:
+    app = FastAPI(title="Attention, in 3D", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
+    app.state.backend = backend or os.environ.get("ATTENTION_BACKEND") or default_backend()
+    errors.install(app)
+    app.include_router(api.router)
+    app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR), name="static")
+    app.add_middleware(SecurityHeaders)
+
+    assets = Assets()
+    templates = Jinja2Templates(directory=TEMPLATES_DIR)
+    templates.env.globals["static"] = assets.url
+
+    @app.get("/", include_in_schema=False, response_class=HTMLResponse)
+    async def index(request: Request) -> HTMLResponse:
+        import_map = assets.import_map()
+        context = {"import_map": import_map, "default_example": DEFAULT_EXAMPLE, "examples": EXAMPLES.values()}
+        response = templates.TemplateResponse(request, "index.html", context)
+        response.headers["content-security-policy"] = csp(script_hash(import_map))
+        return response
+
+    @app.get("/docs", include_in_schema=False, response_class=HTMLResponse)
+    async def docs() -> HTMLResponse:
+        page = get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="Attention, in 3D: API",
+            swagger_js_url=assets.url("vendor/swagger-ui/swagger-ui-bundle.js"),
+            swagger_css_url=assets.url("vendor/swagger-ui/swagger-ui.css"),
+            swagger_favicon_url="data:,",
+        )
+        html = bytes(page.body).decode()
+        inline = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+        page.headers["content-security-policy"] = csp(*map(script_hash, inline), inline_styles=True)
+        return page
+
+    return app
+
+
+app = create_app()

@@ -1,0 +1,201 @@
+"""Request and response models of the API, and the checks that turn a request into arrays.
+
+Every rejection names the field and the rule it broke; the numbers come from app.limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    Strict,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+)
+from pydantic_core import PydanticCustomError
+
+from app import limits
+from app.attention import Mask
+
+Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+_LEAVES = {2: TypeAdapter(list[list[Number]]), 3: TypeAdapter(list[list[list[Number]]])}
+
+
+class InputError(ValueError):
+    """A request that is well-formed JSON but asks for something the API cannot do."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def _depth(value: list[Any]) -> int:
+    first = value[0] if value else None
+    return 3 if isinstance(first, list) and first and isinstance(first[0], list) else 2
+
+
+def _matrix(value: Any, info: ValidationInfo) -> np.ndarray:
+    """A JSON nested list (or a decoded frame array) as a float64 array of 2 or 3 dimensions."""
+    name = info.field_name or "matrix"
+    if isinstance(value, np.ndarray):
+        arr = value
+        if arr.ndim not in (2, 3):
+            raise PydanticCustomError("matrix_ndim", f"{name} must be 2-D (n × d) or 3-D (h × n × d)")
+    else:
+        if not isinstance(value, list) or not value:
+            raise PydanticCustomError("matrix_type", f"{name} must be a non-empty list of rows of numbers")
+        depth = _depth(value)
+        try:
+            rows = _LEAVES[depth].validate_python(value)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = "".join(f"[{i}]" for i in err["loc"])
+            raise PydanticCustomError("matrix_value", f"{name}{where}: {err['msg']}") from None
+        try:
+            arr = np.array(rows, dtype=np.float64)
+        except ValueError:
+            raise PydanticCustomError("matrix_ragged", f"{name}: {_ragged(rows)}") from None
+    if not np.isfinite(arr).all():
+        raise PydanticCustomError("matrix_value", f"{name}: every number must be finite (no NaN or ±Infinity)")
+    return arr
+
+
+def _ragged(rows: list[Any], where: str = "") -> str:
+    """Say which row breaks a rectangular shape (only called once numpy has refused it)."""
+    if rows and isinstance(rows[0], list):
+        for i, row in enumerate(rows):
+            if len(row) != len(rows[0]):
+                return f"row {where}[{i}] has {len(row)} entries but row {where}[0] has {len(rows[0])}"
+            if inner := _ragged(row, f"{where}[{i}]"):
+                return inner
+    return ""
+
+
+Matrix = Annotated[
+    Any,
+    PlainValidator(_matrix),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+                {
+                    "type": "array",
+                    "items": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+                },
+            ]
+        }
+    ),
+]
+Token = Annotated[str, StringConstraints(max_length=limits.MAX_TOKEN_CHARS)]
+MaskField = Annotated[
+    Literal["full", "causal"],
+    Field(description="full: every query sees every key (BERT). causal: query i sees keys 0..i only (GPT)."),
+]
+_SHAPES = (
+    f"One row per token: n × d (one head) or h × n × d (heads first). Finite numbers only; "
+    f"n ≤ {limits.MAX_TOKENS}, h ≤ {limits.MAX_HEADS}, d ≤ {limits.MAX_DIM}, "
+    f"q, k and v together ≤ {limits.MAX_INPUT_VALUES:,} numbers, h·n·n ≤ {limits.MAX_CELLS:,}."
+)
+
+
+class AttentionRequest(BaseModel):
+    """Q, K and V set by hand; the server computes every stage of attention on them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens: list[Token] | None = Field(
+        None,
+        max_length=limits.MAX_TOKENS,
+        description=f"A label per row (default t0, t1, …), ≤ {limits.MAX_TOKEN_CHARS} characters each.",
+    )
+    q: Matrix = Field(description="Queries. " + _SHAPES)
+    k: Matrix = Field(description="Keys: the same shape as q.")
+    v: Matrix = Field(description="Values: the same rows as q; d_v may differ from d_k.")
+    mask: MaskField = "full"
+
+
+@dataclass(frozen=True)
+class AttentionInput:
+    tokens: list[str]
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    mask: Mask
+
+
+def checked(req: AttentionRequest) -> AttentionInput:
+    """The request's arrays, once their shapes fit together and within the limits."""
+    q, k, v = req.q, req.k, req.v
+    if k.ndim != q.ndim or v.ndim != q.ndim:
+        raise InputError("k" if k.ndim != q.ndim else "v", f"q, k and v must have the same number of dimensions (q is {q.ndim}-D)")
+    n, d_k = q.shape[-2:]
+    if k.shape != q.shape:
+        raise InputError("k", f"k must have the shape of q {list(q.shape)}, got {list(k.shape)}")
+    if v.shape[:-1] != q.shape[:-1]:
+        raise InputError("v", f"v must have {n} rows like q (shape {list(q.shape[:-1])} + [d_v]), got {list(v.shape)}")
+    for name, a in (("q", q), ("v", v)):
+        if a.shape[-1] < 1:
+            raise InputError(name, f"{name} rows must have at least 1 number (d_k, d_v ≥ 1)")
+        if a.shape[-1] > limits.MAX_DIM:
+            raise InputError(name, f"{name} rows have {a.shape[-1]} numbers; the limit is {limits.MAX_DIM}")
+    if q.ndim == 3 and not 1 <= q.shape[0] <= limits.MAX_HEADS:
+        raise InputError("q", f"q has {q.shape[0]} heads; between 1 and {limits.MAX_HEADS} are allowed")
+    if n > limits.MAX_TOKENS:
+        raise InputError("q", f"q has {n} tokens (rows); the limit is {limits.MAX_TOKENS}")
+    heads = q.shape[0] if q.ndim == 3 else 1
+    if heads * n * n > limits.MAX_CELLS:
+        raise InputError("q", f"{heads} heads × {n}² tokens = {heads * n * n:,} cells per stage; the limit is {limits.MAX_CELLS:,}")
+    if (total := q.size + k.size + v.size) > limits.MAX_INPUT_VALUES:
+        raise InputError("q", f"q, k and v hold {total:,} numbers together; the limit is {limits.MAX_INPUT_VALUES:,}")
+    tokens = req.tokens if req.tokens is not None else [f"t{i}" for i in range(n)]
+    if len(tokens) != n:
+        raise InputError("tokens", f"tokens has {len(tokens)} labels but q has {n} rows")
+    return AttentionInput(tokens, q, k, v, req.mask)
+
+
+class AttentionResponse(BaseModel):
+    """Every stage, by name. 3-D input (heads first) gives 3-D stages."""
+
+    tokens: list[str]
+    mask: Literal["full", "causal"]
+    d_k: int = Field(description="Length of a query/key vector; scaled = scores / √d_k.")
+    q: list[Any] = Field(description="The queries used, as sent.")
+    k: list[Any] = Field(description="The keys used, as sent.")
+    v: list[Any] = Field(description="The values used, as sent.")
+    scores: list[Any] = Field(description="q·kᵀ: one row per query, one column per key (n × n).")
+    scaled: list[Any] = Field(description="scores / √d_k.")
+    masked: list[Any] = Field(description="scaled with −∞ where the mask hides a key, written as null.")
+    weights: list[Any] = Field(description="Row-wise softmax of masked: each row sums to 1; hidden keys get 0.")
+    output: list[Any] = Field(description="weights · v: each query's mix of the values (n × d_v).")
+
+
+class ExampleOut(BaseModel):
+    id: str
+    title: str
+    source: str
+    description: str
+    tokens: list[str]
+    q: list[list[float]]
+    k: list[list[float]]
+    v: list[list[float]]
+    mask: Literal["full", "causal"]
+
+
+class ErrorItem(BaseModel):
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorResponse(BaseModel):
+    detail: list[ErrorItem]
