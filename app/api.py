@@ -14,6 +14,7 @@ from app import frame, limits
 from app.attention import Backend, Stages, attention
 from app.errors import ClientError
 from app.examples import EXAMPLES, Example
+from app.model import service as model_service
 from app.schemas import (
     AttentionInput,
     AttentionRequest,
@@ -26,6 +27,7 @@ from app.schemas import (
 
 router = APIRouter(prefix="/api", tags=["attention"])
 _slots = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
+_INLINE_CELLS = 4096  # below this many cells a request is computed on the event loop: a thread hop costs more
 
 _ATTENTION_BODY = {
     "required": True,
@@ -45,6 +47,7 @@ _ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
     415: {"model": ErrorResponse, "description": "Body neither JSON nor a frame."},
     422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
+    503: {"model": ErrorResponse, "description": "Sentence mode: the model's files are missing or unreadable."},
 }
 
 
@@ -58,10 +61,16 @@ _ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
 async def post_attention(request: Request) -> Response:
     """scores = q·kᵀ, scaled = scores/√d_k, masked, weights = softmax(masked), output = weights·v."""
     body = await _read_body(request)
-    inp = checked(_parse(body, request.headers.get("content-type", "application/json")))
+    req = _parse(body, request.headers.get("content-type", "application/json"))
+    if model_service.is_sentence_request(req):  # {"sentence", "layer", "head"}: a model's own q, k, v
+        return await model_service.respond(request, req, _slots)
+    inp = checked(req)
     as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
     backend: Backend = request.app.state.backend
-    content = await anyio.to_thread.run_sync(_compute_and_encode, inp, backend, as_frame, limiter=_slots)
+    if inp.q.size // inp.q.shape[-1] * inp.q.shape[-2] <= _INLINE_CELLS:  # h·n·n small: microseconds of work
+        content = _compute_and_encode(inp, backend, as_frame)
+    else:
+        content = await anyio.to_thread.run_sync(_compute_and_encode, inp, backend, as_frame, limiter=_slots)
     return Response(content, media_type=frame.FRAME_MEDIA_TYPE if as_frame else "application/json")
 
 
@@ -122,7 +131,7 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
     raise ClientError(415, ["header", "content-type"], f"send application/json or {frame.FRAME_MEDIA_TYPE}, not {media!r}", "media_type")
 
 
-def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -> bytes:
+def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -> bytes | memoryview:
     with np.errstate(over="ignore", invalid="ignore"):
         stages = attention(inp.q, inp.k, inp.v, inp.mask, backend)
     _check_finite(stages)

@@ -13,3 +13,10 @@ MAX_CELLS = 12 * 512 * 512  # h·n·n, cells of each n×n stage (3,145,728: 12 h
 MAX_TOKEN_CHARS = 100  # characters in one token label
 MAX_BODY_BYTES = 32 * 1024 * 1024  # request body, JSON or binary frame
 COMPUTE_SLOTS = 2  # requests computing at once; the rest wait their turn
+
+# Sentence mode (app/model): a pretrained model's own attention for a typed sentence.
+# Tokens per sentence are capped by the model's context and MAX_TOKENS (512 for all-MiniLM-L6-v2).
+MAX_SENTENCE_CHARS = 20_000  # characters of a sentence, checked before tokenizing (512 tokens fit easily)
+MAX_OVERVIEW_TOKENS = 64  # tokens for POST /api/heads: 6·12·64² ≈ 295k weights, ≈ 1.6 MB of JSON at most
+OVERVIEW_DECIMALS = 3  # /api/heads rounds weights to this many decimals to keep its JSON small
+MODEL_CACHE_SENTENCES = 8  # recent sentences whose per-layer Q, K, V are kept (≤ 16 MB each at 512 tokens)

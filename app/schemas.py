@@ -81,22 +81,17 @@ def _ragged(rows: list[Any], where: str = "") -> str:
     return ""
 
 
+_ROW = {"type": "array", "minItems": 1, "maxItems": limits.MAX_DIM, "items": {"type": "number"}}
+_ROWS = {"type": "array", "minItems": 1, "maxItems": limits.MAX_TOKENS, "items": _ROW}
 Matrix = Annotated[
     Any,
     PlainValidator(_matrix),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
-                {
-                    "type": "array",
-                    "items": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
-                },
-            ]
-        }
-    ),
+    WithJsonSchema({"anyOf": [_ROWS, {"type": "array", "minItems": 1, "maxItems": limits.MAX_HEADS, "items": _ROWS}]}),
 ]
 Token = Annotated[str, StringConstraints(max_length=limits.MAX_TOKEN_CHARS)]
+Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
+Layer = Annotated[int, Strict(), Field(ge=0)] | Literal["mean"]
+Head = Annotated[int, Strict(), Field(ge=0)] | Literal["mean"]
 MaskField = Annotated[
     Literal["full", "causal"],
     Field(description="full: every query sees every key (BERT). causal: query i sees keys 0..i only (GPT)."),
@@ -111,17 +106,40 @@ _SHAPES = (
 class AttentionRequest(BaseModel):
     """Q, K and V set by hand; the server computes every stage of attention on them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "tokens": ["the", "cat", "ate", "its", "fish"],
+                    "q": [[1.5, 0], [0, 1.2], [1.2, 0], [2, 0], [0, 1.5]],
+                    "k": [[0, 0], [3, 0], [0, 3], [0.5, 0], [1, 0.5]],
+                    "v": [[0, 0], [1, 0], [0, 0.5], [0.3, 0], [0, 1]],
+                    "mask": "causal",
+                }
+            ]
+        },
+    )
 
     tokens: list[Token] | None = Field(
         None,
         max_length=limits.MAX_TOKENS,
         description=f"A label per row (default t0, t1, …), ≤ {limits.MAX_TOKEN_CHARS} characters each.",
     )
-    q: Matrix = Field(description="Queries. " + _SHAPES)
-    k: Matrix = Field(description="Keys: the same shape as q.")
-    v: Matrix = Field(description="Values: the same rows as q; d_v may differ from d_k.")
+    q: Matrix = Field(None, description="Queries. " + _SHAPES + " Required unless sentence is sent.")
+    k: Matrix = Field(None, description="Keys: the same shape as q.")
+    v: Matrix = Field(None, description="Values: the same rows as q; d_v may differ from d_k.")
     mask: MaskField = "full"
+    # Sentence mode (app/model): a pretrained model's own q, k, v instead of hand-set ones.
+    sentence: Sentence | None = Field(
+        None,
+        description=f"Instead of tokens, q, k, v: text for the model (default all-MiniLM-L6-v2) to read; "
+        f"≤ {limits.MAX_SENTENCE_CHARS:,} characters and ≤ the model's max_tokens (GET /api/model).",
+    )
+    layer: Layer | None = Field(None, description="With sentence: 0-based layer, or 'mean' over layers (default 0).")
+    head: Head | None = Field(
+        None, description="With sentence: 0-based head, 'mean' over heads, or omitted for all heads (a head axis)."
+    )
 
 
 @dataclass(frozen=True)
@@ -135,6 +153,9 @@ class AttentionInput:
 
 def checked(req: AttentionRequest) -> AttentionInput:
     """The request's arrays, once their shapes fit together and within the limits."""
+    for name in ("q", "k", "v"):
+        if getattr(req, name) is None:
+            raise InputError(name, f"{name} is required (send q, k and v, or a sentence)")
     q, k, v = req.q, req.k, req.v
     if k.ndim != q.ndim or v.ndim != q.ndim:
         raise InputError("k" if k.ndim != q.ndim else "v", f"q, k and v must have the same number of dimensions (q is {q.ndim}-D)")
@@ -177,6 +198,14 @@ class AttentionResponse(BaseModel):
     masked: list[Any] = Field(description="scaled with −∞ where the mask hides a key, written as null.")
     weights: list[Any] = Field(description="Row-wise softmax of masked: each row sums to 1; hidden keys get 0.")
     output: list[Any] = Field(description="weights · v: each query's mix of the values (n × d_v).")
+    # Sentence mode only (app/model): q, k, v above are the model's own for that layer and head.
+    model: str | None = Field(None, description="Sentence mode: the model's name.")
+    kind: Literal["bert", "gpt2"] | None = Field(None, description="Sentence mode: encoder (bert) or decoder (gpt2).")
+    words: list[int | None] | None = Field(None, description="Sentence mode: word index per token, null for [CLS].")
+    spans: list[list[int] | None] | None = Field(None, description="Sentence mode: [start, end) characters per token.")
+    layer: int | Literal["mean"] | None = Field(None, description="Sentence mode: the layer shown, or 'mean'.")
+    head: int | Literal["mean"] | None = Field(None, description="Sentence mode: the head shown, 'mean', or null: all.")
+    mean_over: list[Literal["heads", "layers"]] | None = Field(None, description="Sentence mode: the axes averaged.")
 
 
 class ExampleOut(BaseModel):

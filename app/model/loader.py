@@ -1,0 +1,114 @@
+"""Loading a model once, lazily and thread-safely, and remembering recent sentences.
+
+One ModelHandle per model directory (handle_for): the first request that needs the weights
+loads them in its worker thread while others wait on the lock; the event loop never blocks.
+A small LRU cache keeps the last few sentences' traces (per-head Q, K, V of every layer), so
+a view that walks through layers and heads runs the forward pass once per sentence.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app import limits
+from app.attention import Backend
+from app.model import bert, gpt2
+from app.model.spec import ModelSpec, read_spec
+from app.model.tokenizer import Encoded, TextTokenizer
+from app.model.trace import Trace
+from app.model.weights import Weights, load_weights
+
+Forward = Callable[[list[int], Weights, ModelSpec, Backend], Trace]
+_KINDS: dict[str, tuple[Callable[[ModelSpec], tuple[str, ...]], Forward]] = {
+    "bert": (bert.required, bert.forward),
+    "gpt2": (gpt2.required, gpt2.forward),
+}
+
+
+@dataclass(frozen=True)
+class Model:
+    spec: ModelSpec
+    weights: Weights
+    tokenizer: TextTokenizer
+    load_seconds: float
+
+    def forward(self, ids: list[int], backend: Backend = "numpy") -> Trace:
+        return _KINDS[self.spec.kind][1](ids, self.weights, self.spec, backend)
+
+
+def load(spec: ModelSpec) -> Model:
+    """Read the weights and the tokenizer of `spec` (no caching: see ModelHandle)."""
+    start = time.perf_counter()
+    required = _KINDS[spec.kind][0](spec)
+    weights = load_weights(spec.path / "model.safetensors", required)
+    tokenizer = TextTokenizer(spec.path / "tokenizer.json")
+    return Model(spec, weights, tokenizer, time.perf_counter() - start)
+
+
+class ModelHandle:
+    """A model directory whose config is read on first use and whose weights load on first need."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._spec: ModelSpec | None = None
+        self._model: Model | None = None
+        self._cache: OrderedDict[str, tuple[Encoded, Trace]] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def loading(self) -> bool:
+        return self._model is None and self._lock.locked()
+
+    def spec(self) -> ModelSpec:
+        """config.json's facts, read once (cheap: no weights). Raises ModelError."""
+        if self._spec is None:
+            self._spec = read_spec(self.path)
+        return self._spec
+
+    def model(self) -> Model:
+        """The loaded model, loading it on the first call (other callers wait). Raises ModelError."""
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = load(self.spec())
+        return self._model
+
+    def encode(self, sentence: str) -> Encoded:
+        return self.model().tokenizer.encode(sentence)
+
+    def trace(self, sentence: str, encoded: Encoded, backend: Backend) -> Trace:
+        """The forward pass of an encoded sentence, from the cache when it was seen lately."""
+        key = f"{backend}\0{sentence}"
+        with self._cache_lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key][1]
+        trace = self.model().forward(encoded.ids, backend)
+        with self._cache_lock:
+            self._cache[key] = (encoded, trace)
+            while len(self._cache) > limits.MODEL_CACHE_SENTENCES:
+                self._cache.popitem(last=False)
+        return trace
+
+
+_handles: dict[str, ModelHandle] = {}
+_handles_lock = threading.Lock()
+
+
+def handle_for(path: str | Path | None) -> ModelHandle:
+    """The one handle of a model directory (None or "" is the default model)."""
+    key = str(Path(path).resolve()) if path else ""
+    with _handles_lock:
+        if key not in _handles:
+            _handles[key] = ModelHandle(Path(key) if key else None)
+        return _handles[key]

@@ -1,0 +1,113 @@
+"""Routes of the model API besides the sentence mode of POST /api/attention (see app.api).
+
+POST /api/heads   {"sentence", "mask"?} → every layer × head of attention weights, for an overview
+GET  /api/model   the model's name, kind and sizes, and whether its weights are loaded yet
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Annotated, Any, Literal
+
+import anyio
+import orjson
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from app import limits
+from app.api import _slots
+from app.model import service
+from app.model.loader import ModelHandle, handle_for
+from app.model.spec import ModelError
+from app.schemas import ErrorResponse
+
+router = APIRouter(prefix="/api", tags=["model"])
+Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
+
+
+def handle(request: Request) -> ModelHandle:
+    return handle_for(getattr(request.app.state, "model_dir", None))
+
+
+class HeadsRequest(BaseModel):
+    """A sentence, and the mask to show (a GPT-2 model's own mask is causal, and only that)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sentence: Sentence = Field(
+        description=f"Any text; ≤ {limits.MAX_SENTENCE_CHARS:,} characters and "
+        f"≤ {limits.MAX_OVERVIEW_TOKENS} tokens after tokenizing ([CLS] and [SEP] count)."
+    )
+    mask: Literal["full", "causal"] | None = Field(
+        None, description="Default: the model's own (BERT full, GPT-2 causal)"
+    )
+
+
+class HeadsResponse(BaseModel):
+    """All layers × heads of weights for small heatmaps; weights[L][H] is n × n, rows sum to ≈ 1."""
+
+    model: str
+    kind: Literal["bert", "gpt2"]
+    tokens: list[str] = Field(description="As the model sees them: [CLS], ##pieces, [SEP] (BERT).")
+    words: list[int | None] = Field(description="Word index of each token (null for special tokens).")
+    spans: list[list[int] | None] = Field(description="[start, end) characters of each token in the sentence.")
+    layers: int
+    heads: int
+    mask: Literal["full", "causal"]
+    decimals: int = Field(description="weights are rounded to this many decimals.")
+    weights: list[Any] = Field(description="[layer][head][query][key], layers × heads × n × n.")
+
+
+class ModelInfo(BaseModel):
+    name: str
+    kind: Literal["bert", "gpt2"]
+    layers: int
+    heads: int
+    head_size: int = Field(description="d_k of every head: hidden_size / heads.")
+    hidden_size: int
+    max_tokens: int = Field(description="Longest sentence, in tokens, for POST /api/attention.")
+    max_positions: int = Field(description="The model's own context length.")
+    overview_max_tokens: int = Field(description="Longest sentence, in tokens, for POST /api/heads.")
+    mask: Literal["full", "causal"] = Field(description="The model's own mask.")
+    loaded: bool = Field(description="Weights in memory; false until the first sentence (or ?load=true).")
+    loading: bool
+    load_seconds: float | None = Field(description="How long the weights and tokenizer took to load.")
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
+    503: {"model": ErrorResponse, "description": "The model's files are missing or unreadable (server set-up)."},
+}
+
+
+def _json(content: Any) -> Response:
+    return Response(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
+
+
+@router.post("/heads", summary="Weights of every layer and head", response_model=HeadsResponse, responses=_ERRORS)
+async def post_heads(request: Request, body: HeadsRequest) -> Response:
+    given = "mask" in body.model_fields_set and body.mask is not None
+    mask = body.mask or "full"
+    backend = request.app.state.backend
+    out = await anyio.to_thread.run_sync(
+        service.heads_overview, handle(request), body.sentence, mask, given, backend, limiter=_slots
+    )
+    return _json(out)
+
+
+@router.get("/model", summary="The model behind sentence mode", response_model=ModelInfo, responses=_ERRORS)
+async def get_model(
+    request: Request, load: Annotated[bool, Query(description="Start loading the weights in the background.")] = False
+) -> Response:
+    h = handle(request)
+    info = await anyio.to_thread.run_sync(service.model_info, h)
+    if load and not h.loaded and not h.loading:
+        threading.Thread(target=_load_quietly, args=(h,), daemon=True, name="model-load").start()
+        info["loading"] = True
+    return _json(info)
+
+
+def _load_quietly(h: ModelHandle) -> None:
+    with contextlib.suppress(ModelError):  # the next request that needs the model reports it (503)
+        h.model()

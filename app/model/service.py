@@ -1,0 +1,188 @@
+"""The model side of the API, as plain functions the routes run in a worker thread.
+
+  sentence mode of POST /api/attention   {"sentence", "layer", "head", "mask"} → every stage
+  POST /api/heads                        {"sentence", "mask"} → all layers × heads of weights
+  GET /api/model                         what the model is, and whether it is loaded yet
+
+Rejections name the field (422); a model that cannot be loaded is the server's problem (503).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import numpy as np
+import orjson
+from fastapi import Request, Response
+
+from app import frame, limits
+from app.attention import Backend, Mask
+from app.errors import ClientError
+from app.model.loader import ModelHandle, handle_for
+from app.model.select import HeadChoice, LayerChoice, all_weights, mean_over, select
+from app.model.spec import ModelError, ModelSpec
+from app.model.tokenizer import Encoded
+from app.model.trace import Trace
+from app.schemas import InputError
+
+QKV = ("q", "k", "v")
+
+
+def is_sentence_request(req: Any) -> bool:
+    """True for the sentence mode; a 422 naming the field when a request mixes or lacks both modes."""
+    given = [name for name in QKV if getattr(req, name) is not None]
+    if req.sentence is not None:
+        if given:
+            raise InputError(given[0], f"{given[0]} cannot be sent with sentence: send a sentence, or q, k and v")
+        if req.tokens is not None:
+            raise InputError("tokens", "tokens cannot be sent with sentence: the model's tokenizer makes them")
+        return True
+    for name in ("layer", "head"):
+        if getattr(req, name) is not None:
+            raise InputError(name, f"{name} goes with sentence (a model's layer and head); q, k, v have no layers")
+    for name in QKV:
+        if getattr(req, name) is None:
+            msg = f"Field required: send q, k and v, or a sentence ({name} is missing)"
+            raise ClientError(422, ["body", name], msg, "missing")
+    return False
+
+
+def spec_of(handle: ModelHandle) -> ModelSpec:
+    try:
+        return handle.spec()
+    except ModelError as e:
+        raise ClientError(503, ["model"], f"the model cannot be used: {e}", "model_unavailable") from None
+
+
+def _mask(spec: ModelSpec, mask: Mask, given: bool) -> Mask:
+    """The model's own mask unless asked otherwise; a decoder is always causal."""
+    if spec.causal:
+        if given and mask != "causal":
+            msg = f"{spec.name} is a GPT-2 decoder: its attention is causal by nature, so mask must be 'causal'"
+            raise InputError("mask", msg)
+        return "causal"
+    return mask
+
+
+def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int, limit_name: str) -> Encoded:
+    if not sentence.strip():
+        raise InputError("sentence", "sentence is empty: type at least one word")
+    try:
+        encoded = handle.encode(sentence)
+    except ModelError as e:
+        raise ClientError(503, ["model"], f"the model cannot be loaded: {e}", "model_unavailable") from None
+    if encoded.content == 0:
+        raise InputError("sentence", f"sentence has no tokens that {spec.name} reads (only spaces or controls)")
+    if len(encoded) > max_tokens:
+        raise InputError(
+            "sentence", f"sentence is {len(encoded)} tokens for {spec.name}; {limit_name} is {max_tokens}: shorten it"
+        )
+    return encoded
+
+
+def _trace(handle: ModelHandle, sentence: str, encoded: Encoded, backend: Backend) -> Trace:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return handle.trace(sentence, encoded, backend)
+
+
+def _token_fields(spec: ModelSpec, encoded: Encoded) -> dict[str, Any]:
+    return {
+        "model": spec.name,
+        "kind": spec.kind,
+        "tokens": encoded.tokens,
+        "words": encoded.words,
+        "spans": [list(s) if s is not None else None for s in encoded.spans],
+    }
+
+
+def sentence_attention(
+    handle: ModelHandle,
+    sentence: str,
+    layer: LayerChoice | None,
+    head: HeadChoice,
+    mask: Mask,
+    mask_given: bool,
+    backend: Backend,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The fields and arrays of a sentence-mode answer (see app.model.select for the means)."""
+    spec = spec_of(handle)
+    layer = 0 if layer is None else layer
+    if isinstance(layer, int) and not 0 <= layer < spec.layers:
+        raise InputError("layer", f"layer must be 0 … {spec.layers - 1} or 'mean' ({spec.name} has {spec.layers})")
+    if isinstance(head, int) and not 0 <= head < spec.heads:
+        raise InputError("head", f"head must be 0 … {spec.heads - 1}, 'mean' or omitted ({spec.name} has {spec.heads})")
+    mask = _mask(spec, mask, mask_given)
+    encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
+    trace = _trace(handle, sentence, encoded, backend)
+    with np.errstate(over="ignore", invalid="ignore"):
+        arrays = select(trace, layer, head, mask, backend)
+    if not all(np.isfinite(arrays[name]).all() for name in ("weights", "output")):
+        raise InputError("sentence", "the model's numbers overflowed for this sentence")  # never seen; never a NaN
+    fields = {
+        **_token_fields(spec, encoded),
+        "layer": layer,
+        "head": head,
+        "mean_over": mean_over(layer, head),
+        "mask": mask,
+        "d_k": spec.head_size,
+    }
+    return fields, arrays
+
+
+def heads_overview(
+    handle: ModelHandle, sentence: str, mask: Mask, mask_given: bool, backend: Backend
+) -> dict[str, Any]:
+    """Every layer's and head's weights for the small-multiples overview, rounded (see limits)."""
+    spec = spec_of(handle)
+    mask = _mask(spec, mask, mask_given)
+    limit = min(spec.max_tokens, limits.MAX_OVERVIEW_TOKENS)
+    encoded = _encode(handle, spec, sentence, limit, "the overview's limit")
+    trace = _trace(handle, sentence, encoded, backend)
+    with np.errstate(over="ignore", invalid="ignore"):
+        weights = np.round(all_weights(trace, mask, backend), limits.OVERVIEW_DECIMALS)  # (L, H, n, n)
+    if not np.isfinite(weights).all():
+        raise InputError("sentence", "the model's numbers overflowed for this sentence")
+    return {
+        **_token_fields(spec, encoded),
+        "layers": spec.layers,
+        "heads": spec.heads,
+        "mask": mask,
+        "decimals": limits.OVERVIEW_DECIMALS,
+        "weights": weights,
+    }
+
+
+def model_info(handle: ModelHandle) -> dict[str, Any]:
+    spec = spec_of(handle)
+    model = handle.model() if handle.loaded else None
+    return {
+        "name": spec.name,
+        "kind": spec.kind,
+        "layers": spec.layers,
+        "heads": spec.heads,
+        "head_size": spec.head_size,
+        "hidden_size": spec.hidden,
+        "max_tokens": spec.max_tokens,
+        "max_positions": spec.max_positions,
+        "overview_max_tokens": min(spec.max_tokens, limits.MAX_OVERVIEW_TOKENS),
+        "mask": "causal" if spec.causal else "full",
+        "loaded": handle.loaded,
+        "loading": handle.loading,
+        "load_seconds": round(model.load_seconds, 3) if model else None,
+    }
+
+
+async def respond(request: Request, req: Any, limiter: anyio.CapacityLimiter) -> Response:
+    """The sentence mode of POST /api/attention: JSON, or a frame when the client accepts one."""
+    as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
+    handle = handle_for(getattr(request.app.state, "model_dir", None))
+    backend: Backend = request.app.state.backend
+    mask_given = "mask" in req.model_fields_set
+    fields, arrays = await anyio.to_thread.run_sync(
+        sentence_attention, handle, req.sentence, req.layer, req.head, req.mask, mask_given, backend, limiter=limiter
+    )
+    if as_frame:
+        return Response(frame.encode(fields, arrays), media_type=frame.FRAME_MEDIA_TYPE)
+    content = orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)
+    return Response(content, media_type="application/json")

