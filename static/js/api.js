@@ -1,0 +1,97 @@
+// The page's only door to the server. Every number the page shows comes through here.
+
+/** An API error as { field, msg } items; field is "q", "k", "v", "tokens" or "body". */
+function errorItems(status, body) {
+  const detail = body && Array.isArray(body.detail) ? body.detail : null;
+  if (!detail) return [{ field: "body", msg: `The server answered ${status}.` }];
+  return detail.map((d) => {
+    const loc = Array.isArray(d.loc) ? d.loc : [];
+    const field = loc[0] === "body" && typeof loc[1] === "string" ? loc[1] : "body";
+    return { field, msg: String(d.msg ?? "invalid input") };
+  });
+}
+
+async function getJson(url, signal) {
+  const res = await fetch(url, { headers: { accept: "application/json" }, signal });
+  if (!res.ok) throw new Error(`${url}: ${res.status}`);
+  return res.json();
+}
+
+export function listExamples(signal) {
+  return getJson("/api/examples", signal);
+}
+
+export function getExample(id, signal) {
+  return getJson(`/api/examples/${encodeURIComponent(id)}`, signal);
+}
+
+/**
+ * Every stage for one input and one mask.
+ * Resolves to { ok: true, data } or { ok: false, errors }; rejects only on abort or network failure.
+ */
+export async function attention(input, mask, signal) {
+  const body = JSON.stringify({ tokens: input.tokens, q: input.q, k: input.k, v: input.v, mask });
+  const res = await fetch("/api/attention", {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    body,
+    signal,
+  });
+  let json = null;
+  try {
+    json = await res.json();
+  } catch {
+    json = null;
+  }
+  if (res.ok && json) return { ok: true, data: json };
+  return { ok: false, errors: errorItems(res.status, json) };
+}
+
+/** The input under both masks (the page shows one and compares with the other). */
+export async function attentionBothMasks(input, signal) {
+  const [full, causal] = await Promise.all([attention(input, "full", signal), attention(input, "causal", signal)]);
+  if (!full.ok) return full;
+  if (!causal.ok) return causal;
+  return { ok: true, data: { full: full.data, causal: causal.data } };
+}
+
+/**
+ * Live recompute for typing: waits `delay` ms after the last call, cancels the request in
+ * flight when a newer one starts, and only ever delivers the newest answer (a slow old
+ * response can never overwrite a newer one).
+ */
+export class Recomputer {
+  constructor(onResult, delay = 180) {
+    this.onResult = onResult;
+    this.delay = delay;
+    this.timer = 0;
+    this.seq = 0;
+    this.controller = null;
+  }
+
+  schedule(input, immediate = false) {
+    clearTimeout(this.timer);
+    const seq = ++this.seq;
+    const snapshot = structuredClone(input);
+    const go = () => this.run(snapshot, seq);
+    if (immediate) go();
+    else this.timer = setTimeout(go, this.delay);
+    return seq;
+  }
+
+  async run(input, seq) {
+    if (this.controller) this.controller.abort();
+    const controller = new AbortController();
+    this.controller = controller;
+    let outcome;
+    try {
+      outcome = await attentionBothMasks(input, controller.signal);
+    } catch (err) {
+      if (controller.signal.aborted) return;
+      outcome = { ok: false, errors: [{ field: "body", msg: `Could not reach the server (${err.message}).` }] };
+    }
+    if (seq !== this.seq) return; // a newer request has been scheduled since
+    this.controller = null;
+    this.onResult(outcome);
+  }
+}

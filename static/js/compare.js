@@ -1,0 +1,58 @@
+// The difference view: weights under the full and the causal mask side by side, and the
+// change between them. Both come from the server (the page asks for both masks).
+
+import { deltaRgb, fixed3, heatRgb, inkFor, rgbCss } from "./format.js";
+
+function cell(tag, text, props = {}) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) node.setAttribute(k, v);
+  node.textContent = text;
+  return node;
+}
+
+function miniTable(title, tokens, rows, colour, testid, focus) {
+  const table = document.createElement("table");
+  table.className = "mini";
+  table.dataset.testid = testid;
+  table.append(cell("caption", title));
+  const head = document.createElement("tr");
+  head.append(cell("td", ""));
+  for (const t of tokens) head.append(cell("th", t, { scope: "col" }));
+  const thead = document.createElement("thead");
+  thead.append(head);
+  const tbody = document.createElement("tbody");
+  rows.forEach((row, i) => {
+    const tr = document.createElement("tr");
+    if (i === focus) tr.className = "focused";
+    tr.append(cell("th", tokens[i], { scope: "row" }));
+    row.forEach((x) => {
+      const td = cell("td", x.text);
+      const rgb = colour(x.value);
+      td.style.backgroundColor = rgbCss(rgb);
+      td.style.color = inkFor(rgb);
+      tr.append(td);
+    });
+    tbody.append(tr);
+  });
+  table.append(thead, tbody);
+  return table;
+}
+
+export function renderCompare(container, result, focus) {
+  const full = result.full.weights;
+  const causal = result.causal.weights;
+  const tokens = result.full.tokens;
+  const asCells = (m) => m.map((row) => row.map((x) => ({ value: x, text: fixed3(x) })));
+  const delta = causal.map((row, i) =>
+    row.map((x, j) => {
+      const d = x - full[i][j];
+      const text = Math.abs(d) < 0.0005 ? "·" : (d > 0 ? "+" : "") + fixed3(d);
+      return { value: d, text };
+    }),
+  );
+  container.replaceChildren(
+    miniTable("Full (BERT-style)", tokens, asCells(full), heatRgb, "compare-full", focus),
+    miniTable("Causal (GPT-style)", tokens, asCells(causal), heatRgb, "compare-causal", focus),
+    miniTable("Change: causal − full (orange gains, blue loses)", tokens, delta, deltaRgb, "compare-delta", focus),
+  );
+}

@@ -1,0 +1,210 @@
+// The grid editor: every token name and every number of Q, K and V is an input.
+// It edits state.input in place and tells main.js what changed; the server then recomputes.
+// Errors from the server are shown next to the matrix they name.
+
+import { MAX_DIM, MAX_TOKENS, parseCell } from "./state.js";
+
+const MATRICES = [
+  { id: "q", title: "Q: queries (what each word looks for)", dim: "d_k" },
+  { id: "k", title: "K: keys (what each word offers)", dim: "d_k" },
+  { id: "v", title: "V: values (what each word passes on)", dim: "d_v" },
+];
+
+function el(tag, props = {}, text = null) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === "className") node.className = v;
+    else if (k === "dataset") Object.assign(node.dataset, v);
+    else node.setAttribute(k, v);
+  }
+  if (text !== null) node.textContent = text;
+  return node;
+}
+
+function resizeRows(rows, d) {
+  return rows.map((row) => Array.from({ length: d }, (_, i) => (i < row.length ? row[i] : 0)));
+}
+
+export class Editor {
+  /**
+   * @param root      the container of the grids
+   * @param dims      { dk, dv, add } inputs and button from the page
+   * @param state     the page state (its `input` is edited in place)
+   * @param changed   callback(structural: boolean) after every edit
+   */
+  constructor(root, dims, state, changed) {
+    this.root = root;
+    this.dims = dims;
+    this.state = state;
+    this.changed = changed;
+    this.errorSlots = {};
+
+    root.addEventListener("input", (e) => this.onInput(e));
+    root.addEventListener("click", (e) => {
+      const btn = e.target.closest("button[data-remove]");
+      if (btn) this.removeToken(Number(btn.dataset.remove));
+    });
+    dims.dk.addEventListener("change", () => this.resize("dk"));
+    dims.dv.addEventListener("change", () => this.resize("dv"));
+    dims.add.addEventListener("click", () => this.addToken());
+  }
+
+  onInput(e) {
+    const t = e.target;
+    const input = this.state.input;
+    if (!input || !t.dataset) return;
+    if (t.dataset.token !== undefined) {
+      const i = Number(t.dataset.token);
+      input.tokens[i] = t.value;
+      for (const label of this.root.querySelectorAll(`[data-row-label="${i}"]`)) label.textContent = t.value;
+    } else if (t.dataset.matrix) {
+      const { matrix, row, col } = t.dataset;
+      input[matrix][Number(row)][Number(col)] = parseCell(t.value);
+    } else {
+      return;
+    }
+    this.changed(false);
+  }
+
+  resize(which) {
+    const input = this.state.input;
+    if (!input) return;
+    const box = which === "dk" ? this.dims.dk : this.dims.dv;
+    const d = Math.round(Number(box.value));
+    if (!Number.isFinite(d) || d < 1 || d > MAX_DIM) {
+      box.value = String(which === "dk" ? input.q[0].length : input.v[0].length);
+      return;
+    }
+    if (which === "dk") {
+      input.q = resizeRows(input.q, d);
+      input.k = resizeRows(input.k, d);
+    } else {
+      input.v = resizeRows(input.v, d);
+    }
+    this.changed(true);
+  }
+
+  addToken() {
+    const input = this.state.input;
+    if (!input || input.tokens.length >= MAX_TOKENS) return;
+    input.tokens.push(`word${input.tokens.length + 1}`);
+    for (const m of ["q", "k", "v"]) input[m].push(input[m][0].map(() => 0));
+    this.changed(true);
+  }
+
+  removeToken(i) {
+    const input = this.state.input;
+    if (!input || input.tokens.length <= 1) return;
+    for (const m of ["tokens", "q", "k", "v"]) input[m].splice(i, 1);
+    this.changed(true);
+  }
+
+  /** Rebuild every grid from state.input (after a structural change or a new source). */
+  build() {
+    const input = this.state.input;
+    this.root.replaceChildren();
+    this.errorSlots = {};
+    if (!input) return;
+    const n = input.tokens.length;
+    this.dims.dk.value = String(input.q[0].length);
+    this.dims.dv.value = String(input.v[0].length);
+    this.dims.add.disabled = n >= MAX_TOKENS;
+
+    // the words
+    const words = el("div", { className: "grid-block" });
+    const wt = el("table", { className: "grid", dataset: { testid: "edit-tokens" } });
+    wt.append(el("caption", {}, "Words"));
+    const wbody = el("tbody");
+    input.tokens.forEach((t, i) => {
+      const tr = el("tr");
+      tr.append(el("th", { scope: "row" }, String(i + 1)));
+      const td = el("td");
+      const box = el("input", {
+        type: "text",
+        maxlength: "100",
+        spellcheck: "false",
+        "aria-label": `Word ${i + 1}`,
+        dataset: { token: String(i), testid: `edit-token-${i}` },
+      });
+      box.value = t;
+      td.append(box);
+      const rm = el("td");
+      const btn = el(
+        "button",
+        { type: "button", className: "remove", "aria-label": `Remove word ${i + 1}`, dataset: { remove: String(i) } },
+        "✕",
+      );
+      btn.disabled = n <= 1;
+      rm.append(btn);
+      tr.append(td, rm);
+      wbody.append(tr);
+    });
+    wt.append(wbody);
+    words.append(wt, this.errorSlot("tokens"));
+    this.root.append(words);
+
+    for (const m of MATRICES) {
+      const rows = input[m.id];
+      const d = rows[0].length;
+      const block = el("div", { className: `grid-block grid-${m.id}` });
+      const table = el("table", { className: "grid", dataset: { testid: `edit-${m.id}` } });
+      table.append(el("caption", {}, m.title));
+      const head = el("tr");
+      head.append(el("td"));
+      for (let c = 0; c < d; c++) head.append(el("th", { scope: "col" }, String(c + 1)));
+      const thead = el("thead");
+      thead.append(head);
+      const tbody = el("tbody");
+      rows.forEach((row, r) => {
+        const tr = el("tr");
+        tr.append(el("th", { scope: "row", dataset: { rowLabel: String(r) } }, input.tokens[r]));
+        row.forEach((x, c) => {
+          const td = el("td");
+          const box = el("input", {
+            type: "text",
+            inputmode: "decimal",
+            size: "5",
+            "aria-label": `${m.id.toUpperCase()} row ${r + 1}, coordinate ${c + 1}`,
+            dataset: { matrix: m.id, row: String(r), col: String(c), testid: `edit-${m.id}-${r}-${c}` },
+          });
+          box.value = String(x);
+          td.append(box);
+          tr.append(td);
+        });
+        tbody.append(tr);
+      });
+      table.append(thead, tbody);
+      block.append(table, this.errorSlot(m.id));
+      this.root.append(block);
+    }
+    const other = this.errorSlot("body");
+    this.root.append(other);
+  }
+
+  errorSlot(field) {
+    const p = el("p", { className: "field-error", "aria-live": "polite", dataset: { testid: `error-${field}` } });
+    p.hidden = true;
+    this.errorSlots[field] = p;
+    return p;
+  }
+
+  /** Show the server's error messages next to the matrix they name; mark the cell if named. */
+  showErrors(errors) {
+    for (const slot of Object.values(this.errorSlots)) {
+      slot.hidden = true;
+      slot.textContent = "";
+    }
+    for (const box of this.root.querySelectorAll("[aria-invalid]")) box.removeAttribute("aria-invalid");
+    for (const err of errors) {
+      const slot = this.errorSlots[err.field] ?? this.errorSlots.body;
+      if (!slot) continue;
+      slot.hidden = false;
+      slot.textContent = slot.textContent ? `${slot.textContent} ${err.msg}` : err.msg;
+      const at = /^([qkv])\[(\d+)\]\[(\d+)\]/.exec(err.msg);
+      if (at) {
+        const box = this.root.querySelector(`input[data-matrix="${at[1]}"][data-row="${at[2]}"][data-col="${at[3]}"]`);
+        box?.setAttribute("aria-invalid", "true");
+      }
+    }
+  }
+}

@@ -1,0 +1,75 @@
+// The three vertical planes the vectors are drawn in (queries, keys, values), faintly
+// filled with a thin x axis, and a caption at the left of each.
+
+import * as THREE from "three";
+import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
+import { KIND_COLOURS } from "../format.js";
+import { Z_KEY, Z_QUERY, Z_VALUE } from "./layout.js";
+
+const ROWS = [
+  { z: Z_QUERY, colour: KIND_COLOURS.q, text: "queries q" },
+  { z: Z_KEY, colour: KIND_COLOURS.k, text: "keys k" },
+  { z: Z_VALUE, colour: KIND_COLOURS.v, text: "values v" },
+];
+
+export class VectorPlanes {
+  constructor() {
+    this.group = new THREE.Group();
+    this.width = -1;
+    this.parts = [];
+  }
+
+  update({ lay }) {
+    const width = lay.width + 3.6;
+    if (width === this.width) return;
+    this.width = width;
+    this.clear();
+    for (const row of ROWS) {
+      const plane = new THREE.Mesh(
+        new THREE.PlaneGeometry(width, 3.6),
+        new THREE.MeshBasicMaterial({
+          color: row.colour,
+          transparent: true,
+          opacity: 0.07,
+          depthWrite: false,
+          side: THREE.DoubleSide,
+        }),
+      );
+      plane.position.set(0.6, 0, row.z);
+      const axis = new THREE.Line(
+        new THREE.BufferGeometry().setFromPoints([
+          new THREE.Vector3(-width / 2 + 0.6, 0, row.z),
+          new THREE.Vector3(width / 2 + 0.6, 0, row.z),
+        ]),
+        new THREE.LineBasicMaterial({ color: 0x9a9a90 }),
+      );
+      const node = document.createElement("div");
+      node.className = "label label-plane";
+      node.textContent = row.text;
+      const caption = new CSS2DObject(node);
+      caption.position.set(-width / 2 + 0.6, 1.6, row.z);
+      caption.center.set(0, 1);
+      this.group.add(plane, axis, caption);
+      this.parts.push(plane, axis, caption);
+    }
+  }
+
+  tick() {}
+
+  clear() {
+    for (const part of this.parts) {
+      part.removeFromParent();
+      if (part.isCSS2DObject) part.element.remove();
+      else {
+        part.geometry.dispose();
+        part.material.dispose();
+      }
+    }
+    this.parts = [];
+  }
+
+  dispose() {
+    this.clear();
+    this.group.removeFromParent();
+  }
+}

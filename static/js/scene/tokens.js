@@ -1,0 +1,88 @@
+// The tokens: a sphere per query (front row), per key (back row) and a small marker per
+// value (behind the keys), drawn as one InstancedMesh, with labels as CSS2D elements whose
+// text is set through textContent. Clicking a query label focuses that query.
+
+import * as THREE from "three";
+import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
+import { KIND_COLOURS } from "../format.js";
+import { Z_KEY, Z_QUERY, Z_VALUE } from "./layout.js";
+
+const BASE = 0xb8b8b0;
+const _m = new THREE.Matrix4();
+const _c = new THREE.Color();
+
+export class TokenMarkers {
+  constructor(capacity, onFocus) {
+    this.capacity = capacity;
+    this.onFocus = onFocus;
+    this.group = new THREE.Group();
+    this.mesh = new THREE.InstancedMesh(
+      new THREE.SphereGeometry(1, 32, 16),
+      new THREE.MeshStandardMaterial({ roughness: 0.5 }),
+      capacity * 3,
+    );
+    this.mesh.count = 0;
+    this.mesh.frustumCulled = false;
+    this.group.add(this.mesh);
+    this.labels = [];
+  }
+
+  label(text, className, index) {
+    const node = document.createElement(index === null ? "div" : "button");
+    node.className = `label ${className}`;
+    node.textContent = text;
+    if (index !== null) {
+      node.type = "button";
+      node.tabIndex = -1; // the table's row buttons are the keyboard route
+      node.dataset.focus = String(index);
+      node.addEventListener("click", () => this.onFocus(index));
+    }
+    const obj = new CSS2DObject(node);
+    this.group.add(obj);
+    this.labels.push(obj);
+    return obj;
+  }
+
+  update({ data, lay, focus, hover }) {
+    const { n, xs } = lay;
+    for (const obj of this.labels) {
+      obj.element.remove();
+      obj.removeFromParent();
+    }
+    this.labels = [];
+    this.mesh.count = n * 3;
+    const col = hover ? hover.col : -1;
+    for (let i = 0; i < n; i++) {
+      const q = i === focus;
+      _m.makeScale(q ? 0.42 : 0.32, q ? 0.42 : 0.32, q ? 0.42 : 0.32).setPosition(xs[i], 0, Z_QUERY);
+      this.mesh.setMatrixAt(i, _m);
+      this.mesh.setColorAt(i, _c.setHex(q ? KIND_COLOURS.q : BASE));
+      _m.makeScale(0.32, 0.32, 0.32).setPosition(xs[i], 0, Z_KEY);
+      this.mesh.setMatrixAt(n + i, _m);
+      this.mesh.setColorAt(n + i, _c.setHex(i === col ? KIND_COLOURS.hover : BASE));
+      _m.makeScale(0.16, 0.16, 0.16).setPosition(xs[i], 0, Z_VALUE);
+      this.mesh.setMatrixAt(2 * n + i, _m);
+      this.mesh.setColorAt(2 * n + i, _c.setHex(KIND_COLOURS.v));
+
+      const ql = this.label(data.tokens[i], q ? "label-query focused" : "label-query", i);
+      ql.position.set(xs[i], -0.55, Z_QUERY + 0.5);
+      ql.center.set(0.5, 0);
+      ql.element.setAttribute("aria-label", `Focus query ${i + 1}: ${data.tokens[i]}`);
+      const kl = this.label(data.tokens[i], i === col ? "label-key hot" : "label-key", null);
+      kl.position.set(xs[i], -0.45, Z_KEY);
+      kl.center.set(0.5, 0);
+    }
+    this.mesh.instanceMatrix.needsUpdate = true;
+    if (this.mesh.instanceColor) this.mesh.instanceColor.needsUpdate = true;
+  }
+
+  tick() {}
+
+  dispose() {
+    for (const obj of this.labels) obj.element.remove();
+    this.group.removeFromParent();
+    this.mesh.geometry.dispose();
+    this.mesh.material.dispose();
+    this.mesh.dispose();
+  }
+}

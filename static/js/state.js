@@ -1,0 +1,125 @@
+// The page's one state object, and its round trip through the URL.
+//
+// Everything the page shows is a function of this object. Nothing lives on `window`:
+// main.js creates the state and passes it to every module that needs it.
+//
+// URL parameters (all optional):
+//   example   id of a built-in example (default: the-cat-ate-its-fish)
+//   sentence  words typed by the user (tokens get small made-up vectors)
+//   step      score | scale | mask | softmax | mix
+//   mask      full | causal
+//   focus     index of the focused query (0-based)
+//   tokens    JSON array of labels   } only when the matrices were edited by hand
+//   q, k, v   rows joined by ";", numbers by ","  }
+
+import { STEP_IDS } from "./steps.js";
+
+export const MASKS = ["full", "causal"];
+export const MAX_TOKENS = 12;
+export const MAX_DIM = 8;
+
+export function createState(defaultExample) {
+  return {
+    // where the input came from
+    example: defaultExample, // built-in example id, or null
+    sentence: null, // typed sentence, or null
+    edited: false, // true once a matrix, token or size was changed by hand
+    input: null, // { tokens: [...], q: [[...]], k: [[...]], v: [[...]] }, cells may be raw strings
+    // what the user looks at
+    step: "score",
+    mask: "full",
+    focus: 0,
+    hover: null, // { row, col } while a table cell is hovered
+    // what the server computed for `input`, under both masks (kept when a later request fails)
+    result: null, // { full: response, causal: response }
+    errors: [], // [{ field: "q" | "k" | "v" | "tokens" | "body", msg }]
+    pending: false,
+    examples: [], // [{ id, title, ... }] from GET /api/examples
+  };
+}
+
+/** The response for the current mask (what the page draws), or null before the first one. */
+export function current(state) {
+  return state.result ? state.result[state.mask] : null;
+}
+
+export function tokenCount(state) {
+  return state.input ? state.input.tokens.length : 0;
+}
+
+function parseMatrix(text) {
+  if (!text) return null;
+  const rows = text.split(";").map((row) => row.split(",").map(parseCell));
+  return rows.length && rows.every((r) => r.length) ? rows : null;
+}
+
+/** A cell as typed: a number when it reads as one, else the raw text (the API names the error). */
+export function parseCell(text) {
+  const s = String(text).trim();
+  if (s !== "" && /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(s)) return Number(s);
+  return s;
+}
+
+function matrixParam(m) {
+  return m.map((row) => row.map((x) => String(x).replace(/[,;]/g, "")).join(",")).join(";");
+}
+
+/** Read the URL's query string into the state (unknown or bad values fall back to defaults). */
+export function readUrl(state, search) {
+  const p = new URLSearchParams(search);
+  const step = p.get("step");
+  if (STEP_IDS.includes(step)) state.step = step;
+  const mask = p.get("mask");
+  if (MASKS.includes(mask)) state.mask = mask;
+  const focus = Number.parseInt(p.get("focus") ?? "", 10);
+  if (Number.isFinite(focus) && focus >= 0) state.focus = focus;
+  const sentence = p.get("sentence");
+  if (sentence && sentence.trim()) {
+    state.sentence = sentence.slice(0, 300);
+    state.example = null;
+  }
+  const example = p.get("example");
+  if (example) {
+    state.example = example;
+    if (!sentence) state.sentence = null;
+  }
+  const q = parseMatrix(p.get("q"));
+  const k = parseMatrix(p.get("k"));
+  const v = parseMatrix(p.get("v"));
+  if (q && k && v) {
+    let tokens = null;
+    try {
+      const parsed = JSON.parse(p.get("tokens") ?? "null");
+      if (Array.isArray(parsed)) tokens = parsed.map((t) => String(t).slice(0, 100));
+    } catch {
+      tokens = null;
+    }
+    if (!tokens || tokens.length !== q.length) tokens = q.map((_, i) => `t${i}`);
+    state.input = { tokens, q, k, v };
+    state.edited = true;
+  }
+}
+
+/** The query string that reproduces the current view. */
+export function urlFor(state) {
+  const p = new URLSearchParams();
+  if (state.sentence) p.set("sentence", state.sentence);
+  else if (state.example) p.set("example", state.example);
+  p.set("step", state.step);
+  p.set("mask", state.mask);
+  p.set("focus", String(state.focus));
+  if (state.edited && state.input) {
+    p.set("tokens", JSON.stringify(state.input.tokens));
+    p.set("q", matrixParam(state.input.q));
+    p.set("k", matrixParam(state.input.k));
+    p.set("v", matrixParam(state.input.v));
+  }
+  return "?" + p.toString();
+}
+
+export function writeUrl(state) {
+  const query = urlFor(state);
+  if (query !== window.location.search) {
+    window.history.replaceState(null, "", window.location.pathname + query);
+  }
+}

@@ -1,0 +1,137 @@
+// The n × n table beside the scene: rows are queries, columns are keys, one stage at a time.
+// A real <table> with a caption and scoped headers, so a screen reader can walk it.
+// All text goes in through textContent.
+
+import { fixed3, heatRgb, inkFor, rgbCss, rowLevels, vector } from "./format.js";
+
+const CAPTIONS = {
+  scores: "Scores q·k",
+  scaled: "Scaled scores q·k / √d_k",
+  masked: "Masked scores (−∞ = hidden)",
+  weights: "Weights after softmax",
+};
+
+function el(tag, props = {}, text = null) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === "dataset") Object.assign(node.dataset, v);
+    else if (k === "className") node.className = v;
+    else node.setAttribute(k, v);
+  }
+  if (text !== null) node.textContent = text;
+  return node;
+}
+
+export class MatrixTable {
+  /**
+   * @param table  the <table> element
+   * @param handlers { focus(i), hover(cell | null) }
+   */
+  constructor(table, handlers) {
+    this.table = table;
+    this.handlers = handlers;
+    this.lastKey = "";
+    table.addEventListener("pointerover", (e) => {
+      const td = e.target.closest("td[data-col]");
+      this.handlers.hover(td ? { row: Number(td.dataset.row), col: Number(td.dataset.col) } : null);
+    });
+    table.addEventListener("pointerleave", () => this.handlers.hover(null));
+    table.addEventListener("click", (e) => {
+      const btn = e.target.closest("button[data-focus]");
+      if (btn) this.handlers.focus(Number(btn.dataset.focus));
+    });
+  }
+
+  update(state, data, step) {
+    const table = this.table;
+    const n = data.tokens.length;
+    const values = data[step.stage];
+    const focus = Math.min(state.focus, n - 1);
+    const key = `${step.id}|${data.mask}|${n}`;
+    const refill = key !== this.lastKey;
+    this.lastKey = key;
+
+    table.replaceChildren();
+    const notes = ["rows: queries", "columns: keys"];
+    if (step.output) notes.push("z: each query's output");
+    notes.push(`${data.mask} mask`);
+    const caption = el("caption", {}, `${CAPTIONS[step.stage]} (${notes.join(", ")})`);
+    table.append(caption);
+
+    const head = el("thead");
+    const hr = el("tr");
+    hr.append(el("td", { className: "corner" }, "query ↓ key →"));
+    data.tokens.forEach((t, j) => {
+      const th = el("th", { scope: "col", dataset: { col: String(j) } });
+      th.append(el("span", { className: "tok" }, t));
+      if (state.hover && state.hover.col === j) th.classList.add("hot");
+      hr.append(th);
+    });
+    if (step.rowSum) hr.append(el("th", { scope: "col", className: "extra" }, "Σ row"));
+    if (step.output) hr.append(el("th", { scope: "col", className: "extra out" }, "z"));
+    head.append(hr);
+    table.append(head);
+
+    const body = el("tbody");
+    for (let i = 0; i < n; i++) {
+      const tr = el("tr", { dataset: { row: String(i) } });
+      if (i === focus) {
+        tr.classList.add("focused");
+        tr.setAttribute("aria-current", "true");
+      }
+      const th = el("th", { scope: "row" });
+      const btn = el("button", {
+        type: "button",
+        dataset: { focus: String(i), testid: `row-${i}` },
+        "aria-label": `Focus query ${i + 1}: ${data.tokens[i]}`,
+      });
+      btn.append(el("span", { className: "idx", "aria-hidden": "true" }, `${i + 1}`), el("span", { className: "tok" }, data.tokens[i]));
+      th.append(btn);
+      tr.append(th);
+      const levels = rowLevels(values[i], step.links);
+      let sum = 0;
+      for (let j = 0; j < n; j++) {
+        const x = values[i][j];
+        const hidden = data.masked[i][j] === null;
+        const td = el("td", { dataset: { row: String(i), col: String(j), testid: `cell-${i}-${j}` } });
+        td.textContent = fixed3(x);
+        if (x === null) td.classList.add("neg-inf");
+        else sum += x;
+        if (hidden) {
+          td.classList.add("hidden-key");
+          td.setAttribute("title", "hidden by the causal mask");
+        } else {
+          const rgb = heatRgb(levels[j]);
+          td.style.backgroundColor = rgbCss(rgb);
+          td.style.color = inkFor(rgb);
+        }
+        if (state.hover && state.hover.row === i && state.hover.col === j) td.classList.add("hot");
+        if (refill) {
+          td.classList.add("fill");
+          td.style.animationDelay = `${i * 70 + j * 25}ms`;
+        }
+        tr.append(td);
+      }
+      if (step.rowSum) tr.append(el("td", { className: "extra", dataset: { testid: `rowsum-${i}` } }, fixed3(sum)));
+      if (step.output) {
+        // a column vector: one coordinate per line (the first 3 when d_v is larger)
+        const td = el("td", { className: "extra out", dataset: { testid: `z-${i}` } });
+        const shown = data.output[i].slice(0, 3).map(fixed3);
+        if (data.output[i].length > 3) shown.push("…");
+        td.setAttribute("aria-label", vector(data.output[i], 8));
+        for (const part of shown) td.append(el("span", { className: "coord" }, part));
+        tr.append(td);
+      }
+      body.append(tr);
+    }
+    table.append(body);
+  }
+
+  /** Mark the hovered cell and its key column without rebuilding the table. */
+  highlight(hover) {
+    for (const node of this.table.querySelectorAll(".hot")) node.classList.remove("hot");
+    if (!hover) return;
+    this.table.querySelector(`td[data-row="${hover.row}"][data-col="${hover.col}"]`)?.classList.add("hot");
+    this.table.querySelector(`th[data-col="${hover.col}"]`)?.classList.add("hot");
+  }
+}
