@@ -38,6 +38,8 @@ class Model:
     load_seconds: float
 
     def forward(self, ids: list[int], backend: Backend = "numpy") -> Trace:
+        if not 1 <= len(ids) <= self.spec.max_positions:
+            raise ValueError(f"{len(ids)} tokens; {self.spec.name} reads 1 … {self.spec.max_positions}")
         return _KINDS[self.spec.kind][1](ids, self.weights, self.spec, backend)
 
 

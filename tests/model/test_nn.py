@@ -1,0 +1,39 @@
+"""The NumPy building blocks against the exact formulas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from app.model.nn import erf, gelu, gelu_tanh, layer_norm, merge_heads, split_heads
+
+
+def test_erf_matches_math_erf() -> None:
+    x = np.linspace(-6, 6, 20001)
+    exact = np.array([math.erf(t) for t in x])
+    assert np.abs(erf(x) - exact).max() < 1.5e-7
+    assert erf(np.array([0.5], dtype=np.float32)).dtype == np.float32
+
+
+def test_gelu_forms() -> None:
+    x = np.linspace(-8, 8, 4001)
+    exact = np.array([t * 0.5 * (1 + math.erf(t / math.sqrt(2))) for t in x])
+    assert np.abs(gelu(x) - exact).max() < 1e-6
+    assert np.abs(gelu_tanh(x) - exact).max() < 1e-3  # the tanh form is an approximation of the same curve
+    assert gelu(np.zeros(3)).tolist() == [0, 0, 0]
+
+
+def test_layer_norm() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(3, 2, (5, 8))
+    y = layer_norm(x, np.ones(8), np.zeros(8), 1e-12)
+    np.testing.assert_allclose(y.mean(-1), 0, atol=1e-12)
+    np.testing.assert_allclose(y.std(-1), 1, atol=1e-9)
+
+
+def test_split_and_merge_heads() -> None:
+    x = np.arange(4 * 6).reshape(4, 6)  # 4 tokens, 3 heads of 2
+    h = split_heads(x, 3)
+    assert h.shape == (3, 4, 2) and h[1, 2].tolist() == [14, 15]
+    assert (merge_heads(h) == x).all()
