@@ -79,6 +79,14 @@ export class Recomputer {
     return seq;
   }
 
+  /** Forget what is scheduled or in flight (its answer will be dropped). */
+  cancel() {
+    clearTimeout(this.timer);
+    this.seq += 1;
+    if (this.controller) this.controller.abort();
+    this.controller = null;
+  }
+
   async run(input, seq) {
     if (this.controller) this.controller.abort();
     const controller = new AbortController();

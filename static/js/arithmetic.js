@@ -24,7 +24,7 @@ export function arithmetic(step, data, i) {
   const lines = [];
   let title = "";
   let check = "";
-  const hidden = (j) => data.masked[i][j] === null;
+  const hidden = (j) => Boolean(step.masked) && data.masked[i][j] === null;
   switch (step.arith) {
     case "dot":
       title = `q of “${who}” = ${vector(q)} against every key`;

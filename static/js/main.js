@@ -63,8 +63,31 @@ const recomputer = new Recomputer((outcome) => {
   render();
 });
 
+/** Cells that are not numbers at all are caught here, before asking the server. */
+function typingErrors(input) {
+  const errors = [];
+  for (const m of ["q", "k", "v"]) {
+    input[m].forEach((row, r) =>
+      row.forEach((x, c) => {
+        if (typeof x !== "number") {
+          errors.push({ field: m, msg: x === "" ? `${m}[${r}][${c}]: empty; type a number` : `${m}[${r}][${c}]: “${x}” is not a number` });
+        }
+      }),
+    );
+  }
+  return errors;
+}
+
 function recompute(immediate = false) {
   if (!state.input) return;
+  const errors = typingErrors(state.input);
+  if (errors.length) {
+    recomputer.cancel();
+    state.pending = false;
+    state.errors = errors;
+    render();
+    return;
+  }
   state.pending = true;
   root.dataset.ready = "false";
   recomputer.schedule(state.input, immediate);

@@ -6,6 +6,7 @@
 //   links      "relative": thickness and colour follow the value's place between the row's
 //              smallest and largest visible value (scores can be any size or sign);
 //              "weight": thickness and colour follow the value itself (0..1, a share)
+//   masked     the mask has been applied: hidden keys look hidden (hatched cells, no link)
 //   rowSum     show each row's sum (softmax makes it 1)
 //   output     show the output z (table column and arrow)
 //   arith      which kind of worked arithmetic the panel builds for the focused query
@@ -41,6 +42,7 @@ export const STEPS = [
     title: "Mask: which keys may the query see?",
     short: "mask",
     stage: "masked",
+    masked: true,
     links: "relative",
     arith: "mask",
     text: {
@@ -60,6 +62,7 @@ export const STEPS = [
     stage: "weights",
     links: "weight",
     arith: "softmax",
+    masked: true,
     rowSum: true,
     text:
       "Softmax takes one query's row of scores, raises e to each of them and divides by their " +
@@ -73,6 +76,7 @@ export const STEPS = [
     stage: "weights",
     links: "weight",
     arith: "mix",
+    masked: true,
     output: true,
     text:
       "Finally each word collects the values v, the content behind each key, in proportion to " +

@@ -92,7 +92,7 @@ export class MatrixTable {
       let sum = 0;
       for (let j = 0; j < n; j++) {
         const x = values[i][j];
-        const hidden = data.masked[i][j] === null;
+        const hidden = Boolean(step.masked) && data.masked[i][j] === null;
         const td = el("td", { dataset: { row: String(i), col: String(j), testid: `cell-${i}-${j}` } });
         td.textContent = fixed3(x);
         if (x === null) td.classList.add("neg-inf");

@@ -50,7 +50,7 @@ export class AttentionLinks {
     this.colourTo = [];
     this.ends = [];
     for (let j = 0; j < n; j++) {
-      const hidden = values[j] === null || data.masked[row][j] === null;
+      const hidden = values[j] === null || (step.masked && data.masked[row][j] === null);
       const level = levels[j] ?? 0;
       const radius = hidden ? 0 : step.links === "weight" ? 0.025 + 0.2 * Math.sqrt(level) : 0.03 + 0.15 * level;
       const [r, g, b] = heatRgb(level);
@@ -75,7 +75,7 @@ export class AttentionLinks {
     this.labels = [];
     for (let j = 0; j < n; j++) {
       const node = document.createElement("div");
-      const hidden = data.masked[row][j] === null;
+      const hidden = step.masked && data.masked[row][j] === null;
       node.className = hidden ? "label label-value masked" : "label label-value";
       if (hover && hover.col === j && hover.row === row) node.classList.add("hot");
       node.textContent = fixed3(values[j]);

@@ -1,0 +1,145 @@
+"""A live server and headless Chromium for the browser tests.
+
+The server is the real app (`app.main:app` under uvicorn) on a free port of 127.0.0.1; the
+browser is Debian's chromium driven by Playwright (WebGL through SwiftShader, no GPU).
+Every test page fails its test on a console error, an uncaught exception, or a request to
+anywhere but 127.0.0.1 (such a request is also blocked).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LOCAL_SCHEMES = {"data", "blob", "about"}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    port = _free_port()
+    env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/api/examples", timeout=1) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the server did not start on {base}")
+        time.sleep(0.1)
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM} (set CHROMIUM=...)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@dataclass
+class Watched:
+    """A page plus everything that went wrong on it."""
+
+    page: Any
+    base: str
+    errors: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    expected: list[str] = field(default_factory=list)
+
+    def expect_console_error(self, fragment: str) -> None:
+        """A test that provokes an error on purpose (e.g. a 422 the page shows) names it here."""
+        self.expected.append(fragment)
+
+    def unexpected_errors(self) -> list[str]:
+        return [e for e in self.errors if not any(f in e for f in self.expected)]
+
+    def goto(self, query: str = "") -> Any:
+        response = self.page.goto(self.base + "/" + query)
+        self.wait_ready()
+        return response
+
+    def wait_ready(self, **attrs: str | int) -> None:
+        """Wait until the app has drawn a computed result, with the given data-* values."""
+        sel = '#app[data-ready="true"]' + "".join(f'[data-{k}="{v}"]' for k, v in attrs.items())
+        self.page.wait_for_selector(sel, timeout=10_000)
+
+    def text(self, testid: str) -> str:
+        text: str = self.page.get_by_test_id(testid).inner_text()
+        return text
+
+    def number(self, testid: str) -> float:
+        return float(self.text(testid).strip().replace("\u2212", "-"))
+
+    def row(self, i: int, n: int = 5) -> list[float]:
+        return [self.number(f"cell-{i}-{j}") for j in range(n)]
+
+
+@pytest.fixture
+def watched(browser: Any, server: str) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    w = Watched(page=page, base=server)
+
+    def guard(route: Any) -> None:
+        url = urlparse(route.request.url)
+        if url.scheme in LOCAL_SCHEMES or url.hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            w.outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page.on("console", lambda m: w.errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: w.errors.append(f"pageerror: {e}"))
+    page.on("requestfailed", lambda r: w.outside.append(f"failed: {r.url}") if "127.0.0.1" not in r.url else None)
+    yield w
+    context.close()
+    assert not w.outside, f"requests left 127.0.0.1: {w.outside}"
+    assert not w.unexpected_errors(), f"errors on the page: {w.unexpected_errors()}"
