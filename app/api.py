@@ -41,7 +41,7 @@ _ATTENTION_BODY = {
 }
 _ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": "Every stage. With `Accept: application/x-attention-frame` the same fields come as a binary frame.",
+        "description": f"Every stage. With `Accept: {frame.FRAME_MEDIA_TYPE}` the same fields come as a binary frame.",
         "content": {frame.FRAME_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
     },
     413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
@@ -87,14 +87,23 @@ async def list_examples() -> list[ExampleOut]:
 )
 async def get_example(example_id: str) -> ExampleOut:
     if example_id not in EXAMPLES:
-        raise ClientError(404, ["path", "example_id"], f"no example {example_id!r}; there are {sorted(EXAMPLES)}", "not_found")
+        raise ClientError(
+            404, ["path", "example_id"], f"no example {example_id!r}; there are {sorted(EXAMPLES)}", "not_found"
+        )
     return _example_out(EXAMPLES[example_id])
 
 
 def _example_out(e: Example) -> ExampleOut:
     return ExampleOut(
-        id=e.id, title=e.title, source=e.source, description=e.description, tokens=list(e.tokens),
-        q=e.q.tolist(), k=e.k.tolist(), v=e.v.tolist(), mask=e.mask,
+        id=e.id,
+        title=e.title,
+        source=e.source,
+        description=e.description,
+        tokens=list(e.tokens),
+        q=e.q.tolist(),
+        k=e.k.tolist(),
+        v=e.v.tolist(),
+        mask=e.mask,
     )
 
 
@@ -102,8 +111,10 @@ async def _read_body(request: Request) -> bytes:
     """The body, refused with 413 as soon as it passes the limit (declared or streamed)."""
     too_big = ClientError(413, ["body"], f"the body is larger than {limits.MAX_BODY_BYTES:,} bytes", "too_large")
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.MAX_BODY_BYTES:
-        raise too_big
+    if declared.isdigit():  # the server delivers exactly this many bytes
+        if int(declared) > limits.MAX_BODY_BYTES:
+            raise too_big
+        return await request.body()
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
@@ -123,12 +134,18 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
                 raise ClientError(422, ["body"], str(e), "frame_invalid") from None
             return AttentionRequest.model_validate({**fields, **arrays})
         if media in ("application/json", "") or media.endswith("+json"):
-            return AttentionRequest.model_validate_json(body)
+            no_bools = b"true" not in body and b"false" not in body  # lets numpy convert matrices in C
+            return AttentionRequest.model_validate_json(body, context={"no_bools": no_bools})
     except ValidationError as e:
         from fastapi.exceptions import RequestValidationError
 
         raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
-    raise ClientError(415, ["header", "content-type"], f"send application/json or {frame.FRAME_MEDIA_TYPE}, not {media!r}", "media_type")
+    raise ClientError(
+        415,
+        ["header", "content-type"],
+        f"send application/json or {frame.FRAME_MEDIA_TYPE}, not {media!r}",
+        "media_type",
+    )
 
 
 def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -> bytes | memoryview:
@@ -143,7 +160,7 @@ def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -
 
 
 def _check_finite(s: Stages) -> None:
-    if not np.isfinite(s.scores).all():
+    if not np.isfinite(s.scores).all():  # (scaled and weights are finite whenever scores are)
         raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
     if not np.isfinite(s.output).all():
         raise InputError("v", "weights·v overflows float64 (beyond ±1.8e308): make v smaller")

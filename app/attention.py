@@ -69,9 +69,7 @@ def check_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
         raise ValueError(f"q, k, v must not be empty, got q {q.shape} and v {v.shape}")
 
 
-def attention(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask = "full", backend: Backend = "numpy"
-) -> Stages:
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask = "full", backend: Backend = "numpy") -> Stages:
     """All stages of softmax(q kᵀ / √d_k) v. See the module docstring for names and shapes."""
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     check_shapes(q, k, v)

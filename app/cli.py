@@ -13,7 +13,9 @@ import uvicorn
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="attention3d", description="Serve Attention, in 3D.")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 serves the LAN)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 serves the LAN)"
+    )
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--open", action="store_true", help="open the page in a browser once the server is up")
     parser.add_argument(

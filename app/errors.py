@@ -22,7 +22,10 @@ def detail(loc: Sequence[str | int], msg: str, type_: str) -> dict[str, Any]:
 
 
 def _clean(errors: Iterable[Any]) -> list[dict[str, Any]]:
-    return [detail([str(p) if not isinstance(p, int) else p for p in e["loc"]], str(e["msg"]), str(e["type"])) for e in errors]
+    return [
+        detail([str(p) if not isinstance(p, int) else p for p in e["loc"]], str(e["msg"]), str(e["type"]))
+        for e in errors
+    ]
 
 
 class ClientError(Exception):

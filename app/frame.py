@@ -32,20 +32,36 @@ class FrameError(ValueError):
     """A frame that cannot be read; the message says why."""
 
 
-def encode(fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
-    """One frame holding the JSON-able fields and the arrays."""
-    offset, layout = 0, {}
+def encode(fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> memoryview:
+    """One frame holding the JSON-able fields and the arrays.
+
+    The arrays are copied once, straight into the frame; an array that is the very same object
+    as an earlier one (masked is scaled when nothing is hidden) is stored once and both names
+    point at it.
+    """
+    offset, placed = 0, dict[int, int]()
+    layout: dict[str, dict[str, Any]] = {}
     for name, a in arrays.items():
+        if id(a) in placed:
+            layout[name] = {"shape": list(a.shape), "offset": placed[id(a)]}
+            continue
         layout[name] = {"shape": list(a.shape), "offset": offset}
+        placed[id(a)] = offset
         offset += a.size * 8
     header = json.dumps({**fields, "arrays": layout}, separators=(",", ":")).encode()
     header += b" " * (-(_PREFIX.size + len(header)) % 8)
-    parts = [_PREFIX.pack(MAGIC, len(header)), header]
-    parts += [np.ascontiguousarray(a, dtype="<f8").tobytes() for a in arrays.values()]
-    return b"".join(parts)
+    start = _PREFIX.size + len(header)
+    out = np.empty(start + offset, dtype=np.uint8)
+    out[:start] = np.frombuffer(_PREFIX.pack(MAGIC, len(header)) + header, dtype=np.uint8)
+    data = out[start:].view("<f8")
+    for name, a in arrays.items():
+        if placed.pop(id(a), None) is not None:  # each distinct array once
+            begin = layout[name]["offset"] // 8
+            data[begin : begin + a.size] = a.reshape(-1)
+    return memoryview(out.data).cast("B")
 
 
-def decode(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def decode(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The fields and arrays of a frame (arrays are read-only views of data)."""
     if len(data) < _PREFIX.size:
         raise FrameError("frame: shorter than its 8-byte prefix")
@@ -56,7 +72,7 @@ def decode(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     if start > len(data):
         raise FrameError("frame: header length runs past the end of the body")
     try:
-        header = json.loads(data[_PREFIX.size : start])
+        header = json.loads(bytes(data[_PREFIX.size : start]))
     except ValueError as e:
         raise FrameError(f"frame: header is not valid JSON ({e})") from None
     if not isinstance(header, dict) or not isinstance(header.get("arrays", {}), dict):
