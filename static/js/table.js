@@ -7,7 +7,7 @@ import { fixed3, heatRgb, inkFor, rgbCss, rowLevels, vector } from "./format.js"
 const CAPTIONS = {
   scores: "Scores q·k",
   scaled: "Scaled scores q·k / √d_k",
-  masked: "Masked scores (−∞ = hidden)",
+  masked: "Masked scores, −∞ = hidden",
   weights: "Weights after softmax",
 };
 

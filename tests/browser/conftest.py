@@ -123,7 +123,8 @@ class Watched:
 
 @pytest.fixture
 def watched(browser: Any, server: str) -> Iterator[Watched]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    # reduced motion: transitions jump to their end, which keeps the suite fast (the page honours it)
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, reduced_motion="reduce")
     page = context.new_page()
     w = Watched(page=page, base=server)
 

@@ -222,8 +222,14 @@ def _changed_pixels(w: Watched) -> tuple[int, int]:
 
 def test_the_canvas_is_really_drawn(watched: Watched) -> None:
     w = watched
-    w.goto(f"?step=softmax&focus={ITS}")
+    w.page.emulate_media(reduced_motion="no-preference")  # play the transition this time
+    w.goto(f"?step=scale&focus={ITS}")
+    w.page.keyboard.press("ArrowRight")
     w.page.wait_for_selector('#scene[data-animating="false"]')
+    # render on demand: once the transition is over, no more frames are drawn
+    frames = w.page.get_by_test_id("scene").get_attribute("data-frames")
+    w.page.wait_for_timeout(400)
+    assert w.page.get_by_test_id("scene").get_attribute("data-frames") == frames
     changed, total = _changed_pixels(w)
     assert total > 100_000
     assert changed > 0.03 * total, f"only {changed} of {total} pixels differ from the background"

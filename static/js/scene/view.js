@@ -83,7 +83,7 @@ export class SceneView {
 
   /** A camera that shows every row of every token, from the front and a little above. */
   fit(lay, keepDirection = false) {
-    const half = lay.width / 2 + 1.6;
+    const half = lay.width / 2 + 1.3;
     const corners = [];
     for (const x of [-half, half]) {
       for (const y of [-0.9, 2.0]) for (const z of [Z_VALUE - 0.3, Z_OUTPUT + 0.4]) corners.push(new THREE.Vector3(x, y, z));
