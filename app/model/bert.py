@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.attention import Backend, attention
-from app.model.nn import ACTIVATIONS, layer_norm, merge_heads, split_heads
+from app.attention import Backend
+from app.model.nn import ACTIVATIONS, attend, layer_norm, merge_heads, split_heads
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 from app.model.weights import Weights
@@ -61,7 +61,7 @@ def self_attention(
     q = split_heads(linear(x, w, p + "attention.self.query"), spec.heads)  # (h, n, d)
     k = split_heads(linear(x, w, p + "attention.self.key"), spec.heads)  # (h, n, d)
     v = split_heads(linear(x, w, p + "attention.self.value"), spec.heads)  # (h, n, d)
-    out = attention(q, k, v, "full", backend).output.astype(np.float32)  # (h, n, d)
+    out = attend(q, k, v, "full", backend)  # (h, n, d): app.attention, heads split across cores
     return q, k, v, linear(merge_heads(out), w, p + "attention.output.dense")  # (n, C)
 
 

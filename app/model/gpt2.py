@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.attention import Backend, attention
-from app.model.nn import ACTIVATIONS, layer_norm, merge_heads, split_heads
+from app.attention import Backend
+from app.model.nn import ACTIVATIONS, attend, layer_norm, merge_heads, split_heads
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 from app.model.weights import Weights
@@ -49,7 +49,7 @@ def self_attention(
     """Per-head q, k, v of block prefix p and the attention's output projection."""
     qkv = conv1d(x, w, p + "attn.c_attn")  # (n, 3C)
     q, k, v = (split_heads(part, spec.heads) for part in np.split(qkv, 3, axis=-1))  # 3 × (h, n, d)
-    out = attention(q, k, v, "causal", backend).output.astype(np.float32)  # (h, n, d)
+    out = attend(q, k, v, "causal", backend)  # (h, n, d): app.attention, heads split across cores
     return q, k, v, conv1d(merge_heads(out), w, p + "attn.c_proj")  # (n, C)
 
 
