@@ -52,6 +52,7 @@ export class MatrixTable {
     this.lastKey = key;
 
     table.replaceChildren();
+    table.classList.toggle("dense", n > 7);
     const notes = ["rows: queries", "columns: keys"];
     if (step.output) notes.push("z: each query's output");
     notes.push(`${data.mask} mask`);

@@ -3,10 +3,9 @@
 // drawn in the vertical plane of their row (their first two coordinates: x right, y up).
 
 export const SPACING = 2.9;
-export const Z_QUERY = 3.4;
-export const Z_KEY = -3.4;
-export const Z_VALUE = -5.0;
-export const Z_OUTPUT = 6.2; // the output plane, in front of the queries (shown at the mix step)
+const ROW_GAP = 3.4; // query row to the middle, for up to 5 tokens; more tokens spread the rows
+const VALUE_BEHIND = 1.6; // the values' plane, behind the keys'
+const OUTPUT_AHEAD = 2.8; // the output plane, in front of the queries' (shown at the mix step)
 export const ARROW_MAX = 2.1; // the longest q, k or v arrow, in scene units
 
 export function layout(data) {
@@ -18,5 +17,8 @@ export function layout(data) {
   const v = longest(data.v);
   const scale = qk > 0 ? ARROW_MAX / qk : 1;
   const valueScale = v > 0 ? ARROW_MAX / v : 1;
-  return { n, xs, scale, valueScale, width: (n - 1) * SPACING };
+  const width = (n - 1) * SPACING;
+  const gap = ROW_GAP * Math.max(1, width / (4 * SPACING));
+  const z = { query: gap, key: -gap, value: -gap - VALUE_BEHIND, output: gap + OUTPUT_AHEAD };
+  return { n, xs, scale, valueScale, width, z };
 }

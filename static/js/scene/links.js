@@ -6,7 +6,6 @@ import * as THREE from "three";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
 import { fixed3, heatRgb, KIND_COLOURS, rowLevels } from "../format.js";
 import { lerp, stretch, unitCylinder } from "./geometry.js";
-import { Z_KEY, Z_QUERY } from "./layout.js";
 
 const BACKGROUND = new THREE.Color(0xf4f3ee);
 const _m = new THREE.Matrix4();
@@ -60,8 +59,8 @@ export class AttentionLinks {
       this.radiusTo.push(radius);
       this.colourTo.push(colour);
       this.ends.push([
-        new THREE.Vector3(lay.xs[row], 0, Z_QUERY),
-        new THREE.Vector3(lay.xs[j], 0, Z_KEY),
+        new THREE.Vector3(lay.xs[row], 0, lay.z.query),
+        new THREE.Vector3(lay.xs[j], 0, lay.z.key),
       ]);
     }
     this.radiusFrom = sameShape ? prevRadius : this.radiusTo.map(() => 0);
@@ -82,7 +81,7 @@ export class AttentionLinks {
       node.dataset.testid = `link-label-${j}`;
       const obj = new CSS2DObject(node);
       // just under the key's name label (tokens.js), so the number reads as "key: value"
-      obj.position.set(lay.xs[j], -0.45, Z_KEY);
+      obj.position.set(lay.xs[j], -0.45, lay.z.key);
       obj.center.set(0.5, -1.15);
       this.group.add(obj);
       this.labels.push(obj);

@@ -6,7 +6,7 @@ import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
 import { KIND_COLOURS, vector } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
 import { planar } from "./geometry.js";
-import { SPACING, Z_OUTPUT, Z_QUERY } from "./layout.js";
+import { SPACING } from "./layout.js";
 
 export class OutputArrow {
   constructor() {
@@ -44,11 +44,11 @@ export class OutputArrow {
   update({ data, lay, step, focus }) {
     const show = Boolean(step.output);
     const x = lay.xs[focus];
-    const origin = new THREE.Vector3(x, 0, Z_OUTPUT);
+    const origin = new THREE.Vector3(x, 0, lay.z.output);
     this.marker.position.copy(origin);
-    this.plane.position.set(x + 0.5, 0, Z_OUTPUT);
-    this.tie.position.set(x, 0, Z_QUERY + 0.45);
-    this.tie.scale.set(1, 1, Z_OUTPUT - Z_QUERY - 0.65);
+    this.plane.position.set(x + 0.5, 0, lay.z.output);
+    this.tie.position.set(x, 0, lay.z.query + 0.45);
+    this.tie.scale.set(1, 1, lay.z.output - lay.z.query - 0.65);
     this.tie.computeLineDistances();
     for (const obj of [this.marker, this.plane, this.tie, this.label]) obj.visible = show;
     this.label.element.hidden = !show;

@@ -4,12 +4,11 @@
 import * as THREE from "three";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
 import { KIND_COLOURS } from "../format.js";
-import { Z_KEY, Z_QUERY, Z_VALUE } from "./layout.js";
 
-const ROWS = [
-  { z: Z_QUERY, colour: KIND_COLOURS.q, text: "queries q" },
-  { z: Z_KEY, colour: KIND_COLOURS.k, text: "keys k" },
-  { z: Z_VALUE, colour: KIND_COLOURS.v, text: "values v" },
+const rows = (z) => [
+  { z: z.query, colour: KIND_COLOURS.q, text: "queries q" },
+  { z: z.key, colour: KIND_COLOURS.k, text: "keys k" },
+  { z: z.value, colour: KIND_COLOURS.v, text: "values v" },
 ];
 
 export class VectorPlanes {
@@ -24,7 +23,7 @@ export class VectorPlanes {
     if (width === this.width) return;
     this.width = width;
     this.clear();
-    for (const row of ROWS) {
+    for (const row of rows(lay.z)) {
       const plane = new THREE.Mesh(
         new THREE.PlaneGeometry(width, 3.6),
         new THREE.MeshBasicMaterial({

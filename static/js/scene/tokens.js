@@ -5,7 +5,6 @@
 import * as THREE from "three";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
 import { KIND_COLOURS } from "../format.js";
-import { Z_KEY, Z_QUERY, Z_VALUE } from "./layout.js";
 
 const BASE = 0xb8b8b0;
 const _m = new THREE.Matrix4();
@@ -54,22 +53,22 @@ export class TokenMarkers {
     const col = hover ? hover.col : -1;
     for (let i = 0; i < n; i++) {
       const q = i === focus;
-      _m.makeScale(q ? 0.42 : 0.32, q ? 0.42 : 0.32, q ? 0.42 : 0.32).setPosition(xs[i], 0, Z_QUERY);
+      _m.makeScale(q ? 0.42 : 0.32, q ? 0.42 : 0.32, q ? 0.42 : 0.32).setPosition(xs[i], 0, lay.z.query);
       this.mesh.setMatrixAt(i, _m);
       this.mesh.setColorAt(i, _c.setHex(q ? KIND_COLOURS.q : BASE));
-      _m.makeScale(0.32, 0.32, 0.32).setPosition(xs[i], 0, Z_KEY);
+      _m.makeScale(0.32, 0.32, 0.32).setPosition(xs[i], 0, lay.z.key);
       this.mesh.setMatrixAt(n + i, _m);
       this.mesh.setColorAt(n + i, _c.setHex(i === col ? KIND_COLOURS.hover : BASE));
-      _m.makeScale(0.16, 0.16, 0.16).setPosition(xs[i], 0, Z_VALUE);
+      _m.makeScale(0.16, 0.16, 0.16).setPosition(xs[i], 0, lay.z.value);
       this.mesh.setMatrixAt(2 * n + i, _m);
       this.mesh.setColorAt(2 * n + i, _c.setHex(KIND_COLOURS.v));
 
       const ql = this.label(data.tokens[i], q ? "label-query focused" : "label-query", i);
-      ql.position.set(xs[i], -0.55, Z_QUERY + 0.5);
+      ql.position.set(xs[i], -0.55, lay.z.query + 0.5);
       ql.center.set(0.5, 0);
       ql.element.setAttribute("aria-label", `Focus query ${i + 1}: ${data.tokens[i]}`);
       const kl = this.label(data.tokens[i], i === col ? "label-key hot" : "label-key", null);
-      kl.position.set(xs[i], -0.45, Z_KEY);
+      kl.position.set(xs[i], -0.45, lay.z.key);
       kl.center.set(0.5, 0);
     }
     this.mesh.instanceMatrix.needsUpdate = true;

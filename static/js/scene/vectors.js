@@ -4,7 +4,6 @@ import * as THREE from "three";
 import { KIND_COLOURS } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
 import { planar } from "./geometry.js";
-import { Z_KEY, Z_QUERY, Z_VALUE } from "./layout.js";
 
 export class VectorArrows {
   constructor(capacity) {
@@ -17,9 +16,9 @@ export class VectorArrows {
     const at = (x, z) => new THREE.Vector3(x, 0, z);
     for (let i = 0; i < lay.n; i++) {
       const qColour = i === focus ? KIND_COLOURS.q : 0xf0c870; // other queries paler
-      list.push({ origin: at(lay.xs[i], Z_QUERY), vec: planar(data.q[i], lay.scale), colour: qColour });
-      list.push({ origin: at(lay.xs[i], Z_KEY), vec: planar(data.k[i], lay.scale), colour: KIND_COLOURS.k });
-      list.push({ origin: at(lay.xs[i], Z_VALUE), vec: planar(data.v[i], lay.valueScale), colour: KIND_COLOURS.v });
+      list.push({ origin: at(lay.xs[i], lay.z.query), vec: planar(data.q[i], lay.scale), colour: qColour });
+      list.push({ origin: at(lay.xs[i], lay.z.key), vec: planar(data.k[i], lay.scale), colour: KIND_COLOURS.k });
+      list.push({ origin: at(lay.xs[i], lay.z.value), vec: planar(data.v[i], lay.valueScale), colour: KIND_COLOURS.v });
     }
     this.arrows.set(list);
   }

@@ -6,7 +6,7 @@ import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
 import { CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
 import { easeInOut } from "./geometry.js";
-import { layout, Z_OUTPUT, Z_VALUE } from "./layout.js";
+import { layout } from "./layout.js";
 import { AttentionLinks } from "./links.js";
 import { OutputArrow } from "./output.js";
 import { VectorPlanes } from "./planes.js";
@@ -86,9 +86,9 @@ export class SceneView {
     const half = lay.width / 2 + 1.3;
     const corners = [];
     for (const x of [-half, half]) {
-      for (const y of [-0.9, 2.0]) for (const z of [Z_VALUE - 0.3, Z_OUTPUT + 0.4]) corners.push(new THREE.Vector3(x, y, z));
+      for (const y of [-0.9, 2.0]) for (const z of [lay.z.value - 0.3, lay.z.output + 0.4]) corners.push(new THREE.Vector3(x, y, z));
     }
-    const target = new THREE.Vector3(0, 0.3, (Z_OUTPUT + Z_VALUE) / 2);
+    const target = new THREE.Vector3(0, 0.3, (lay.z.output + lay.z.value) / 2);
     const dir =
       keepDirection && this.fittedFor >= 0
         ? this.camera.position.clone().sub(this.controls.target).normalize()
@@ -128,6 +128,7 @@ export class SceneView {
     this.lastLayout = lay;
     const full = { ...ctx, lay, focus: Math.min(ctx.focus, lay.n - 1) };
     if (this.fittedFor !== lay.n) this.fit(lay);
+    this.labels.domElement.classList.toggle("dense", lay.n > 7);
     for (const obj of this.objects) obj.update(full);
     if (!animate || this.reducedMotion) {
       for (const obj of this.objects) obj.tick(1);
