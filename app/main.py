@@ -18,6 +18,7 @@ from app.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
 from app.attention import Backend, default_backend
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.model import routes as model_routes
+from app.schemas import ErrorResponse
 from app.security import SecurityHeaders, csp, script_hash
 
 DESCRIPTION = """
@@ -32,7 +33,15 @@ Large tables travel faster as a binary frame: send or accept `application/x-atte
 
 def create_app(backend: Backend | None = None, model: str | None = None) -> FastAPI:
     """model: a local model directory for sentence mode (default $ATTENTION_MODEL, else all-MiniLM-L6-v2)."""
-    app = FastAPI(title="Attention, in 3D", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="Attention, in 3D",
+        version=__version__,
+        description=DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,
+        # FastAPI's own body reading answers 400 for a body it cannot decode at all (not UTF-8, say)
+        responses={400: {"model": ErrorResponse, "description": "The body could not be decoded."}},
+    )
     app.state.backend = backend or os.environ.get("ATTENTION_BACKEND") or default_backend()
     app.state.model_dir = model or os.environ.get("ATTENTION_MODEL") or None
     errors.install(app)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import orjson
 import uvicorn
+from fastapi import Request
 
 from app import frame, limits
 from app.api import _compute_and_encode
@@ -50,6 +51,10 @@ def serve() -> tuple[uvicorn.Server, int]:
     @app.get("/hello")
     async def hello() -> dict[str, str]:
         return {"hello": "world"}
+
+    @app.post("/hello")
+    async def hello_post(request: Request) -> dict[str, int]:  # the same bytes on the wire, no work
+        return {"received": len(await request.body())}
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -95,7 +100,9 @@ def main() -> None:
     json_h = {"content-type": "application/json"}
     hello = best_of(lambda: request(conn, "GET", "/hello"), 400, warmup=50)
     five = best_of(lambda: request(conn, "POST", "/api/attention", small, json_h), 400, warmup=50)
-    rows.append(("5-token request, end to end", five, "hello-world endpoint", hello, 1.2))
+    hello_post = best_of(lambda: request(conn, "POST", "/hello", small, json_h), 400, warmup=50)
+    rows.append(("5-token request, end to end", five, "hello-world GET", hello, 1.2))
+    rows.append(("5-token request, end to end", five, "hello POST, same body", hello_post, None))
 
     rng = np.random.default_rng(0)
     h, n, d = 8, 512, 64
