@@ -13,10 +13,12 @@ from typing import Annotated, Any, Literal
 import anyio
 import orjson
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from app import limits
-from app.api import _slots
+from app.api import _read_body, _slots
+from app.errors import ClientError
 from app.model import service
 from app.model.loader import ModelHandle, handle_for
 from app.model.spec import ModelError
@@ -75,6 +77,10 @@ class ModelInfo(BaseModel):
     load_seconds: float | None = Field(description="How long the weights and tokenizer took to load.")
 
 
+_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
+    413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
+    415: {"model": ErrorResponse, "description": "Body not JSON."},
+}
 _ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
     503: {"model": ErrorResponse, "description": "The model's files are missing or unreadable (server set-up)."},
@@ -85,8 +91,19 @@ def _json(content: Any) -> Response:
     return Response(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
 
 
-@router.post("/heads", summary="Weights of every layer and head", response_model=HeadsResponse, responses=_ERRORS)
-async def post_heads(request: Request, body: HeadsRequest) -> Response:
+_HEADS_BODY = {"required": True, "content": {"application/json": {"schema": HeadsRequest.model_json_schema()}}}
+
+
+@router.post(
+    "/heads",
+    summary="Weights of every layer and head",
+    response_model=HeadsResponse,
+    responses={**_ERRORS, **_BODY_ERRORS},
+    openapi_extra={"requestBody": _HEADS_BODY},
+)
+async def post_heads(request: Request) -> Response:
+    """All layers × heads of attention weights for a sentence of ≤ MAX_OVERVIEW_TOKENS tokens."""
+    body = _parse(await _read_body(request), request.headers.get("content-type", "application/json"))
     given = "mask" in body.model_fields_set and body.mask is not None
     mask = body.mask or "full"
     backend = request.app.state.backend
@@ -94,6 +111,17 @@ async def post_heads(request: Request, body: HeadsRequest) -> Response:
         service.heads_overview, handle(request), body.sentence, mask, given, backend, limiter=_slots
     )
     return _json(out)
+
+
+def _parse(body: bytes, content_type: str) -> HeadsRequest:
+    """The body as a HeadsRequest; errors as the rest of the API words them (422, 415)."""
+    media = content_type.split(";")[0].strip().lower()
+    if media not in ("application/json", "") and not media.endswith("+json"):
+        raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
+    try:
+        return HeadsRequest.model_validate_json(body)
+    except ValidationError as e:
+        raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
 
 
 @router.get("/model", summary="The model behind sentence mode", response_model=ModelInfo, responses=_ERRORS)
