@@ -15,7 +15,7 @@ from fastapi.templating import Jinja2Templates
 
 from app import __version__, api, errors
 from app.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
-from app.attention import Backend, default_backend
+from app.attention import Backend, default_backend, torch_available
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.model import routes as model_routes
 from app.schemas import ErrorResponse
@@ -42,7 +42,7 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
         # FastAPI's own body reading answers 400 for a body it cannot decode at all (not UTF-8, say)
         responses={400: {"model": ErrorResponse, "description": "The body could not be decoded."}},
     )
-    app.state.backend = backend or os.environ.get("ATTENTION_BACKEND") or default_backend()
+    app.state.backend = _backend(backend or os.environ.get("ATTENTION_BACKEND") or default_backend())
     app.state.model_dir = model or os.environ.get("ATTENTION_MODEL") or None
     errors.install(app)
     app.include_router(api.router)
@@ -77,6 +77,17 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
         return page
 
     return app
+
+
+def _backend(name: str) -> Backend:
+    """The backend to compute with, refused at start-up (not on the first request) when unusable."""
+    if name == "numpy":
+        return "numpy"
+    if name == "torch":
+        if not torch_available():
+            raise RuntimeError("ATTENTION_BACKEND=torch, but torch is not installed (pip install torch==2.13.0)")
+        return "torch"
+    raise RuntimeError(f"ATTENTION_BACKEND must be 'numpy' or 'torch', not {name!r}")
 
 
 app = create_app()

@@ -17,6 +17,7 @@ from app import frame, limits
 from app.api import _check_finite
 from app.attention import STAGES, Stages, attention
 from app.examples import EXAMPLES
+from app.main import create_app
 from app.schemas import InputError
 
 CAT = EXAMPLES["the-cat-ate-its-fish"]
@@ -62,6 +63,21 @@ def test_every_digit_survives_the_wire(client: TestClient) -> None:
         np.testing.assert_array_equal(
             np.array(got[name], dtype=float), np.where(np.isneginf(getattr(want, name)), np.nan, getattr(want, name))
         )
+
+
+def test_the_torch_backend_serves_the_same_numbers() -> None:
+    torch_client = TestClient(create_app(backend="torch"))
+    for mask in ("full", "causal"):
+        got = strict_json(torch_client.post("/api/attention", json={**CAT_BODY, "mask": mask}).content)
+        want = attention(CAT.q, CAT.k, CAT.v, mask)
+        np.testing.assert_allclose(np.array(got["weights"]), want.weights, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(np.array(got["output"]), want.output, rtol=0, atol=1e-15)
+
+
+def test_an_unusable_backend_stops_the_app_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTENTION_BACKEND", "jax")
+    with pytest.raises(RuntimeError, match="'numpy' or 'torch', not 'jax'"):
+        create_app()
 
 
 def test_multi_head_stages_keep_the_head_axis(client: TestClient) -> None:
