@@ -60,6 +60,7 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
         context = {"import_map": import_map, "default_example": DEFAULT_EXAMPLE, "examples": EXAMPLES.values()}
         response = templates.TemplateResponse(request, "index.html", context)
         response.headers["content-security-policy"] = csp(script_hash(import_map))
+        response.headers["cache-control"] = "no-cache"  # the page names the current asset versions
         return response
 
     @app.get("/docs", include_in_schema=False, response_class=HTMLResponse)

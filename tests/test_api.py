@@ -312,6 +312,7 @@ def test_static_urls_are_versioned_and_cached_by_version(client: TestClient) -> 
     versioned = client.get("/static/vendor/three/three.module.js?v=x")
     assert versioned.status_code == 200 and "immutable" in versioned.headers["cache-control"]
     assert client.get("/static/vendor/three/three.module.js").headers["cache-control"] == "no-cache"
+    assert client.get("/").headers["cache-control"] == "no-cache"
 
 
 def test_docs_are_served_without_a_cdn(client: TestClient) -> None:
