@@ -1,0 +1,85 @@
+"""Loading: once, lazily, thread-safely, in the background on request; torch agrees with NumPy."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app import limits
+from app.attention import torch_available
+from app.main import create_app
+from app.model import loader
+from app.model.loader import ModelHandle
+from app.model.spec import ModelSpec
+
+
+def test_loads_once_under_concurrent_first_requests(monkeypatch: pytest.MonkeyPatch, tiny_gpt2_dir: Path) -> None:
+    calls: list[int] = []
+    real = loader.load
+
+    def slow_load(spec: ModelSpec) -> loader.Model:
+        calls.append(1)
+        time.sleep(0.2)  # long enough that every thread arrives while the first is loading
+        return real(spec)
+
+    monkeypatch.setattr(loader, "load", slow_load)
+    handle = ModelHandle(tiny_gpt2_dir)
+    assert not handle.loaded and not handle.loading
+    got: list[loader.Model] = []
+    threads = [threading.Thread(target=lambda: got.append(handle.model())) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    assert handle.loading
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(got) == 8 and all(m is got[0] for m in got)
+    assert handle.loaded and not handle.loading
+
+
+def test_model_info_before_and_after_loading(tmp_path: Path, tiny_gpt2_dir: Path) -> None:
+    fresh = tmp_path / "tiny-gpt2-copy"  # a directory no other test has loaded
+    shutil.copytree(tiny_gpt2_dir, fresh)
+    client = TestClient(create_app(backend="numpy", model=str(fresh)))
+    info = client.get("/api/model").json()
+    assert info["loaded"] is False and info["load_seconds"] is None and info["name"] == "tiny-gpt2-copy"
+    assert client.get("/api/model?load=true").json()["loading"] is True  # loads in a thread, answers at once
+    deadline = time.monotonic() + 30
+    while not (info := client.get("/api/model").json())["loaded"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert info["loaded"] is True and info["load_seconds"] > 0
+
+
+def test_missing_model_is_503_not_500(tmp_path: Path) -> None:
+    client = TestClient(create_app(backend="numpy", model=str(tmp_path / "nowhere")))
+    for r in (
+        client.get("/api/model"),
+        client.post("/api/attention", json={"sentence": "hi"}),
+        client.post("/api/heads", json={"sentence": "hi"}),
+    ):
+        assert r.status_code == 503 and r.json()["detail"][0]["type"] == "model_unavailable"
+
+
+def test_sentence_cache_is_bounded(tiny_gpt2_dir: Path) -> None:
+    handle = ModelHandle(tiny_gpt2_dir)
+    for i in range(20):
+        s = f"sentence {i}"
+        handle.trace(s, handle.encode(s), "numpy")
+    assert len(handle._cache) == limits.MODEL_CACHE_SENTENCES
+    s = "sentence 19"
+    assert handle.trace(s, handle.encode(s), "numpy") is handle.trace(s, handle.encode(s), "numpy")
+
+
+@pytest.mark.skipif(not torch_available(), reason="torch is not installed")
+def test_torch_backend_agrees(minilm: ModelHandle) -> None:
+    ids = minilm.encode("The animal didn't cross the street because it was too tired.").ids
+    a, b = minilm.model().forward(ids, "numpy"), minilm.model().forward(ids, "torch")
+    for layer in range(6):
+        np.testing.assert_allclose(a.q[layer], b.q[layer], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(a.hidden[-1], b.hidden[-1], atol=1e-5, rtol=0)
