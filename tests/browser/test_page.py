@@ -295,5 +295,12 @@ def test_tablet_layout_fits(watched: Watched) -> None:
     w.goto(f"?step=softmax&mask=causal&focus={CAT}")
     overflow = w.page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0
-    box = w.page.get_by_test_id("scene-canvas").bounding_box()
+    canvas = w.page.get_by_test_id("scene-canvas")
+    box = canvas.bounding_box()
     assert box is not None and box["width"] > 600
+    # resize-safe: the drawing buffer follows the element when the window changes
+    w.page.set_viewport_size({"width": 1280, "height": 800})
+    w.page.wait_for_function(
+        "() => { const c = document.querySelector('[data-testid=scene-canvas]');"
+        " return c.width === Math.round(c.clientWidth * devicePixelRatio) && c.clientWidth < 700; }"
+    )

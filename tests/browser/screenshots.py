@@ -1,0 +1,50 @@
+"""Take the page's screenshots for docs/screenshots/ (not a test).
+
+    .venv/bin/uvicorn app.main:app --port 8123 &
+    .venv/bin/python -m tests.browser.screenshots http://127.0.0.1:8123 docs/screenshots
+
+The committed files were then reduced to 256 colours (Pillow's quantize) to stay small.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from playwright.sync_api import FloatRect, sync_playwright
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+SHOTS = [
+    # name, query, viewport, full page
+    ("1-score-its", "?focus=3&step=score", (1280, 800), False),
+    ("2-softmax-its", "?focus=3&step=softmax", (1280, 800), False),
+    ("3-mix-its", "?focus=3&step=mix", (1280, 800), False),
+    ("4-causal-cat", "?focus=1&step=softmax&mask=causal", (1280, 800), False),
+    ("5-tablet-mask", "?focus=3&step=mask&mask=causal", (768, 1024), False),
+    ("6-compare-and-editor", "?focus=3&step=softmax&mask=causal", (1280, 800), True),
+]
+
+
+def main(base: str, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for name, query, (width, height), full in SHOTS:
+            page = browser.new_page(viewport={"width": width, "height": height}, reduced_motion="reduce")
+            page.goto(base + "/" + query)
+            page.wait_for_selector('#app[data-ready="true"]')
+            page.wait_for_selector('#scene[data-animating="false"]')
+            if full:
+                top = page.evaluate("document.getElementById('compare-title').getBoundingClientRect().top + scrollY")
+                bottom = page.evaluate("document.querySelector('.editor').getBoundingClientRect().bottom + scrollY")
+                clip: FloatRect = {"x": 0, "y": top - 16, "width": width, "height": bottom - top + 32}
+                page.screenshot(path=str(out / f"{name}.png"), clip=clip, full_page=True)
+            else:
+                page.screenshot(path=str(out / f"{name}.png"))
+            page.close()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]))
