@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,16 @@ def test_cli_refuses_a_bad_model_dir(tmp_path: Path, capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit):
         cli.main(["--model", str(tmp_path)])
     assert "--model" in capsys.readouterr().err
+
+
+def test_cli_model_reaches_the_app(monkeypatch: pytest.MonkeyPatch, tiny_gpt2_dir: Path) -> None:
+    started: list[str] = []
+    monkeypatch.setattr("uvicorn.run", lambda target, **kw: started.append(target))
+    monkeypatch.delenv("ATTENTION_MODEL", raising=False)
+    cli.main(["--model", str(tiny_gpt2_dir)])
+    assert started == ["app.main:app"]
+    assert os.environ["ATTENTION_MODEL"] == str(tiny_gpt2_dir.resolve())
+    from app.main import create_app
+
+    assert create_app(backend="numpy").state.model_dir == str(tiny_gpt2_dir.resolve())
+    monkeypatch.delenv("ATTENTION_MODEL")
