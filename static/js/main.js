@@ -272,7 +272,7 @@ function render() {
   if (state.errors.length) {
     banner.hidden = false;
     banner.textContent = data
-      ? "The server refused the last edit (see the message by the editor); the drawing shows the last valid numbers."
+      ? "That edit cannot be computed yet (see the message by the editor below); the page still shows the last valid numbers."
       : state.errors.map((e) => e.msg).join(" ");
   } else {
     banner.hidden = true;

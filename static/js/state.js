@@ -11,6 +11,10 @@
 //   focus     index of the focused query (0-based)
 //   tokens    JSON array of labels   } only when the matrices were edited by hand
 //   q, k, v   rows joined by ";", numbers by ","  }
+//
+// A model-backed sentence mode would add its fields here (say `model`, `layer`, `head`), read
+// and write them in readUrl/urlFor, and fetch its input through a new function in api.js;
+// the steps, the table and the scene only need the API response.
 
 import { STEP_IDS } from "./steps.js";
 

@@ -41,6 +41,7 @@ export class SceneView {
 
     this.labels = new CSS2DRenderer();
     this.labels.domElement.className = "label-layer";
+    this.labels.domElement.setAttribute("aria-hidden", "true"); // the table says the same, for screen readers
     container.append(this.labels.domElement);
 
     this.scene = new THREE.Scene();
