@@ -33,6 +33,7 @@ const editor = new Editor(
   state,
   (structural) => {
     state.edited = true;
+    state.notice = null;
     state.focus = Math.min(state.focus, state.input.tokens.length - 1);
     if (structural) editor.build();
     renderNotes();
@@ -163,12 +164,15 @@ document.addEventListener("keydown", (e) => {
 
 // ---- sources: a built-in example or a typed sentence -----------------------------------
 
+const knownExamples = new Set([...$("example-select").options].map((o) => o.value).filter(Boolean));
+
 async function loadExample(id, keepMask) {
   let ex;
   try {
+    if (!knownExamples.has(id)) throw new Error("unknown example");
     ex = await getExample(id);
   } catch {
-    state.errors = [{ field: "body", msg: `There is no example called “${id}”; showing the default one.` }];
+    state.notice = `There is no example called “${id}”; showing the default one.`;
     if (id !== root.dataset.defaultExample) return loadExample(root.dataset.defaultExample, keepMask);
     render();
     return;
@@ -202,6 +206,7 @@ function afterNewInput() {
 
 $("example-select").addEventListener("change", (e) => {
   const id = e.target.value;
+  state.notice = null;
   if (id) {
     state.focus = 0;
     loadExample(id, false);
@@ -210,6 +215,7 @@ $("example-select").addEventListener("change", (e) => {
 $("source-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const text = $("sentence-input").value;
+  state.notice = null;
   if (text.trim()) {
     state.focus = 0;
     loadSentence(text);
@@ -274,6 +280,9 @@ function render() {
     banner.textContent = data
       ? "That edit cannot be computed yet (see the message by the editor below); the page still shows the last valid numbers."
       : state.errors.map((e) => e.msg).join(" ");
+  } else if (state.notice) {
+    banner.hidden = false;
+    banner.textContent = state.notice;
   } else {
     banner.hidden = true;
     banner.textContent = "";

@@ -37,6 +37,7 @@ export function createState(defaultExample) {
     // what the server computed for `input`, under both masks (kept when a later request fails)
     result: null, // { full: response, causal: response }
     errors: [], // [{ field: "q" | "k" | "v" | "tokens" | "body", msg }]
+    notice: null, // a one-off message, e.g. an unknown example in the URL
     pending: false,
     examples: [], // [{ id, title, ... }] from GET /api/examples
   };
@@ -87,9 +88,9 @@ export function readUrl(state, search) {
     state.example = example;
     if (!sentence) state.sentence = null;
   }
-  const q = parseMatrix(p.get("q"));
-  const k = parseMatrix(p.get("k"));
-  const v = parseMatrix(p.get("v"));
+  const q = parseMatrix(p.get("q"))?.slice(0, MAX_TOKENS);
+  const k = parseMatrix(p.get("k"))?.slice(0, MAX_TOKENS);
+  const v = parseMatrix(p.get("v"))?.slice(0, MAX_TOKENS);
   if (q && k && v) {
     let tokens = null;
     try {

@@ -251,6 +251,20 @@ def test_typed_text_never_runs(watched: Watched) -> None:
     assert w.page.locator("#app img").count() == 0
     assert w.page.locator("#app script").count() == 0
 
+    # hand-set tokens and other values in the URL are text too; unknown values fall back
+    tokens = '["<b>bold</b>","<img src=/xss onerror=window.__xss=4>"]'
+    bad = "?example=%3Cscript%3Ewindow.__xss%3D5%3C/script%3E&step=%3Cscript%3E&mask=x&focus=y"
+    w.page.goto(w.base + "/" + bad + "&tokens=" + tokens.replace("=", "%3D") + "&q=1,0;0,1&k=1,0;0,1&v=1;2")
+    w.wait_ready(step="score", mask="full", focus=0)
+    expect(w.page.get_by_test_id("row-0")).to_contain_text("<b>bold</b>")
+    expect(w.page.get_by_test_id("row-1")).to_contain_text("onerror")
+    w.page.goto(w.base + "/?example=%3Cscript%3Ewindow.__xss%3D6%3C/script%3E")
+    w.wait_ready()
+    expect(w.page.get_by_test_id("error-banner")).to_contain_text("<script>window.__xss=6</script>")
+    expect(w.page.get_by_test_id("row-1")).to_contain_text("cat")  # the default example instead
+    assert w.page.evaluate("window.__xss") is None
+    assert w.page.locator("#app img, #app b, #app script").count() == 0
+
 
 def test_headers_forbid_inline_and_remote_scripts(watched: Watched) -> None:
     response = watched.goto()
