@@ -64,7 +64,14 @@ export class MatrixTable {
     hr.append(el("td", { className: "corner" }, "query ↓ key →"));
     data.tokens.forEach((t, j) => {
       const th = el("th", { scope: "col", dataset: { col: String(j) } });
-      th.append(el("span", { className: "tok" }, t));
+      const btn = el("button", {
+        type: "button",
+        tabindex: "-1", // the row buttons are the keyboard route; this one is for the mouse
+        dataset: { focus: String(j), testid: `col-${j}` },
+        "aria-label": `Focus query ${j + 1}: ${t}`,
+      });
+      btn.append(el("span", { className: "tok" }, t));
+      th.append(btn);
       if (state.hover && state.hover.col === j) th.classList.add("hot");
       hr.append(th);
     });

@@ -106,6 +106,10 @@ def test_keyboard_steps_focuses_and_toggles(watched: Watched) -> None:
     # clicking a word in the table focuses its row
     w.page.get_by_test_id("row-1").click()
     w.wait_ready(focus=1)
+    w.page.get_by_test_id("col-2").click()  # a key's name too
+    w.wait_ready(focus=2)
+    w.page.locator('#scene button.label[data-focus="4"]').click()  # and a word in the 3D view
+    w.wait_ready(focus=4)
     # buttons work like the keys
     w.page.get_by_test_id("next-step").click()
     w.wait_ready(step="scale")
