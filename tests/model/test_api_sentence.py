@@ -199,3 +199,20 @@ def test_gpt2_model_is_causal(gpt2_api: TestClient, tiny_gpt2_dir: Any) -> None:
     h = gpt2_api.post("/api/heads", json={"sentence": ANIMAL}).json()
     assert h["mask"] == "causal" and np.array(h["weights"]).shape[:2] == (2, 2)
     assert gpt2_api.post("/api/heads", json={"sentence": ANIMAL, "mask": "full"}).status_code == 422
+
+
+def test_frame_request_with_a_sentence(api: TestClient) -> None:
+    body = bytes(frame.encode({"sentence": ANIMAL, "layer": 3, "head": 1}, {}))
+    r = api.post("/api/attention", content=body, headers={"content-type": frame.FRAME_MEDIA_TYPE})
+    assert r.status_code == 200 and r.json()["layer"] == 3
+    bad = bytes(frame.encode({"sentence": "\ud800 lone surrogate"}, {}))
+    r = api.post("/api/attention", content=bad, headers={"content-type": frame.FRAME_MEDIA_TYPE})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"][:2] == ["body", "sentence"]
+
+
+def test_gpt2_means_keep_the_causal_mask(gpt2_api: TestClient) -> None:
+    j = post(gpt2_api, sentence=ANIMAL, layer="mean", head="mean")
+    w = np.array(j["weights"])
+    assert j["mean_over"] == ["heads", "layers"] and np.all(np.triu(w, 1) == 0)
+    np.testing.assert_allclose(w.sum(-1), 1, atol=1e-12)
+    assert j["masked"][0][1] is None  # −∞ stays −∞ through the mean
