@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -9,6 +10,7 @@ import numpy as np
 import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
+from starlette.types import Receive, Scope, Send
 
 from app import frame, limits
 from app.attention import Backend, Stages, attention
@@ -67,11 +69,40 @@ async def post_attention(request: Request) -> Response:
     inp = checked(req)
     as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
     backend: Backend = request.app.state.backend
+    media_type = frame.FRAME_MEDIA_TYPE if as_frame else "application/json"
     if inp.q.size // inp.q.shape[-1] * inp.q.shape[-2] <= _INLINE_CELLS:  # h·n·n small: microseconds of work
-        content = _compute_and_encode(inp, backend, as_frame)
-    else:
-        content = await anyio.to_thread.run_sync(_compute_and_encode, inp, backend, as_frame, limiter=_slots)
-    return Response(content, media_type=frame.FRAME_MEDIA_TYPE if as_frame else "application/json")
+        return Response(_compute_and_encode(inp, backend, as_frame), media_type=media_type)
+    return await in_slot(media_type, _compute_and_encode, inp, backend, as_frame)
+
+
+class _SlotResponse(Response):
+    """A response that gives its compute slot back once it has been sent (or the client left)."""
+
+    def __init__(self, content: bytes | memoryview, media_type: str, release: Callable[[], None]) -> None:
+        super().__init__(content, media_type=media_type)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
+async def in_slot(media_type: str, encode: Callable[..., bytes | memoryview], *args: Any) -> Response:
+    """Run encode(*args) in a worker thread holding one of the COMPUTE_SLOTS until its answer is sent.
+
+    A slot covers the whole life of a big answer, computing and sending, so at most COMPUTE_SLOTS
+    of them are in memory at once however many clients ask (the others wait their turn).
+    """
+    borrower = object()
+    await _slots.acquire_on_behalf_of(borrower)
+    try:
+        content = await anyio.to_thread.run_sync(encode, *args)
+    except BaseException:
+        _slots.release_on_behalf_of(borrower)
+        raise
+    return _SlotResponse(content, media_type, lambda: _slots.release_on_behalf_of(borrower))
 
 
 @router.get("/examples", summary="The built-in examples", response_model=list[ExampleOut])
