@@ -71,25 +71,35 @@ async def post_attention(request: Request) -> Response:
     backend: Backend = request.app.state.backend
     media_type = frame.FRAME_MEDIA_TYPE if as_frame else "application/json"
     if inp.q.size // inp.q.shape[-1] * inp.q.shape[-2] <= _INLINE_CELLS:  # h·n·n small: microseconds of work
-        return Response(_compute_and_encode(inp, backend, as_frame), media_type=media_type)
+        return Answer(_compute_and_encode(inp, backend, as_frame), media_type)
     return await in_slot(media_type, _compute_and_encode, inp, backend, as_frame)
 
 
-class _SlotResponse(Response):
-    """A response that gives its compute slot back once it has been sent (or the client left)."""
+Body = bytes | list[memoryview]
 
-    def __init__(self, content: bytes | memoryview, media_type: str, release: Callable[[], None]) -> None:
-        super().__init__(content, media_type=media_type)
+
+class Answer(Response):
+    """A response sent as its body lies in memory, buffer by buffer (a frame's arrays are sent
+    from the arrays themselves), that can hand its compute slot back once sent or abandoned."""
+
+    def __init__(self, body: Body, media_type: str, release: Callable[[], None] | None = None) -> None:
+        self._parts = [memoryview(body)] if isinstance(body, bytes) else body
+        size = sum(len(p) for p in self._parts)
+        super().__init__(None, media_type=media_type, headers={"content-length": str(size)})
         self._release = release
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            last = len(self._parts) - 1
+            for i, part in enumerate(self._parts):
+                await send({"type": "http.response.body", "body": part, "more_body": i < last})
         finally:
-            self._release()
+            if self._release is not None:
+                self._release()
 
 
-async def in_slot(media_type: str, encode: Callable[..., bytes | memoryview], *args: Any) -> Response:
+async def in_slot(media_type: str, encode: Callable[..., Body], *args: Any) -> Response:
     """Run encode(*args) in a worker thread holding one of the COMPUTE_SLOTS until its answer is sent.
 
     A slot covers the whole life of a big answer, computing and sending, so at most COMPUTE_SLOTS
@@ -102,7 +112,7 @@ async def in_slot(media_type: str, encode: Callable[..., bytes | memoryview], *a
     except BaseException:
         _slots.release_on_behalf_of(borrower)
         raise
-    return _SlotResponse(content, media_type, lambda: _slots.release_on_behalf_of(borrower))
+    return Answer(content, media_type, lambda: _slots.release_on_behalf_of(borrower))
 
 
 @router.get("/examples", summary="The built-in examples", response_model=list[ExampleOut])
@@ -179,14 +189,14 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
     )
 
 
-def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -> bytes | memoryview:
+def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -> Body:
     with np.errstate(over="ignore", invalid="ignore"):
         stages = attention(inp.q, inp.k, inp.v, inp.mask, backend)
     _check_finite(stages)
     fields = {"tokens": inp.tokens, "mask": inp.mask, "d_k": int(inp.q.shape[-1])}
     arrays = {"q": inp.q, "k": inp.k, "v": inp.v, **stages.as_dict()}
     if as_frame:
-        return frame.encode(fields, arrays)
+        return frame.parts(fields, arrays)
     return orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)
 
 

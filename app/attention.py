@@ -89,8 +89,9 @@ def _attention_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) ->
     masked = np.where(visible(n), scaled, -np.inf) if mask == "causal" else scaled  # (..., n, n)
     # Stable softmax: shift each row by its maximum, which is finite because the diagonal
     # is never hidden, so exp() only sees values <= 0 and hidden keys get exactly 0.
-    e = np.exp(masked - masked.max(axis=-1, keepdims=True))  # (..., n, n)
-    weights = e / e.sum(axis=-1, keepdims=True)  # (..., n, n)
+    weights = masked - masked.max(axis=-1, keepdims=True)  # (..., n, n)
+    np.exp(weights, out=weights)  # in place: one n×n buffer, not three
+    weights /= weights.sum(axis=-1, keepdims=True)
     output = weights @ v  # (..., n, d_v)
     return Stages(scores, scaled, masked, weights, output)
 

@@ -32,33 +32,29 @@ class FrameError(ValueError):
     """A frame that cannot be read; the message says why."""
 
 
-def encode(fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> memoryview:
-    """One frame holding the JSON-able fields and the arrays.
+def parts(fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> list[memoryview]:
+    """A frame as a list of buffers, the arrays' own memory among them: nothing is copied.
 
-    The arrays are copied once, straight into the frame; an array that is the very same object
-    as an earlier one (masked is scaled when nothing is hidden) is stored once and both names
-    point at it.
+    An array that is the very same object as an earlier one (masked is scaled when nothing is
+    hidden) is sent once, and both names point at it.
     """
     offset, placed = 0, dict[int, int]()
     layout: dict[str, dict[str, Any]] = {}
+    chunks = []
     for name, a in arrays.items():
-        if id(a) in placed:
-            layout[name] = {"shape": list(a.shape), "offset": placed[id(a)]}
-            continue
-        layout[name] = {"shape": list(a.shape), "offset": offset}
-        placed[id(a)] = offset
-        offset += a.size * 8
+        if id(a) not in placed:
+            placed[id(a)] = offset
+            offset += a.size * 8
+            chunks.append(memoryview(np.ascontiguousarray(a, dtype="<f8").data).cast("B"))
+        layout[name] = {"shape": list(a.shape), "offset": placed[id(a)]}
     header = json.dumps({**fields, "arrays": layout}, separators=(",", ":")).encode()
     header += b" " * (-(_PREFIX.size + len(header)) % 8)
-    start = _PREFIX.size + len(header)
-    out = np.empty(start + offset, dtype=np.uint8)
-    out[:start] = np.frombuffer(_PREFIX.pack(MAGIC, len(header)) + header, dtype=np.uint8)
-    data = out[start:].view("<f8")
-    for name, a in arrays.items():
-        if placed.pop(id(a), None) is not None:  # each distinct array once
-            begin = layout[name]["offset"] // 8
-            data[begin : begin + a.size] = a.reshape(-1)
-    return memoryview(out.data).cast("B")
+    return [memoryview(_PREFIX.pack(MAGIC, len(header)) + header), *chunks]
+
+
+def encode(fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
+    """One frame, as bytes."""
+    return b"".join(parts(fields, arrays))
 
 
 def decode(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
