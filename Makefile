@@ -26,6 +26,7 @@ pytest:
 
 bench: setup-test
 	$(BIN)/python -m bench.api
+	$(BIN)/python -m bench.model
 
 setup: $(VENV)/.installed static/vendor/.copied
 setup-test: setup $(VENV)/.installed-test chromium
