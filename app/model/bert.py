@@ -61,7 +61,7 @@ def self_attention(
     q = split_heads(linear(x, w, p + "attention.self.query"), spec.heads)  # (h, n, d)
     k = split_heads(linear(x, w, p + "attention.self.key"), spec.heads)  # (h, n, d)
     v = split_heads(linear(x, w, p + "attention.self.value"), spec.heads)  # (h, n, d)
-    out = attend(q, k, v, "full", backend)  # (h, n, d): app.attention, heads split across cores
+    out = attend(q, k, v, "full", backend)  # (h, n, d): app.attention, a few heads at a time
     return q, k, v, linear(merge_heads(out), w, p + "attention.output.dense")  # (n, C)
 
 

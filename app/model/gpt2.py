@@ -49,7 +49,7 @@ def self_attention(
     """Per-head q, k, v of block prefix p and the attention's output projection."""
     qkv = conv1d(x, w, p + "attn.c_attn")  # (n, 3C)
     q, k, v = (split_heads(part, spec.heads) for part in np.split(qkv, 3, axis=-1))  # 3 × (h, n, d)
-    out = attend(q, k, v, "causal", backend)  # (h, n, d): app.attention, heads split across cores
+    out = attend(q, k, v, "causal", backend)  # (h, n, d): app.attention, a few heads at a time
     return q, k, v, conv1d(merge_heads(out), w, p + "attn.c_proj")  # (n, C)
 
 
