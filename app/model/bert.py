@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.attention import Backend
-from app.model.nn import ACTIVATIONS, attend, layer_norm, merge_heads, split_heads
+from app.model.nn import ACTIVATIONS, attend, by_rows, layer_norm, merge_heads, split_heads
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 from app.model.weights import Weights
@@ -67,7 +67,9 @@ def self_attention(
 
 def feed_forward(x: np.ndarray, w: Weights, p: str, spec: ModelSpec) -> np.ndarray:
     act = ACTIVATIONS[spec.activation]
-    return linear(act(linear(x, w, p + "intermediate.dense")), w, p + "output.dense")  # (n, C)
+    return by_rows(
+        lambda rows: linear(act(linear(rows, w, p + "intermediate.dense")), w, p + "output.dense"), x
+    )  # (n, C)
 
 
 def forward(ids: list[int], w: Weights, spec: ModelSpec, backend: Backend = "numpy") -> Trace:

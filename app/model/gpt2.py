@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.attention import Backend
-from app.model.nn import ACTIVATIONS, attend, layer_norm, merge_heads, split_heads
+from app.model.nn import ACTIVATIONS, attend, by_rows, layer_norm, merge_heads, split_heads
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 from app.model.weights import Weights
@@ -55,7 +55,7 @@ def self_attention(
 
 def mlp(x: np.ndarray, w: Weights, p: str, spec: ModelSpec) -> np.ndarray:
     act = ACTIVATIONS[spec.activation]
-    return conv1d(act(conv1d(x, w, p + "mlp.c_fc")), w, p + "mlp.c_proj")  # (n, C)
+    return by_rows(lambda rows: conv1d(act(conv1d(rows, w, p + "mlp.c_fc")), w, p + "mlp.c_proj"), x)  # (n, C)
 
 
 def forward(ids: list[int], w: Weights, spec: ModelSpec, backend: Backend = "numpy") -> Trace:
