@@ -61,9 +61,11 @@ export async function attentionBothMasks(input, signal) {
  * response can never overwrite a newer one).
  */
 export class Recomputer {
-  constructor(onResult, delay = 180) {
+  /** `fetcher(input, signal)` resolves to an outcome (default: the hand-set input under both masks). */
+  constructor(onResult, delay = 180, fetcher = attentionBothMasks) {
     this.onResult = onResult;
     this.delay = delay;
+    this.fetcher = fetcher;
     this.timer = 0;
     this.seq = 0;
     this.controller = null;
@@ -93,7 +95,7 @@ export class Recomputer {
     this.controller = controller;
     let outcome;
     try {
-      outcome = await attentionBothMasks(input, controller.signal);
+      outcome = await this.fetcher(input, controller.signal);
     } catch (err) {
       if (controller.signal.aborted) return;
       outcome = { ok: false, errors: [{ field: "body", msg: `Could not reach the server (${err.message}).` }] };

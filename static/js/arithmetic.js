@@ -25,6 +25,9 @@ export function arithmetic(step, data, i) {
   let title = "";
   let check = "";
   const hidden = (j) => Boolean(step.masked) && data.masked[i][j] === null;
+  const over = data.mean_over?.length ? data.mean_over.join(" and ") : "";
+  if (over) return meanArithmetic(step, data, i, over, hidden);
+  if (data.merged) return mergedArithmetic(step, data, i, hidden);
   switch (step.arith) {
     case "dot":
       title = `q of “${who}” = ${vector(q)} against every key`;
@@ -78,4 +81,67 @@ export function arithmetic(step, data, i) {
       break;
   }
   return { title, lines, check };
+}
+
+/**
+ * A mean over heads (or layers) is a mean of each stage: q̄·k̄ is not the mean score and the
+ * softmax of a mean score is not the mean weight, so the panel says what was averaged instead
+ * of showing arithmetic that would not add up.
+ */
+function meanArithmetic(step, data, i, over, hidden) {
+  const tokens = data.tokens;
+  const who = tokens[i];
+  const n = tokens.length;
+  const lines = [];
+  let title = "";
+  let check = "";
+  const stage = { dot: "scores", scale: "scaled", mask: "masked", softmax: "weights", mix: "weights" }[step.arith];
+  const what = { dot: "q·k", scale: `q·k / √${data.d_k}`, mask: "masked scores", softmax: "weights", mix: "weights" }[step.arith];
+  title = `Row of “${who}”: the mean over the ${over} of each one's ${what}`;
+  let sum = 0;
+  for (let j = 0; j < n; j++) {
+    const x = data[stage][i][j];
+    if (x !== null) sum += x;
+    lines.push(
+      hidden(j)
+        ? { key: tokens[j], text: "hidden in every one (−∞ → 0)", hidden: true }
+        : { key: tokens[j], text: `mean = ${step.arith === "softmax" || step.arith === "mix" ? fixed3(x) : short(x)}` },
+    );
+  }
+  if (step.arith === "softmax") check = `Row check: each head's row sums to 1, so their mean does: ${fixed3(sum)}`;
+  if (step.arith === "mix") check = `z = mean of the ${over}' outputs = ${vector(data.output[i], 4)}`;
+  return { title, lines, check };
+}
+
+/** Merged word pieces (weights only, see model.js mergeView): which pieces each number adds up. */
+function mergedArithmetic(step, data, i, hidden) {
+  const { tokens, merged } = data;
+  const who = tokens[i];
+  const qPieces = merged.pieces[i];
+  const lines = [];
+  let sum = 0;
+  const of = qPieces.length > 1 ? ` (mean of its ${qPieces.length} pieces' rows: ${qPieces.join(" ")})` : "";
+  for (let j = 0; j < tokens.length; j++) {
+    const w = data.weights[i][j];
+    sum += w;
+    const kPieces = merged.groups[j];
+    let text = fixed3(w);
+    if (kPieces.length > 1) {
+      const parts = kPieces.map((b) => fixed3(merged.rows[i].reduce((s, row) => s + row[b], 0) / merged.rows[i].length));
+      text = `${parts.join(" + ")} = ${fixed3(w)}  (${merged.pieces[j].join(" ")})`;
+    }
+    lines.push({ key: tokens[j], text, hidden: hidden(j) });
+  }
+  if (step.arith === "mix") {
+    return {
+      title: `z of “${who}” = the mean of its pieces' z${of}`,
+      lines,
+      check: `z = ${vector(data.output[i], 4)}`,
+    };
+  }
+  return {
+    title: `Weights of “${who}”, word by word: a key word gets the sum of its pieces' weights${of}`,
+    lines,
+    check: `Row check: ${fixed3(sum)}`,
+  };
 }

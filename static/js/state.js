@@ -5,28 +5,40 @@
 //
 // URL parameters (all optional):
 //   example   id of a built-in example (default: the-cat-ate-its-fish)
-//   sentence  words typed by the user (tokens get small made-up vectors)
+//   sentence  a sentence for the real model (sentence mode; see model.js)
+//   layer     sentence mode: 0-based layer, or "mean" (over the layers)
+//   head      sentence mode: 0-based head, or "mean" (over the layer's heads)
+//   merge     sentence mode: 1 = word pieces merged into words (from the softmax step on)
 //   step      score | scale | mask | softmax | mix
 //   mask      full | causal
-//   focus     index of the focused query (0-based)
+//   focus     index of the focused query (0-based; in sentence mode a token of the model's,
+//             also when pieces are merged: the word that holds it is focused)
 //   tokens    JSON array of labels   } only when the matrices were edited by hand
 //   q, k, v   rows joined by ";", numbers by ","  }
 //
-// A model-backed sentence mode would add its fields here (say `model`, `layer`, `head`), read
-// and write them in readUrl/urlFor, and fetch its input through a new function in api.js;
-// the steps, the table and the scene only need the API response.
+// Sentence mode (a typed sentence, run by the real model) has no `input`: the server holds
+// the model's q, k, v. Its requests and views are in model.js; the steps, the table and the
+// scene only need the API response.
 
+import { parsePick } from "./model.js";
 import { STEP_IDS } from "./steps.js";
 
 export const MASKS = ["full", "causal"];
 export const MAX_TOKENS = 12;
 export const MAX_DIM = 8;
+export const MAX_SENTENCE = 4000; // characters kept from a typed sentence (and from the URL)
 
 export function createState(defaultExample) {
   return {
     // where the input came from
     example: defaultExample, // built-in example id, or null
-    sentence: null, // typed sentence, or null
+    sentence: null, // typed sentence (sentence mode: the real model), or null
+    layer: 0, // sentence mode: 0-based layer or "mean"
+    head: 0, // sentence mode: 0-based head or "mean"
+    merge: false, // sentence mode: word pieces merged into words
+    model: null, // GET /api/model, once known
+    modelLoading: false, // the model's weights are loading (the first sentence)
+    heads: null, // the overview for (sentence, mask): { key, data } or { key, error } or { key, pending }
     edited: false, // true once a matrix, token or size was changed by hand
     input: null, // { tokens: [...], q: [[...]], k: [[...]], v: [[...]] }, cells may be raw strings
     // what the user looks at
@@ -80,8 +92,13 @@ export function readUrl(state, search) {
   if (Number.isFinite(focus) && focus >= 0) state.focus = focus;
   const sentence = p.get("sentence");
   if (sentence && sentence.trim()) {
-    state.sentence = sentence.slice(0, 300);
+    state.sentence = sentence.slice(0, MAX_SENTENCE);
     state.example = null;
+    const layer = parsePick(p.get("layer"));
+    const head = parsePick(p.get("head"));
+    if (layer !== null) state.layer = layer;
+    if (head !== null) state.head = head;
+    state.merge = p.get("merge") === "1";
   }
   const example = p.get("example");
   if (example) {
@@ -102,18 +119,23 @@ export function readUrl(state, search) {
     if (!tokens || tokens.length !== q.length) tokens = q.map((_, i) => `t${i}`);
     state.input = { tokens, q, k, v };
     state.edited = true;
+    state.sentence = null; // hand-set numbers win over a sentence
   }
 }
 
 /** The query string that reproduces the current view. */
 export function urlFor(state) {
   const p = new URLSearchParams();
-  if (state.sentence) p.set("sentence", state.sentence);
-  else if (state.example) p.set("example", state.example);
+  if (state.sentence) {
+    p.set("sentence", state.sentence);
+    p.set("layer", String(state.layer));
+    p.set("head", String(state.head));
+    if (state.merge) p.set("merge", "1");
+  } else if (state.example) p.set("example", state.example);
   p.set("step", state.step);
   p.set("mask", state.mask);
   p.set("focus", String(state.focus));
-  if (state.edited && state.input) {
+  if (state.edited && state.input && !state.sentence) {
     p.set("tokens", JSON.stringify(state.input.tokens));
     p.set("q", matrixParam(state.input.q));
     p.set("k", matrixParam(state.input.k));

@@ -53,6 +53,7 @@ export class MatrixTable {
 
     table.replaceChildren();
     table.classList.toggle("dense", n > 7);
+    table.classList.toggle("crowded", n > 14);
     const notes = ["rows: queries", "columns: keys"];
     if (step.output) notes.push("z: each query's output");
     notes.push(`${data.mask} mask`);

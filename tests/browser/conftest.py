@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,9 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[str]:
+@contextmanager
+def running_server() -> Iterator[str]:
+    """A fresh server process (its model not loaded yet) on a free port; its base URL."""
     port = _free_port()
     env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
@@ -62,13 +64,21 @@ def server() -> Iterator[str]:
             proc.kill()
             raise RuntimeError(f"the server did not start on {base}")
         time.sleep(0.1)
-    yield base
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    with running_server() as base:
+        yield base
 
 
 @pytest.fixture(scope="session")
@@ -121,12 +131,13 @@ class Watched:
         return [self.number(f"cell-{i}-{j}") for j in range(n)]
 
 
-@pytest.fixture
-def watched(browser: Any, server: str) -> Iterator[Watched]:
+@contextmanager
+def watched_page(browser: Any, base: str) -> Iterator[Watched]:
+    """A fresh browser context on `base`, guarded like every test page."""
     # reduced motion: transitions jump to their end, which keeps the suite fast (the page honours it)
     context = browser.new_context(viewport={"width": 1280, "height": 800}, reduced_motion="reduce")
     page = context.new_page()
-    w = Watched(page=page, base=server)
+    w = Watched(page=page, base=base)
 
     def guard(route: Any) -> None:
         url = urlparse(route.request.url)
@@ -140,7 +151,15 @@ def watched(browser: Any, server: str) -> Iterator[Watched]:
     page.on("console", lambda m: w.errors.append(f"console: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: w.errors.append(f"pageerror: {e}"))
     page.on("requestfailed", lambda r: w.outside.append(f"failed: {r.url}") if "127.0.0.1" not in r.url else None)
-    yield w
-    context.close()
+    try:
+        yield w
+    finally:
+        context.close()
     assert not w.outside, f"requests left 127.0.0.1: {w.outside}"
     assert not w.unexpected_errors(), f"errors on the page: {w.unexpected_errors()}"
+
+
+@pytest.fixture
+def watched(browser: Any, server: str) -> Iterator[Watched]:
+    with watched_page(browser, server) as w:
+        yield w

@@ -243,9 +243,10 @@ def test_typed_text_never_runs(watched: Watched) -> None:
     w = watched
     payload = "<img src=/xss onerror=window.__xss=1>"
     w.page.goto(w.base + "/?sentence=" + payload.replace(" ", "%20").replace("=", "%3D"))
-    w.wait_ready()
-    expect(w.page.get_by_test_id("row-0")).to_contain_text("<img")
-    expect(w.page.get_by_test_id("editor-note")).to_contain_text("made-up")
+    w.wait_ready(mode="sentence")  # a sentence goes to the model: its pieces are text
+    expect(w.page.get_by_test_id("row-1")).to_contain_text("<")
+    expect(w.page.get_by_test_id("sentence-input")).to_have_value(payload)
+    w.goto()
     w.page.get_by_test_id("edit-token-1").fill("<script>window.__xss=2</script>")
     expect(w.page.get_by_test_id("row-1")).to_contain_text("<script>window.__xss=2</script>")
     w.page.get_by_test_id("edit-token-2").fill('"><img src=/xss onerror=window.__xss=3>')
@@ -284,10 +285,11 @@ def test_sentence_box_and_a_larger_example(watched: Watched) -> None:
     w.goto()
     w.page.get_by_test_id("sentence-input").fill("the dog chased its ball")
     w.page.get_by_test_id("sentence-go").click()
-    expect(w.page.get_by_test_id("row-4")).to_contain_text("ball")
-    w.wait_ready()
+    expect(w.page.get_by_test_id("row-5")).to_contain_text("ball")  # after [CLS]: the real model's tokens
+    w.wait_ready(mode="sentence")
     assert query(w)["sentence"] == ["the dog chased its ball"]
-    expect(w.page.get_by_test_id("editor-note")).to_contain_text("made-up")
+    expect(w.page.get_by_test_id("editor-note")).to_contain_text("real model")
+    expect(w.page.get_by_test_id("edit-q")).to_have_count(0)
 
     w.page.get_by_test_id("example-select").select_option("select-from-customers")
     expect(w.page.get_by_test_id("row-3")).to_contain_text("customers")

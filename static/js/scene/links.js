@@ -72,7 +72,20 @@ export class AttentionLinks {
       obj.removeFromParent();
     }
     this.labels = [];
+    // a crowded row names only its largest values (the table has every one)
+    const LABELLED = 6;
+    const labelled =
+      n > 14
+        ? new Set(
+            levels
+              .map((x, j) => [x ?? -1, j])
+              .sort((a, b) => b[0] - a[0])
+              .slice(0, LABELLED)
+              .map(([, j]) => j),
+          )
+        : null;
     for (let j = 0; j < n; j++) {
+      if (labelled && !labelled.has(j) && !(hover && hover.col === j && hover.row === row)) continue;
       const node = document.createElement("div");
       const hidden = step.masked && data.masked[row][j] === null;
       node.className = hidden ? "label label-value masked" : "label label-value";

@@ -52,7 +52,7 @@ export class OutputArrow {
     this.tie.computeLineDistances();
     for (const obj of [this.marker, this.plane, this.tie, this.label]) obj.visible = show;
     this.label.element.hidden = !show;
-    const vec = show ? planar(data.output[focus], lay.valueScale) : new THREE.Vector3();
+    const vec = show ? planar((data.drawn ?? data).output[focus], lay.valueScale) : new THREE.Vector3();
     this.arrows.set([{ origin, vec, colour: KIND_COLOURS.z }]);
     this.label.element.textContent = `z of “${data.tokens[focus]}” = ${vector(data.output[focus], 4)}`;
     this.label.position.copy(origin).add(new THREE.Vector3(0, -0.35, 0));

@@ -1,6 +1,7 @@
 // The tokens: a sphere per query (front row), per key (back row) and a small marker per
 // value (behind the keys), drawn as one InstancedMesh, with labels as CSS2D elements whose
-// text is set through textContent. Clicking a query label focuses that query.
+// text is set through textContent. Clicking a query label focuses that query; hovering it
+// reports the token (sentence mode lists its vectors' numbers).
 
 import * as THREE from "three";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
@@ -11,9 +12,10 @@ const _m = new THREE.Matrix4();
 const _c = new THREE.Color();
 
 export class TokenMarkers {
-  constructor(capacity, onFocus) {
+  constructor(capacity, onFocus, onHover = null) {
     this.capacity = capacity;
     this.onFocus = onFocus;
+    this.onHover = onHover;
     this.group = new THREE.Group();
     this.mesh = new THREE.InstancedMesh(
       new THREE.SphereGeometry(1, 32, 16),
@@ -35,6 +37,10 @@ export class TokenMarkers {
       node.tabIndex = -1; // the table's row buttons are the keyboard route
       node.dataset.focus = String(index);
       node.addEventListener("click", () => this.onFocus(index));
+      if (this.onHover) {
+        node.addEventListener("pointerenter", () => this.onHover(index));
+        node.addEventListener("pointerleave", () => this.onHover(null));
+      }
     }
     const obj = new CSS2DObject(node);
     this.group.add(obj);

@@ -21,8 +21,9 @@ export class SceneView {
    * @param container  element the canvas and the label layer go into
    * @param capacity   the most tokens the scene must hold
    * @param onFocus    callback(i) when a query label is clicked
+   * @param onHover    callback(i | null) when the pointer enters or leaves a query label
    */
-  constructor(container, capacity, onFocus) {
+  constructor(container, capacity, onFocus, onHover = null) {
     this.container = container;
     this.frames = 0;
     this.frameRequested = false;
@@ -60,7 +61,7 @@ export class SceneView {
     this.objects = [
       new VectorPlanes(),
       new AttentionLinks(capacity),
-      new TokenMarkers(capacity, onFocus),
+      new TokenMarkers(capacity, onFocus, onHover),
       new VectorArrows(capacity),
       new OutputArrow(),
     ];
@@ -93,7 +94,7 @@ export class SceneView {
     const dir =
       keepDirection && this.fittedFor >= 0
         ? this.camera.position.clone().sub(this.controls.target).normalize()
-        : new THREE.Vector3(0, 0.95, 1).normalize();
+        : new THREE.Vector3(0, lay.n > 12 ? 1.35 : 0.95, 1).normalize(); // long rows: look from higher up
     const fits = (distance) => {
       this.camera.position.copy(target).addScaledVector(dir, distance);
       this.camera.lookAt(target);
@@ -130,6 +131,7 @@ export class SceneView {
     const full = { ...ctx, lay, focus: Math.min(ctx.focus, lay.n - 1) };
     if (this.fittedFor !== lay.n) this.fit(lay);
     this.labels.domElement.classList.toggle("dense", lay.n > 7);
+    this.labels.domElement.classList.toggle("crowded", lay.n > 14);
     for (const obj of this.objects) obj.update(full);
     if (!animate || this.reducedMotion) {
       for (const obj of this.objects) obj.tick(1);

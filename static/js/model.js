@@ -1,0 +1,182 @@
+// Sentence mode: the real model behind the sentence box. Requests to the model API, the
+// model's loading state, and display-side views of a response (word pieces merged, a window
+// of tokens for the 3D view). Every attention number comes from the API; merging only adds
+// the API's weights up (see mergeView).
+
+export const ANIMAL = "The animal didn't cross the street because it was too tired.";
+/** Where the animal sentence opens: layer 3, head 1 sends 0.68 of "it"'s attention to "animal". */
+export const ANIMAL_VIEW = { layer: 3, head: 1, word: "it" };
+
+function errorItems(status, body) {
+  const detail = body && Array.isArray(body.detail) ? body.detail : null;
+  if (!detail) return [{ field: "body", msg: `The server answered ${status}.` }];
+  return detail.map((d) => {
+    const loc = Array.isArray(d.loc) ? d.loc : [];
+    const field = loc[0] === "body" && typeof loc[1] === "string" ? loc[1] : "body";
+    return { field, msg: String(d.msg ?? "invalid input") };
+  });
+}
+
+async function post(url, payload, signal) {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify(payload),
+    signal,
+  });
+  let json = null;
+  try {
+    json = await res.json();
+  } catch {
+    json = null;
+  }
+  if (res.ok && json) return { ok: true, data: json };
+  return { ok: false, errors: errorItems(res.status, json) };
+}
+
+/** GET /api/model; `load` starts loading the weights in the background. */
+export async function modelInfo(load = false, signal) {
+  const res = await fetch(`/api/model${load ? "?load=true" : ""}`, { headers: { accept: "application/json" }, signal });
+  if (!res.ok) throw new Error(`/api/model: ${res.status}`);
+  return res.json();
+}
+
+/** One layer/head (or "mean") of a sentence under one mask. */
+export function sentenceAttention(req, mask, signal) {
+  return post("/api/attention", { sentence: req.sentence, layer: req.layer, head: req.head, mask }, signal);
+}
+
+/**
+ * The sentence under both masks, like the hand-set mode (the page shows one and compares).
+ * A decoder (GPT-2) has only its causal mask: `full` is then null.
+ */
+export async function sentenceBothMasks(req, signal) {
+  if (req.kind === "gpt2") {
+    const causal = await sentenceAttention(req, "causal", signal);
+    return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
+  }
+  const [full, causal] = await Promise.all([
+    sentenceAttention(req, "full", signal),
+    sentenceAttention(req, "causal", signal),
+  ]);
+  if (!full.ok) return full;
+  if (!causal.ok) return causal;
+  return { ok: true, data: { full: full.data, causal: causal.data } };
+}
+
+/** POST /api/heads: weights[layer][head][q][k] for the overview. */
+export function allHeads(sentence, mask, signal) {
+  return post("/api/heads", { sentence, mask }, signal);
+}
+
+/** A layer or head value from the URL or a picker: an integer ≥ 0, "mean", or null. */
+export function parsePick(text) {
+  if (text === "mean") return "mean";
+  if (typeof text === "number") return Number.isInteger(text) && text >= 0 ? text : null;
+  if (typeof text === "string" && /^\d{1,3}$/.test(text)) return Number(text);
+  return null;
+}
+
+// ---- merging word pieces -----------------------------------------------------------------
+
+/**
+ * Groups of token indices, one per word: consecutive tokens with the same `words` index
+ * (BERT's "token", "##ization"); special tokens ([CLS], [SEP]) are a group each.
+ */
+export function wordGroups(data) {
+  const groups = [];
+  let last = null;
+  data.tokens.forEach((_, i) => {
+    const w = data.words ? data.words[i] : null;
+    if (w !== null && w !== undefined && last && last.word === w) last.members.push(i);
+    else {
+      last = { word: w ?? null, members: [i] };
+      groups.push(last);
+    }
+    if (w === null || w === undefined) last = null;
+  });
+  return groups.map((g) => g.members);
+}
+
+export function identityGroups(n) {
+  return Array.from({ length: n }, (_, i) => [i]);
+}
+
+/** The word as typed in the sentence (via spans), or the joined pieces when spans are missing. */
+function groupLabel(data, sentence, members) {
+  const first = data.spans?.[members[0]];
+  const last = data.spans?.[members[members.length - 1]];
+  if (first && last && sentence) return sentence.slice(first[0], last[1]);
+  return members.map((i) => data.tokens[i].replace(/^##/, "")).join("");
+}
+
+const meanRows = (rows, members) =>
+  rows[members[0]].map((_, c) => members.reduce((s, i) => s + rows[i][c], 0) / members.length);
+
+/**
+ * The response seen word by word: a word's weight as a key is the SUM over its pieces (the
+ * share of attention the whole word gets); as a query, the MEAN over its pieces' rows (so each
+ * row still sums to 1). The output z of a word is the mean of its pieces' z, and q, k, v (and
+ * their drawing) the mean of its pieces'. Only the weights are merged: scores before softmax
+ * are not shares and do not add up, so the page shows the model's own tokens for steps 1–3.
+ */
+export function mergeView(data, drawn, sentence) {
+  const groups = wordGroups(data);
+  const tokens = groups.map((m) => groupLabel(data, sentence, m));
+  const weights = groups.map((qi) =>
+    groups.map((kj) => qi.reduce((s, a) => s + kj.reduce((t, b) => t + data.weights[a][b], 0), 0) / qi.length),
+  );
+  const masked = groups.map((qi) =>
+    groups.map((kj) => (qi.every((a) => kj.every((b) => data.masked[a][b] === null)) ? null : 0)),
+  );
+  const pieces = groups.map((m) => m.map((i) => data.tokens[i]));
+  return {
+    ...data,
+    tokens,
+    weights,
+    masked,
+    scores: masked,
+    scaled: masked,
+    q: groups.map((m) => meanRows(data.q, m)),
+    k: groups.map((m) => meanRows(data.k, m)),
+    v: groups.map((m) => meanRows(data.v, m)),
+    output: groups.map((m) => meanRows(data.output, m)),
+    drawn: {
+      q: groups.map((m) => meanRows(drawn.q, m)),
+      k: groups.map((m) => meanRows(drawn.k, m)),
+      v: groups.map((m) => meanRows(drawn.v, m)),
+      output: groups.map((m) => meanRows(drawn.output, m)),
+    },
+    merged: { groups, pieces, rows: groups.map((qi) => qi.map((a) => data.weights[a])) },
+  };
+}
+
+/** Rows and columns start..end of a view (for the 3D view of a long sentence). */
+export function sliceView(view, start, end) {
+  const rows = (m) => m.slice(start, end);
+  const square = (m) => m.slice(start, end).map((r) => r.slice(start, end));
+  const out = {
+    ...view,
+    tokens: rows(view.tokens),
+    q: rows(view.q),
+    k: rows(view.k),
+    v: rows(view.v),
+    output: rows(view.output),
+    scores: square(view.scores),
+    scaled: square(view.scaled),
+    masked: square(view.masked),
+    weights: square(view.weights),
+  };
+  if (view.drawn) {
+    out.drawn = { q: rows(view.drawn.q), k: rows(view.drawn.k), v: rows(view.drawn.v), output: rows(view.drawn.output) };
+  }
+  return out;
+}
+
+/** "layer 3, head 1", "mean of layer 3's heads", … for notes and titles. */
+export function pickText(layer, head) {
+  if (layer === "mean" && head === "mean") return "the mean of all heads of all layers";
+  if (layer === "mean") return `the mean of head ${head} over all layers`;
+  if (head === "mean") return `the mean of layer ${layer}'s heads`;
+  return `layer ${layer}, head ${head}`;
+}
