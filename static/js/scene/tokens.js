@@ -70,12 +70,14 @@ export class TokenMarkers {
       this.mesh.setColorAt(2 * n + i, _c.setHex(KIND_COLOURS.v));
 
       const ql = this.label(data.tokens[i], q ? "label-query focused" : "label-query", i);
+      // a crowded row staggers its labels: every other one a line lower
+      const drop = n > 14 && i % 2 ? -1.15 : 0;
       ql.position.set(xs[i], -0.55, lay.z.query + 0.5);
-      ql.center.set(0.5, 0);
+      ql.center.set(0.5, drop);
       ql.element.setAttribute("aria-label", `Focus query ${i + 1}: ${data.tokens[i]}`);
       const kl = this.label(data.tokens[i], i === col ? "label-key hot" : "label-key", null);
       kl.position.set(xs[i], -0.45, lay.z.key);
-      kl.center.set(0.5, 0);
+      kl.center.set(0.5, drop);
     }
     this.mesh.instanceMatrix.needsUpdate = true;
     if (this.mesh.instanceColor) this.mesh.instanceColor.needsUpdate = true;

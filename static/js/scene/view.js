@@ -94,7 +94,7 @@ export class SceneView {
     const dir =
       keepDirection && this.fittedFor >= 0
         ? this.camera.position.clone().sub(this.controls.target).normalize()
-        : new THREE.Vector3(0, lay.n > 12 ? 1.35 : 0.95, 1).normalize(); // long rows: look from higher up
+        : new THREE.Vector3(0, lay.n > 12 ? (this.camera.aspect < 1.5 ? 1.9 : 1.35) : 0.95, 1).normalize(); // long rows: from higher up
     const fits = (distance) => {
       this.camera.position.copy(target).addScaledVector(dir, distance);
       this.camera.lookAt(target);
