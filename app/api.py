@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import anyio
 import numpy as np
 import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
-from starlette.types import Receive, Scope, Send
 
 from app import frame, limits
 from app.attention import Backend, Stages, attention
@@ -26,9 +23,9 @@ from app.schemas import (
     InputError,
     checked,
 )
+from app.transport import Answer, Body, in_slot, read_body
 
 router = APIRouter(prefix="/api", tags=["attention"])
-_slots = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
 _INLINE_CELLS = 4096  # below this many cells a request is computed on the event loop: a thread hop costs more
 
 _ATTENTION_BODY = {
@@ -62,10 +59,10 @@ _ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
 )
 async def post_attention(request: Request) -> Response:
     """scores = q·kᵀ, scaled = scores/√d_k, masked, weights = softmax(masked), output = weights·v."""
-    body = await _read_body(request)
+    body = await read_body(request)
     req = _parse(body, request.headers.get("content-type", "application/json"))
     if model_service.is_sentence_request(req):  # {"sentence", "layer", "head"}: a model's own q, k, v
-        return await model_service.respond(request, req, _slots)
+        return await model_service.respond(request, req)
     inp = checked(req)
     as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
     backend: Backend = request.app.state.backend
@@ -73,46 +70,6 @@ async def post_attention(request: Request) -> Response:
     if inp.q.size // inp.q.shape[-1] * inp.q.shape[-2] <= _INLINE_CELLS:  # h·n·n small: microseconds of work
         return Answer(_compute_and_encode(inp, backend, as_frame), media_type)
     return await in_slot(media_type, _compute_and_encode, inp, backend, as_frame)
-
-
-Body = bytes | list[memoryview]
-
-
-class Answer(Response):
-    """A response sent as its body lies in memory, buffer by buffer (a frame's arrays are sent
-    from the arrays themselves), that can hand its compute slot back once sent or abandoned."""
-
-    def __init__(self, body: Body, media_type: str, release: Callable[[], None] | None = None) -> None:
-        self._parts = [memoryview(body)] if isinstance(body, bytes) else body
-        size = sum(len(p) for p in self._parts)
-        super().__init__(None, media_type=media_type, headers={"content-length": str(size)})
-        self._release = release
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            last = len(self._parts) - 1
-            for i, part in enumerate(self._parts):
-                await send({"type": "http.response.body", "body": part, "more_body": i < last})
-        finally:
-            if self._release is not None:
-                self._release()
-
-
-async def in_slot(media_type: str, encode: Callable[..., Body], *args: Any) -> Response:
-    """Run encode(*args) in a worker thread holding one of the COMPUTE_SLOTS until its answer is sent.
-
-    A slot covers the whole life of a big answer, computing and sending, so at most COMPUTE_SLOTS
-    of them are in memory at once however many clients ask (the others wait their turn).
-    """
-    borrower = object()
-    await _slots.acquire_on_behalf_of(borrower)
-    try:
-        content = await anyio.to_thread.run_sync(encode, *args)
-    except BaseException:
-        _slots.release_on_behalf_of(borrower)
-        raise
-    return Answer(content, media_type, lambda: _slots.release_on_behalf_of(borrower))
 
 
 @router.get("/examples", summary="The built-in examples", response_model=list[ExampleOut])
@@ -146,23 +103,6 @@ def _example_out(e: Example) -> ExampleOut:
         v=e.v.tolist(),
         mask=e.mask,
     )
-
-
-async def _read_body(request: Request) -> bytes:
-    """The body, refused with 413 as soon as it passes the limit (declared or streamed)."""
-    too_big = ClientError(413, ["body"], f"the body is larger than {limits.MAX_BODY_BYTES:,} bytes", "too_large")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit():  # the server delivers exactly this many bytes
-        if int(declared) > limits.MAX_BODY_BYTES:
-            raise too_big
-        return await request.body()
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limits.MAX_BODY_BYTES:
-            raise too_big
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _parse(body: bytes, content_type: str) -> AttentionRequest:

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app import api, frame, limits
+from app import frame, limits
 from app.api import _check_finite
 from app.attention import STAGES, Stages, attention
 from app.examples import EXAMPLES
@@ -322,39 +322,3 @@ def test_docs_are_served_without_a_cdn(client: TestClient) -> None:
     body = schema["paths"]["/api/attention"]["post"]["requestBody"]["content"]
     assert {"application/json", frame.FRAME_MEDIA_TYPE} <= set(body)
     assert "n ≤ 512" in body["application/json"]["schema"]["properties"]["q"]["description"]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.mark.anyio
-async def test_a_big_answer_holds_its_compute_slot_until_it_is_sent() -> None:
-    response = await api.in_slot("application/json", lambda: b"{}")
-    assert api._slots.borrowed_tokens == 1  # computed, not yet sent: still counted
-    sent: list[Any] = []
-
-    async def receive() -> Any:
-        return {"type": "http.disconnect"}
-
-    async def send(message: Any) -> None:
-        sent.append(message)
-
-    await response({"type": "http"}, receive, send)
-    assert api._slots.borrowed_tokens == 0 and sent[-1]["body"] == b"{}"
-
-    def broken() -> bytes:
-        raise InputError("q", "no")
-
-    with pytest.raises(InputError):
-        await api.in_slot("application/json", broken)
-    assert api._slots.borrowed_tokens == 0
-
-
-def test_big_requests_through_http_leave_no_slot_taken(client: TestClient) -> None:
-    n = 80  # 6,400 cells: computed in a worker thread, in a slot
-    ok = client.post("/api/attention", json={"q": _rows(n, 1), "k": _rows(n, 1), "v": _rows(n, 1)})
-    bad = client.post("/api/attention", json={"q": _rows(n, 1, 1e200), "k": _rows(n, 1, 1e200), "v": _rows(n, 1)})
-    assert (ok.status_code, bad.status_code) == (200, 422)
-    assert api._slots.borrowed_tokens == 0

@@ -17,12 +17,12 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from app import limits
-from app.api import _read_body, _slots
 from app.errors import ClientError
 from app.model import service
 from app.model.loader import ModelHandle, handle_for
 from app.model.spec import ModelError
 from app.schemas import ErrorResponse
+from app.transport import SLOTS, read_body
 
 router = APIRouter(prefix="/api", tags=["model"])
 Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
@@ -103,12 +103,12 @@ _HEADS_BODY = {"required": True, "content": {"application/json": {"schema": Head
 )
 async def post_heads(request: Request) -> Response:
     """All layers × heads of attention weights for a sentence of ≤ MAX_OVERVIEW_TOKENS tokens."""
-    body = _parse(await _read_body(request), request.headers.get("content-type", "application/json"))
+    body = _parse(await read_body(request), request.headers.get("content-type", "application/json"))
     given = "mask" in body.model_fields_set and body.mask is not None
     mask = body.mask or "full"
     backend = request.app.state.backend
     out = await anyio.to_thread.run_sync(
-        service.heads_overview, handle(request), body.sentence, mask, given, backend, limiter=_slots
+        service.heads_overview, handle(request), body.sentence, mask, given, backend, limiter=SLOTS
     )
     return _json(out)
 

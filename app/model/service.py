@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import numpy as np
 import orjson
 from fastapi import Request, Response
@@ -25,6 +24,7 @@ from app.model.spec import ModelError, ModelSpec
 from app.model.tokenizer import Encoded
 from app.model.trace import Trace
 from app.schemas import InputError
+from app.transport import Body, in_slot
 
 QKV = ("q", "k", "v")
 
@@ -173,16 +173,28 @@ def model_info(handle: ModelHandle) -> dict[str, Any]:
     }
 
 
-async def respond(request: Request, req: Any, limiter: anyio.CapacityLimiter) -> Response:
+async def respond(request: Request, req: Any) -> Response:
     """The sentence mode of POST /api/attention: JSON, or a frame when the client accepts one."""
     as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
     handle = handle_for(getattr(request.app.state, "model_dir", None))
     backend: Backend = request.app.state.backend
     mask_given = "mask" in req.model_fields_set
-    fields, arrays = await anyio.to_thread.run_sync(
-        sentence_attention, handle, req.sentence, req.layer, req.head, req.mask, mask_given, backend, limiter=limiter
-    )
+    args = (handle, req.sentence, req.layer, req.head, req.mask, mask_given, backend, as_frame)
+    return await in_slot(frame.FRAME_MEDIA_TYPE if as_frame else "application/json", _answer, *args)
+
+
+def _answer(
+    handle: ModelHandle,
+    sentence: str,
+    layer: LayerChoice | None,
+    head: HeadChoice,
+    mask: Mask,
+    mask_given: bool,
+    backend: Backend,
+    as_frame: bool,
+) -> Body:
+    """Run in a worker thread, in a compute slot: the stages, encoded (JSON can take a second)."""
+    fields, arrays = sentence_attention(handle, sentence, layer, head, mask, mask_given, backend)
     if as_frame:
-        return Response(frame.encode(fields, arrays), media_type=frame.FRAME_MEDIA_TYPE)
-    content = orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)
-    return Response(content, media_type="application/json")
+        return frame.parts(fields, arrays)
+    return orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)
