@@ -10,19 +10,27 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 from playwright.sync_api import FloatRect, sync_playwright
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
-SHOTS = [
-    # name, query, viewport, full page
+ANIMAL = quote("The animal didn't cross the street because it was too tired.")
+PIECES = quote("Transformers read unbelievably long words in pieces.")
+
+SHOTS: list[tuple[str, str, tuple[int, int], bool | str]] = [
+    # name, query, viewport, full page (or the CSS selector of the one element to show)
     ("1-score-its", "?focus=3&step=score", (1280, 800), False),
     ("2-softmax-its", "?focus=3&step=softmax", (1280, 800), False),
     ("3-mix-its", "?focus=3&step=mix", (1280, 800), False),
     ("4-causal-cat", "?focus=1&step=softmax&mask=causal", (1280, 800), False),
     ("5-tablet-mask", "?focus=3&step=mask&mask=causal", (768, 1024), False),
     ("6-compare-and-editor", "?focus=3&step=softmax&mask=causal", (1280, 800), True),
+    # sentence mode: the real model
+    ("7-model-it-finds-animal", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (1280, 800), False),
+    ("8-model-tablet-merged", f"?sentence={PIECES}&layer=2&head=11&step=softmax&focus=8&merge=1", (768, 1024), False),
+    ("9-model-overview", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (1280, 800), "#overview"),
 ]
 
 
@@ -35,7 +43,11 @@ def main(base: str, out: Path) -> None:
             page.goto(base + "/" + query)
             page.wait_for_selector('#app[data-ready="true"]')
             page.wait_for_selector('#scene[data-animating="false"]')
-            if full:
+            if "sentence=" in query:
+                page.wait_for_selector('#overview-grid[data-count="72"]')
+            if isinstance(full, str):
+                page.locator(full).screenshot(path=str(out / f"{name}.png"))
+            elif full:
                 top = page.evaluate("document.getElementById('compare-title').getBoundingClientRect().top + scrollY")
                 bottom = page.evaluate("document.querySelector('.editor').getBoundingClientRect().bottom + scrollY")
                 clip: FloatRect = {"x": 0, "y": top - 16, "width": width, "height": bottom - top + 32}

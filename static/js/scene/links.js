@@ -96,7 +96,7 @@ export class AttentionLinks {
       // just under the key's name label (tokens.js), so the number reads as "key: value"
       obj.position.set(lay.xs[j], -0.45, lay.z.key);
       // below the key's name; a crowded row staggers names in two lines and values in two more
-      obj.center.set(0.5, n > 14 ? (j % 2 ? -3.45 : -2.3) : -1.15);
+      obj.center.set(0.5, lay.stagger ? (j % 2 ? -3.45 : -2.3) : -1.15);
       this.group.add(obj);
       this.labels.push(obj);
     }

@@ -71,7 +71,7 @@ export class TokenMarkers {
 
       const ql = this.label(data.tokens[i], q ? "label-query focused" : "label-query", i);
       // a crowded row staggers its labels: every other one a line lower
-      const drop = n > 14 && i % 2 ? -1.15 : 0;
+      const drop = lay.stagger && i % 2 ? -1.15 : 0;
       ql.position.set(xs[i], -0.55, lay.z.query + 0.5);
       ql.center.set(0.5, drop);
       ql.element.setAttribute("aria-label", `Focus query ${i + 1}: ${data.tokens[i]}`);

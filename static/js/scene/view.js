@@ -128,6 +128,8 @@ export class SceneView {
   update(ctx, animate = true) {
     const lay = layout(ctx.data);
     this.lastLayout = lay;
+    // labels take two staggered lines when a row gives each token less than ~80 px
+    lay.stagger = lay.n > 7 && this.container.clientWidth / lay.n < 80;
     const full = { ...ctx, lay, focus: Math.min(ctx.focus, lay.n - 1) };
     if (this.fittedFor !== lay.n) this.fit(lay);
     this.labels.domElement.classList.toggle("dense", lay.n > 7);
