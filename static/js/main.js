@@ -89,6 +89,7 @@ function onOutcome(outcome) {
   if (outcome.ok) {
     state.result = outcome.data;
     state.errors = [];
+    if (!state.result[state.mask]) state.mask = "causal"; // a decoder (GPT-2) has only its own mask
     if (wantWord) {
       const i = (outcome.data.full ?? outcome.data.causal).tokens.indexOf(wantWord);
       if (i >= 0) state.focus = i;
@@ -545,6 +546,7 @@ function render() {
   $("next-step").disabled = step.id === STEP_IDS[STEP_IDS.length - 1];
   for (const btn of [$("mask-full"), $("mask-causal")]) {
     btn.setAttribute("aria-pressed", String(btn.dataset.mask === state.mask));
+    btn.disabled = Boolean(state.result && !state.result[btn.dataset.mask]);
   }
 
   $("step-title").textContent = `${STEP_IDS.indexOf(step.id) + 1}. ${step.title}`;
