@@ -36,6 +36,7 @@ readUrl(state, window.location.search);
 let revision = 0;
 let lastStep = null;
 const SCENE_MAX = 32; // the most tokens the 3D view draws at once (a window around the focus)
+const TABLE_MAX = 64; // the most rows and columns the table draws at once (the same idea)
 let shownGroups = []; // per row of the shown table: the model's token indices in it
 let sceneOffset = 0; // the first shown row the 3D view draws
 let hoverToken = null; // a word hovered in the 3D view (sentence mode lists its numbers)
@@ -84,8 +85,13 @@ try {
 }
 $("reset-view").addEventListener("click", () => scene?.resetView());
 
+let slowTimer = 0; // "Running the model…" shows only when an answer takes a while
+let slow = false;
+
 function onOutcome(outcome) {
   state.pending = false;
+  clearTimeout(slowTimer);
+  slow = false;
   if (outcome.ok) {
     state.result = outcome.data;
     state.errors = [];
@@ -210,6 +216,11 @@ function recompute(immediate = false) {
     root.dataset.ready = "false";
     const req = { sentence: state.sentence, layer: state.layer, head: state.head, kind: state.model?.kind ?? "bert" };
     modelRecomputer.schedule(req, immediate);
+    clearTimeout(slowTimer);
+    slowTimer = setTimeout(() => {
+      slow = state.pending;
+      if (slow) render();
+    }, 400);
     return;
   }
   if (!state.input) return;
@@ -333,18 +344,24 @@ async function loadExample(id, keepMask) {
 
 /**
  * Run the real model on a sentence. `fresh`: typed or clicked (not from the URL), so the view
- * starts on layer 0, head 0, the first word, or, for the animal sentence, where "it" finds "animal".
+ * starts on the first word, and on layer 0, head 0 coming from an example, or, for the animal
+ * sentence, on the head where "it" finds "animal".
  */
 function loadSentence(sentence, fresh) {
+  const wasSentence = inSentenceMode();
   state.sentence = sentence.slice(0, MAX_SENTENCE);
   state.example = null;
   state.edited = false;
   state.input = null;
   recomputer.cancel();
   if (fresh) {
+    // the first sentence opens on layer 0, head 0 (the animal sentence on its own head); a
+    // later one keeps the head being looked at, to compare sentences
     const animal = sentence.trim() === ANIMAL;
-    state.layer = animal ? ANIMAL_VIEW.layer : 0;
-    state.head = animal ? ANIMAL_VIEW.head : 0;
+    if (animal || !wasSentence) {
+      state.layer = animal ? ANIMAL_VIEW.layer : 0;
+      state.head = animal ? ANIMAL_VIEW.head : 0;
+    }
     state.focus = 1; // the first word after [CLS]
     wantWord = animal ? ANIMAL_VIEW.word : null;
   }
@@ -468,7 +485,7 @@ function renderModelBar(step, data, mergedNow) {
   const status = $("model-status");
   const text = state.modelLoading
     ? `Loading the model (${state.model?.name ?? "all-MiniLM-L6-v2"}) for the first time: a few seconds…`
-    : state.pending
+    : state.pending && slow
       ? "Running the model…"
       : "";
   status.textContent = text;
@@ -573,7 +590,9 @@ function render() {
 
   renderModelBar(step, data, mergedNow);
   if (view) {
-    table.update({ focus: focusRow, hover: state.hover }, view, step);
+    const rows = view.tokens.length;
+    const from = rows > TABLE_MAX ? Math.min(rows - TABLE_MAX, Math.max(0, focusRow - TABLE_MAX / 2)) : 0;
+    table.update({ focus: focusRow, hover: state.hover }, view, step, rows > TABLE_MAX ? { from, to: from + TABLE_MAX } : null);
     const arith = arithmetic(step, view, focusRow);
     $("arith-title").textContent = arith.title;
     const lines = arith.lines.map((line, j) => {

@@ -42,12 +42,19 @@ export class MatrixTable {
     });
   }
 
-  update(state, data, step) {
+  /**
+   * Draw `step` of `data`. `win` ({ from, to }, optional) limits the rows and the columns
+   * drawn to from..to−1 (a long sentence's neighbourhood of the focus); test ids and the Σ row
+   * column still count every token.
+   */
+  update(state, data, step, win = null) {
     const table = this.table;
     const n = data.tokens.length;
     const values = data[step.stage];
     const focus = Math.min(state.focus, n - 1);
-    const key = `${step.id}|${data.mask}|${n}`;
+    const from = win ? win.from : 0;
+    const to = win ? win.to : n;
+    const key = `${step.id}|${data.mask}|${n}|${from}`;
     const refill = key !== this.lastKey;
     this.lastKey = key;
 
@@ -57,6 +64,7 @@ export class MatrixTable {
     const notes = ["rows: queries", "columns: keys"];
     if (step.output) notes.push("z: each query's output");
     notes.push(`${data.mask} mask`);
+    if (win) notes.push(`rows and columns ${from + 1}–${to} of ${n}, around the focused word`);
     const caption = el("caption", {}, `${CAPTIONS[step.stage]} (${notes.join(", ")})`);
     table.append(caption);
 
@@ -64,6 +72,7 @@ export class MatrixTable {
     const hr = el("tr");
     hr.append(el("td", { className: "corner" }, "query ↓ key →"));
     data.tokens.forEach((t, j) => {
+      if (j < from || j >= to) return;
       const th = el("th", { scope: "col", dataset: { col: String(j) } });
       const btn = el("button", {
         type: "button",
@@ -82,7 +91,7 @@ export class MatrixTable {
     table.append(head);
 
     const body = el("tbody");
-    for (let i = 0; i < n; i++) {
+    for (let i = from; i < to; i++) {
       const tr = el("tr", { dataset: { row: String(i) } });
       if (i === focus) {
         tr.classList.add("focused");
@@ -99,7 +108,8 @@ export class MatrixTable {
       tr.append(th);
       const levels = rowLevels(values[i], step.links);
       let sum = 0;
-      for (let j = 0; j < n; j++) {
+      for (let j = 0; j < n; j++) if (values[i][j] !== null && (j < from || j >= to)) sum += values[i][j];
+      for (let j = from; j < to; j++) {
         const x = values[i][j];
         const hidden = Boolean(step.masked) && data.masked[i][j] === null;
         const td = el("td", { dataset: { row: String(i), col: String(j), testid: `cell-${i}-${j}` } });
@@ -117,7 +127,7 @@ export class MatrixTable {
         if (state.hover && state.hover.row === i && state.hover.col === j) td.classList.add("hot");
         if (refill) {
           td.classList.add("fill");
-          td.style.animationDelay = `${i * 70 + j * 25}ms`;
+          td.style.animationDelay = `${Math.min(40, i - from) * 70 + Math.min(40, j - from) * 25}ms`;
         }
         tr.append(td);
       }

@@ -115,6 +115,12 @@ def test_url_round_trip_and_pickers(watched: Watched) -> None:
     w.page.keyboard.press("3")
     w.wait_ready(focus=2)
 
+    # another sentence keeps the head being looked at, to compare sentences
+    w.page.get_by_test_id("sentence-input").fill("The trophy didn't fit in the suitcase because it was too big.")
+    w.page.get_by_test_id("sentence-input").press("Enter")
+    w.wait_ready(layer=5, head=11, focus=1)
+    expect(w.page.get_by_test_id("row-2")).to_contain_text("trophy")
+
 
 def test_overview_of_every_head(watched: Watched) -> None:
     w = watched
@@ -214,8 +220,12 @@ def test_long_sentences_windowed_scene_and_no_overview(watched: Watched) -> None
     expect(w.page.get_by_test_id("overview-status")).to_contain_text("unavailable")
     expect(w.page.get_by_test_id("overview-status")).to_contain_text("64")
     expect(w.page.get_by_test_id("scene-note")).to_contain_text("shows 32 of the 72 rows")
+    # the table draws the 64 rows and columns around the focus; Σ row still counts every key
     expect(w.page.get_by_test_id("cell-71-71")).to_be_visible()
+    expect(w.page.get_by_test_id("cell-0-0")).to_have_count(0)
+    expect(w.page.locator("#matrix caption")).to_contain_text("rows and columns 9–72 of 72")
     assert w.number("rowsum-40") == 1.0
+    assert w.text("arith-lines").count("\n") >= 71  # the focused row's arithmetic has every key
 
     # more tokens than the model takes: the server's message, shown as it is
     w.page.get_by_test_id("sentence-input").fill(" ".join(["word"] * 600))
