@@ -108,6 +108,22 @@ def test_url_round_trip_and_pickers(watched: Watched) -> None:
     w.wait_ready(step="mask", mask="causal")
     assert w.text(f"cell-{IT}-{IT + 1}") == "−∞"
     expect(w.page.get_by_test_id("model-note")).to_contain_text("recomputes")
+    # the overview follows the mask: under causal, no query sees a later key (the lightest
+    # colour above the diagonal; under full, this head gives a later key up to 0.358)
+    w.page.wait_for_function(
+        """() => {
+            const c = document.querySelector('[data-testid="head-0-0"] canvas');
+            if (!c) return false;
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            for (let i = 0; i < c.height; i++) {
+                for (let j = i + 1; j < c.width; j++) {
+                    const o = 4 * (i * c.width + j);
+                    if (d[o] !== 0xfe || d[o + 1] !== 0xe8 || d[o + 2] !== 0x38) return false;
+                }
+            }
+            return true;
+        }"""
+    )
     w.page.keyboard.press("ArrowRight")
     w.wait_ready(step="softmax", mask="causal")
     assert w.number(f"cell-{IT}-{IT + 1}") == 0
@@ -257,6 +273,10 @@ def test_the_canvas_is_drawn_in_sentence_mode(watched: Watched) -> None:
     w.wait_ready(mode="sentence", layer=3, head=1, focus=IT)
     changed, total = _changed_pixels(w)
     assert changed > 0.02 * total, f"only {changed} of {total} pixels differ from the background"
+    # a tablet: wide tables scroll inside their boxes, the page itself does not
+    w.page.set_viewport_size({"width": 768, "height": 1024})
+    w.page.wait_for_function("() => document.getElementById('scene').clientWidth < 768")
+    assert w.page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
 
 
 @pytest.fixture
