@@ -1,6 +1,8 @@
 // The overview: every layer × head of the sentence as a small heatmap (a canvas each,
 // drawn with putImageData from POST /api/heads), inside a button that picks that head.
 // Rows are layers, columns are heads; the shown head (or the heads a mean covers) is marked.
+// One Tab stop for the whole grid (roving tabindex): the arrow keys, Home and End move
+// between heads, Enter or Space picks one.
 
 import { heatRgb } from "./format.js";
 
@@ -47,8 +49,34 @@ export class Overview {
     this.buttons = [];
     grid.addEventListener("click", (e) => {
       const btn = e.target.closest("button[data-layer]");
-      if (btn) onPick(Number(btn.dataset.layer), Number(btn.dataset.head));
+      if (!btn) return;
+      this.rove(btn);
+      onPick(Number(btn.dataset.layer), Number(btn.dataset.head));
     });
+    grid.addEventListener("keydown", (e) => this.onKey(e));
+  }
+
+  onKey(e) {
+    const btn = e.target.closest?.("button[data-layer]");
+    if (!btn || !this.data) return;
+    const heads = this.data.heads;
+    const i = this.buttons.indexOf(btn);
+    const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: heads, ArrowUp: -heads };
+    let next = i;
+    if (e.key in moves) next = i + moves[e.key];
+    else if (e.key === "Home") next = i - (i % heads);
+    else if (e.key === "End") next = i - (i % heads) + heads - 1;
+    else return;
+    e.preventDefault();
+    e.stopPropagation(); // the page's own arrow keys step through the lesson
+    if (next < 0 || next >= this.buttons.length) return;
+    this.rove(this.buttons[next]);
+    this.buttons[next].focus();
+  }
+
+  /** Make `btn` the grid's one Tab stop. */
+  rove(btn) {
+    for (const b of this.buttons) b.tabIndex = b === btn ? 0 : -1;
   }
 
   /** A message instead of the heatmaps (loading, or why there is no overview). */
@@ -83,6 +111,7 @@ export class Overview {
           className: "ov-cell",
           "aria-label": `layer ${l} head ${h}`,
           "aria-pressed": "false",
+          tabindex: "-1",
           dataset: { layer: String(l), head: String(h), testid: `head-${l}-${h}` },
         });
         const canvas = el("canvas", { "aria-hidden": "true" });
@@ -93,6 +122,7 @@ export class Overview {
       }
     }
     this.grid.dataset.count = String(this.buttons.length);
+    if (this.buttons.length) this.buttons[0].tabIndex = 0;
   }
 
   /** Mark the shown head; a mean marks every head it averages. */
@@ -106,5 +136,7 @@ export class Overview {
       btn.classList.toggle("covered", covered && !exact);
       btn.setAttribute("aria-pressed", String(exact));
     }
+    const current = this.buttons.find((b) => b.classList.contains("current"));
+    if (current && !this.grid.contains(document.activeElement)) this.rove(current);
   }
 }

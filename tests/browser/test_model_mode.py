@@ -168,6 +168,17 @@ def test_overview_of_every_head(watched: Watched) -> None:
     expect(current).to_have_attribute("aria-pressed", "false")
     assert w.number(f"cell-{IT}-{ANIMAL_TOKEN}") == pytest.approx(0.67, abs=0.005)
 
+    # the keyboard: one Tab stop (the shown head), arrows move within the grid, Enter picks
+    expect(grid.locator('button[tabindex="0"]')).to_have_count(1)
+    expect(w.page.get_by_test_id("head-5-11")).to_have_attribute("tabindex", "0")
+    w.page.get_by_test_id("head-5-11").focus()
+    w.page.keyboard.press("ArrowUp")
+    w.page.keyboard.press("Home")
+    w.page.keyboard.press("ArrowRight")
+    expect(w.page.get_by_test_id("head-4-1")).to_be_focused()
+    w.page.keyboard.press("Enter")
+    w.wait_ready(layer=4, head=1, step="softmax")  # the arrows did not step the lesson
+
 
 def test_means_over_heads_and_layers(watched: Watched) -> None:
     w = watched
