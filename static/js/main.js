@@ -430,7 +430,7 @@ function renderNotes() {
   if (state.sentence) $("sentence-input").value = state.sentence;
 }
 
-function renderSceneNote(data, window) {
+function renderSceneNote(data, window, merged = false) {
   const dk = data.d_k;
   const dv = data.v[0].length;
   if (inSentenceMode()) {
@@ -441,6 +441,7 @@ function renderSceneNote(data, window) {
         `v (and z) by their own PCA (${pct(d.vz ?? 1)}). Arrows start at each word and show where its vector sits relative to the mean.` +
         ` The table and the arithmetic use all ${dk} numbers; hover a word for them.`,
     ];
+    if (merged) parts.push("A merged word's arrows are the means of its pieces'.");
     if (data.mean_over?.length) parts.push(`For a mean, q, k and v are the means of the ${data.mean_over.join(" and ")}' vectors (a summary for drawing).`);
     if (window) parts.push(`The 3D view shows ${window.count} of the ${window.n} rows (${window.from}–${window.to}, around the focused one); the table has all.`);
     $("scene-note").textContent = parts.join(" ");
@@ -621,7 +622,7 @@ function render() {
       sceneData = sliceView(view, sceneOffset, sceneOffset + SCENE_MAX);
       window = { n, count: SCENE_MAX, from: sceneOffset + 1, to: sceneOffset + SCENE_MAX };
     }
-    renderSceneNote(data, window);
+    renderSceneNote(data, window, Boolean(view.merged));
     lastScene = { data: sceneData, step, focus: focusRow - sceneOffset };
     if (scene) scene.update({ ...lastScene, hover: sceneHover(state.hover) }, true);
     renderVectors();

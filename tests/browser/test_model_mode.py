@@ -9,6 +9,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qs, quote, urlparse
 
+import numpy as np
 import pytest
 from playwright.sync_api import expect
 
@@ -63,7 +64,13 @@ def test_the_animal_sentence_opens_where_it_finds_animal(watched: Watched) -> No
 
     # the drawing is a PCA, and the screen says how much of the variance it keeps
     note = w.text("scene-note")
-    assert re.search(r"PCA over this head's queries and keys: the first two components explain \d+ %", note)
+    shown = re.search(r"PCA over this head's queries and keys: the first two components explain (\d+) %", note)
+    assert shown
+    # the page's PCA (in JS) agrees with NumPy's on the same q and k
+    api = w.page.request.post(w.base + "/api/attention", data={"sentence": ANIMAL, "layer": 3, "head": 1}).json()
+    qk = np.array(api["q"] + api["k"])
+    variances = np.linalg.eigvalsh(np.cov(qk, rowvar=False))[::-1]
+    assert int(shown.group(1)) == round(100 * variances[:2].sum() / variances.sum())
     # the full vectors' numbers: the focused word's, then the hovered cell's
     info = w.page.get_by_test_id("vector-info")
     expect(info).to_contain_text("q of “it”")
@@ -99,7 +106,7 @@ def test_url_round_trip_and_pickers(watched: Watched) -> None:
     w.page.goto(url)
     w.wait_ready(mode="sentence", layer=5, head=11, step="mix", focus=IT)
     expect(w.page.get_by_test_id("head-select")).to_have_value("11")
-    expect(w.page.get_by_test_id("z-label")).to_contain_text("z of “it”")
+    expect(w.page.get_by_test_id("arith-check")).to_contain_text("z = [")
 
     # steps, the mask and the keyboard work as in the hand-set mode
     w.page.keyboard.press("ArrowLeft")

@@ -56,6 +56,9 @@ export class OutputArrow {
     this.arrows.set([{ origin, vec, colour: KIND_COLOURS.z }]);
     this.label.element.textContent = `z of “${data.tokens[focus]}” = ${vector(data.output[focus], 4)}`;
     this.label.position.copy(origin).add(new THREE.Vector3(0, -0.35, 0));
+    // under two staggered lines of words there is no room for it: the table and the
+    // arithmetic panel give z then
+    if (lay.stagger) this.label.element.hidden = true;
   }
 
   tick(t) {

@@ -117,6 +117,13 @@ export class SceneView {
     this.fittedFor = lay.n;
   }
 
+  /** On screen, how far apart two neighbouring keys are (in CSS pixels). */
+  pixelsApart(lay) {
+    const a = new THREE.Vector3(lay.xs[0], 0, lay.z.key).project(this.camera);
+    const b = new THREE.Vector3(lay.xs[1], 0, lay.z.key).project(this.camera);
+    return (Math.abs(b.x - a.x) / 2) * this.container.clientWidth;
+  }
+
   resetView() {
     if (!this.lastLayout) return;
     this.fittedFor = -1;
@@ -128,8 +135,8 @@ export class SceneView {
   update(ctx, animate = true) {
     const lay = layout(ctx.data);
     this.lastLayout = lay;
-    // labels take two staggered lines when a row gives each token less than ~80 px
-    lay.stagger = lay.n > 7 && this.container.clientWidth / lay.n < 80;
+    // labels take two staggered lines when the back row gives each token less than ~80 px
+    lay.stagger = lay.n > 7 && this.pixelsApart(lay) < 80;
     const full = { ...ctx, lay, focus: Math.min(ctx.focus, lay.n - 1) };
     if (this.fittedFor !== lay.n) this.fit(lay);
     this.labels.domElement.classList.toggle("dense", lay.n > 7);
