@@ -143,12 +143,22 @@ function setPick(layer, head) {
   render();
 }
 
+let modelWatch = null; // the poll in progress, if any
+
 /** Ask for the model's weights (in the background) and poll until they are loaded. */
-async function ensureModel() {
-  if (state.model?.loaded) return;
+function ensureModel() {
+  if (state.model?.loaded) return Promise.resolve();
+  modelWatch ??= watchModel().finally(() => {
+    modelWatch = null;
+  });
+  return modelWatch;
+}
+
+async function watchModel() {
   try {
     state.model = await modelInfo(true);
-    while (!state.model.loaded) {
+    // a load that failed leaves loaded and loading false: stop, the sentence's own request says why
+    while (!state.model.loaded && state.model.loading) {
       state.modelLoading = true;
       render();
       await new Promise((r) => setTimeout(r, 300));
