@@ -77,6 +77,9 @@ def test_the_animal_sentence_opens_where_it_finds_animal(watched: Watched) -> No
     expect(info).to_contain_text("32 numbers")
     w.page.get_by_test_id(f"cell-{IT}-{ANIMAL_TOKEN}").hover()
     expect(info).to_contain_text("k of “animal”")
+    w.page.locator(f'#scene button.label[data-focus="{ANIMAL_TOKEN}"]').hover()  # a word in the 3D view
+    expect(info).to_contain_text("hovered word's")
+    expect(info).to_contain_text("v of “animal”")
 
     # the one-click example gives the same view from anywhere
     w.page.get_by_test_id("example-select").select_option("the-cat-ate-its-fish")
