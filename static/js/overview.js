@@ -36,6 +36,12 @@ function paint(canvas, matrix) {
   ctx.putImageData(img, 0, 0);
 }
 
+/** The element-wise mean of same-sized matrices (for drawing a mean's thumbnail). */
+function meanMatrix(list) {
+  if (list.length === 1) return list[0];
+  return list[0].map((row, i) => row.map((_, j) => list.reduce((s, m) => s + m[i][j], 0) / list.length));
+}
+
 export class Overview {
   /**
    * @param grid    the element the heatmaps go into
@@ -51,7 +57,8 @@ export class Overview {
       const btn = e.target.closest("button[data-layer]");
       if (!btn) return;
       this.rove(btn);
-      onPick(Number(btn.dataset.layer), Number(btn.dataset.head));
+      const pick = (x) => (x === "mean" ? "mean" : Number(x));
+      onPick(pick(btn.dataset.layer), pick(btn.dataset.head));
     });
     grid.addEventListener("keydown", (e) => this.onKey(e));
   }
@@ -59,13 +66,13 @@ export class Overview {
   onKey(e) {
     const btn = e.target.closest?.("button[data-layer]");
     if (!btn || !this.data) return;
-    const heads = this.data.heads;
+    const cols = this.data.heads + 1; // the heads and their mean
     const i = this.buttons.indexOf(btn);
-    const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: heads, ArrowUp: -heads };
+    const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: cols, ArrowUp: -cols };
     let next = i;
     if (e.key in moves) next = i + moves[e.key];
-    else if (e.key === "Home") next = i - (i % heads);
-    else if (e.key === "End") next = i - (i % heads) + heads - 1;
+    else if (e.key === "Home") next = i - (i % cols);
+    else if (e.key === "End") next = i - (i % cols) + cols - 1;
     else return;
     e.preventDefault();
     e.stopPropagation(); // the page's own arrow keys step through the lesson
@@ -92,46 +99,72 @@ export class Overview {
     this.grid.dataset.count = "0";
   }
 
-  /** Draw every head of an /api/heads response (once per response). */
+  /**
+   * Draw every head of an /api/heads response (once per response), with a "mean" column (each
+   * layer's heads) and a "mean" row (each head over the layers, and all of them): the means are
+   * drawn from the rounded overview weights, only to show what a pick will give; picking one asks
+   * the server for its numbers like any other.
+   */
   show(data) {
     if (data === this.data) return;
     this.data = data;
     this.grid.replaceChildren();
     this.buttons = [];
-    this.grid.style.setProperty("--heads", String(data.heads));
+    this.grid.style.setProperty("--heads", String(data.heads + 1));
     this.grid.append(el("span", { className: "ov-corner", "aria-hidden": "true" }, "layer ↓ head →"));
-    for (let h = 0; h < data.heads; h++) {
-      this.grid.append(el("span", { className: "ov-head", "aria-hidden": "true" }, String(h)));
+    for (let h = 0; h <= data.heads; h++) {
+      this.grid.append(el("span", { className: "ov-head", "aria-hidden": "true" }, h < data.heads ? String(h) : "mean"));
     }
-    for (let l = 0; l < data.layers; l++) {
+    const L = data.layers;
+    const H = data.heads;
+    const all = (l, h) =>
+      l === "mean" && h === "mean"
+        ? data.weights.flat()
+        : l === "mean"
+          ? data.weights.map((layer) => layer[h])
+          : h === "mean"
+            ? data.weights[l]
+            : [data.weights[l][h]];
+    const label = (l, h) =>
+      l === "mean" && h === "mean"
+        ? "mean of all heads of all layers"
+        : l === "mean"
+          ? `head ${h}, mean over the layers`
+          : h === "mean"
+            ? `layer ${l}, mean of its heads`
+            : `layer ${l} head ${h}`;
+    const picks = (n) => [...Array.from({ length: n }, (_, i) => i), "mean"];
+    for (const l of picks(L)) {
       this.grid.append(el("span", { className: "ov-layer", "aria-hidden": "true" }, String(l)));
-      for (let h = 0; h < data.heads; h++) {
+      for (const h of picks(H)) {
+        const isMean = l === "mean" || h === "mean";
         const btn = el("button", {
           type: "button",
-          className: "ov-cell",
-          "aria-label": `layer ${l} head ${h}`,
+          className: isMean ? "ov-cell ov-mean" : "ov-cell",
+          "aria-label": label(l, h),
           "aria-pressed": "false",
           tabindex: "-1",
           dataset: { layer: String(l), head: String(h), testid: `head-${l}-${h}` },
         });
         const canvas = el("canvas", { "aria-hidden": "true" });
-        paint(canvas, data.weights[l][h]);
+        paint(canvas, meanMatrix(all(l, h)));
         btn.append(canvas);
         this.grid.append(btn);
         this.buttons.push(btn);
       }
     }
-    this.grid.dataset.count = String(this.buttons.length);
+    this.grid.dataset.count = String(L * H);
     if (this.buttons.length) this.buttons[0].tabIndex = 0;
   }
 
   /** Mark the shown head; a mean marks every head it averages. */
   highlight(layer, head) {
     for (const btn of this.buttons) {
-      const l = Number(btn.dataset.layer);
-      const h = Number(btn.dataset.head);
+      const l = btn.dataset.layer === "mean" ? "mean" : Number(btn.dataset.layer);
+      const h = btn.dataset.head === "mean" ? "mean" : Number(btn.dataset.head);
       const exact = l === layer && h === head;
-      const covered = (layer === "mean" || l === layer) && (head === "mean" || h === head);
+      const isMean = l === "mean" || h === "mean";
+      const covered = !isMean && (layer === "mean" || l === layer) && (head === "mean" || h === head);
       btn.classList.toggle("current", exact);
       btn.classList.toggle("covered", covered && !exact);
       btn.setAttribute("aria-pressed", String(exact));

@@ -153,8 +153,8 @@ def test_overview_of_every_head(watched: Watched) -> None:
     w.goto(animal_url(layer=3, head=1, step="softmax", focus=IT))
     grid = w.page.get_by_test_id("overview-grid")
     expect(grid).to_have_attribute("data-count", "72")
-    cells = grid.get_by_role("button")
-    expect(cells).to_have_count(72)
+    expect(grid.locator(".ov-cell:not(.ov-mean)")).to_have_count(72)
+    expect(grid.locator(".ov-cell.ov-mean")).to_have_count(6 + 12 + 1)  # the means, as extra choices
     current = w.page.get_by_role("button", name="layer 3 head 1", exact=True)
     expect(current).to_have_attribute("aria-pressed", "true")
     expect(current).to_have_class(re.compile(r"\bcurrent\b"))
@@ -202,6 +202,7 @@ def test_means_over_heads_and_layers(watched: Watched) -> None:
     expect(w.page.get_by_test_id("arith-lines")).to_contain_text("mean")
     # a mean over heads covers its layer's row in the overview
     expect(w.page.locator('[data-testid^="head-3-"].covered')).to_have_count(12)
+    expect(w.page.get_by_role("button", name="layer 3, mean of its heads")).to_have_attribute("aria-pressed", "true")
 
     w.page.get_by_test_id("layer-select").select_option("mean")
     w.wait_ready(layer="mean", head="mean")
@@ -211,6 +212,11 @@ def test_means_over_heads_and_layers(watched: Watched) -> None:
     expect(w.page.locator(".ov-cell.covered")).to_have_count(72)
     w.page.get_by_test_id("head-select").select_option("4")
     w.wait_ready(layer="mean", head=4)
+    assert w.number(f"rowsum-{IT}") == 1.0
+    # the overview's mean row and column pick means too
+    w.page.get_by_role("button", name="layer 5, mean of its heads").click()
+    w.wait_ready(layer=5, head="mean")
+    assert query(w)["layer"] == "5" and query(w)["head"] == "mean"
     assert w.number(f"rowsum-{IT}") == 1.0
 
 
