@@ -28,6 +28,7 @@ from fastapi import Request
 
 from app import frame, limits
 from app.api import _compute_and_encode
+from app.attention import STAGES
 from app.examples import EXAMPLES
 from app.main import create_app
 from app.schemas import AttentionRequest, checked
@@ -43,6 +44,20 @@ def best_of(fn: Callable[[], object], repeat: int, warmup: int = 2) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def in_turn(*fns: Callable[[], object], rounds: int = 15, calls: int = 60) -> list[float]:
+    """Median seconds per call of each fn, measured round after round in turn, so that the
+    machine's other work falls on every row alike."""
+    per_round: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, times in zip(fns, per_round, strict=True):
+            fn()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times.append((time.perf_counter() - t0) / calls)
+    return [statistics.median(times) for times in per_round]
 
 
 def serve() -> tuple[uvicorn.Server, int]:
@@ -80,6 +95,29 @@ def request(
     return data
 
 
+def wire(size: int) -> float:
+    """Seconds to move size bytes over a plain loopback socket: the floor under any encoding."""
+    payload = bytes(size)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            conn, _ = listener.accept()
+            with conn:
+                conn.sendall(payload)
+
+    threading.Thread(target=serve, daemon=True).start()
+    buffer = memoryview(bytearray(size))
+
+    def fetch() -> None:
+        with socket.create_connection(listener.getsockname()) as conn:
+            got = 0
+            while got < size:
+                got += conn.recv_into(buffer[got:])
+
+    return best_of(fetch, 7)
+
+
 def bare_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
     scores = q @ k.transpose(0, 2, 1)
     scaled = scores / math.sqrt(q.shape[-1])
@@ -98,9 +136,11 @@ def main() -> None:
         {"tokens": list(cat.tokens), "q": cat.q, "k": cat.k, "v": cat.v}, option=orjson.OPT_SERIALIZE_NUMPY
     )
     json_h = {"content-type": "application/json"}
-    hello = best_of(lambda: request(conn, "GET", "/hello"), 400, warmup=50)
-    five = best_of(lambda: request(conn, "POST", "/api/attention", small, json_h), 400, warmup=50)
-    hello_post = best_of(lambda: request(conn, "POST", "/hello", small, json_h), 400, warmup=50)
+    hello, five, hello_post = in_turn(
+        lambda: request(conn, "GET", "/hello"),
+        lambda: request(conn, "POST", "/api/attention", small, json_h),
+        lambda: request(conn, "POST", "/hello", small, json_h),
+    )
     rows.append(("5-token request, end to end", five, "hello-world GET", hello, 1.2))
     rows.append(("5-token request, end to end", five, "hello POST, same body", hello_post, None))
 
@@ -123,6 +163,10 @@ def main() -> None:
     got = via_frame()
     assert np.array_equal(got["weights"], bare_numpy(q, k, v)[3])
     rows.append(("n=512, 8 heads, d_k=64, all stages, frame", best_of(via_frame, 7), "bare NumPy stages", ref, 1.5))
+    size = sum(
+        len(p) for p in frame.parts({}, {"q": q, "k": k, "v": v, **dict(zip(STAGES, bare_numpy(q, k, v), strict=True))})
+    )
+    rows.append((f"the wire alone: {size / 2**20:.0f} MiB, raw socket", wire(size), "bare NumPy stages", ref, None))
     rows.append(
         ("n=512, 8 heads, d_k=64, all stages, JSON", best_of(via_json, 3, warmup=1), "bare NumPy stages", ref, None)
     )
@@ -146,12 +190,13 @@ def main() -> None:
         tracemalloc.start()
         inp = checked(AttentionRequest.model_validate_json(body))
         out = _compute_and_encode(inp, "numpy", as_frame)
+        size = len(out) if isinstance(out, bytes) else sum(len(p) for p in out)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         slots, waiting = limits.COMPUTE_SLOTS, 30 - limits.COMPUTE_SLOTS
         total = slots * peak + waiting * limits.MAX_BODY_BYTES
         print(
-            f"  {'frame' if as_frame else 'JSON '} answer {len(out) / 2**20:6.1f} MiB, "
+            f"  {'frame' if as_frame else 'JSON '} answer {size / 2**20:6.1f} MiB, "
             f"peak {peak / 2**20:6.0f} MiB per request; "
             f"30 at once: {slots} computing + {waiting} bodies waiting ≤ {total / 2**30:.1f} GiB"
         )
