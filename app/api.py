@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import numpy as np
 import orjson
 from fastapi import APIRouter, Request, Response
@@ -26,6 +27,7 @@ from app.schemas import (
 from app.transport import Answer, Body, in_slot, read_body
 
 router = APIRouter(prefix="/api", tags=["attention"])
+_INLINE_BODY_BYTES = 64 * 1024  # bodies up to this size are parsed on the event loop
 _INLINE_CELLS = 4096  # below this many cells a request is computed on the event loop: a thread hop costs more
 
 _ATTENTION_BODY = {
@@ -60,7 +62,11 @@ _ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
 async def post_attention(request: Request) -> Response:
     """scores = q·kᵀ, scaled = scores/√d_k, masked, weights = softmax(masked), output = weights·v."""
     body = await read_body(request)
-    req = _parse(body, request.headers.get("content-type", "application/json"))
+    content_type = request.headers.get("content-type", "application/json")
+    if len(body) <= _INLINE_BODY_BYTES:
+        req = _parse(body, content_type)
+    else:  # parsing megabytes of JSON takes a while: not on the event loop, where every client waits
+        req = await anyio.to_thread.run_sync(_parse, body, content_type)
     if model_service.is_sentence_request(req):  # {"sentence", "layer", "head"}: a model's own q, k, v
         return await model_service.respond(request, req)
     inp = checked(req)
