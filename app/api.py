@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -11,7 +13,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
 from app import frame, limits
-from app.attention import Backend, Stages, attention
+from app.attention import STAGES, Backend, Stages, attention, stages
 from app.errors import ClientError
 from app.examples import EXAMPLES, Example
 from app.model import service as model_service
@@ -24,11 +26,12 @@ from app.schemas import (
     InputError,
     checked,
 )
-from app.transport import Answer, Body, in_slot, read_body
+from app.transport import Answer, Body, Start, in_slot, read_body, stream_in_slot
 
 router = APIRouter(prefix="/api", tags=["attention"])
 _INLINE_BODY_BYTES = 64 * 1024  # bodies up to this size are parsed on the event loop
-_INLINE_CELLS = 4096  # below this many cells a request is computed on the event loop: a thread hop costs more
+_INLINE_CELLS = 4096
+_SAFE_V = 1e308  # below this many cells a request is computed on the event loop: a thread hop costs more
 
 _ATTENTION_BODY = {
     "required": True,
@@ -75,6 +78,10 @@ async def post_attention(request: Request) -> Response:
     media_type = frame.FRAME_MEDIA_TYPE if as_frame else "application/json"
     if inp.q.size // inp.q.shape[-1] * inp.q.shape[-2] <= _INLINE_CELLS:  # h·n·n small: microseconds of work
         return Answer(_compute_and_encode(inp, backend, as_frame), media_type)
+    # weights·v cannot overflow unless |v| nears float64's end (the weights sum to 1): only then
+    # must the whole output exist before the answer may start
+    if as_frame and np.abs(inp.v).max() < _SAFE_V:
+        return await stream_in_slot(media_type, _start_frame, inp, backend)
     return await in_slot(media_type, _compute_and_encode, inp, backend, as_frame)
 
 
@@ -147,7 +154,34 @@ def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -
 
 
 def _check_finite(s: Stages) -> None:
-    if not np.isfinite(s.scores).all():  # (scaled and weights are finite whenever scores are)
-        raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
+    _check_scores(s.scores)
     if not np.isfinite(s.output).all():
         raise InputError("v", "weights·v overflows float64 (beyond ±1.8e308): make v smaller")
+
+
+def _check_scores(scores: np.ndarray) -> None:
+    if not np.isfinite(scores).all():  # (scaled and weights are finite whenever scores are)
+        raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
+
+
+def _start_frame(inp: AttentionInput, backend: Backend) -> Start:
+    """A frame answer that leaves while it is computed: the header, q, k, v and the checked scores
+    now; scaled, masked (unless it is scaled), weights and output as each is made."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
+        _, scores = next(computed)
+    _check_scores(scores)
+    fields = {"tokens": inp.tokens, "mask": inp.mask, "d_k": int(inp.q.shape[-1])}
+    shapes = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "scores": scores.shape}
+    shapes |= {"scaled": scores.shape, "masked": scores.shape, "weights": scores.shape, "output": inp.v.shape}
+    same_as = {"masked": "scaled"} if inp.mask == "full" else {}
+    ready = [frame.header(fields, shapes, same_as), *map(frame.data, (inp.q, inp.k, inp.v, scores))]
+    size = sum(map(len, ready)) + sum(8 * math.prod(shapes[s]) for s in STAGES[1:] if s not in same_as)
+
+    def later() -> Iterator[memoryview]:
+        with np.errstate(over="ignore", invalid="ignore"):
+            for name, a in computed:
+                if name not in same_as:
+                    yield frame.data(a)
+
+    return ready, later(), size

@@ -13,6 +13,8 @@ The product exists to show the stages, so every one is returned by name:
   weights  softmax(masked), by row    positive, and every row sums to 1
   output   weights V                  each query's weighted mix of the values
 
+attention() returns them together; stages() yields them one at a time, as each is computed.
+
 Shapes: q and k are (n, d_k), v is (n, d_v) for one head, or (h, n, d) with a leading
 head axis, which every stage keeps. Arithmetic is float64. NumPy always works; torch is used
 when asked for (and by "auto" when a CUDA GPU is present), and gives the same numbers.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -71,48 +74,62 @@ def check_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
 
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask = "full", backend: Backend = "numpy") -> Stages:
     """All stages of softmax(q kᵀ / √d_k) v. See the module docstring for names and shapes."""
+    return Stages(**dict(stages(q, k, v, mask, backend)))
+
+
+def stages(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask = "full", backend: Backend = "numpy"
+) -> Iterator[tuple[str, np.ndarray]]:
+    """The stages as (name, array) in order, each as soon as it is computed.
+
+    Arguments are checked at the call; a stage is never changed after it has been yielded,
+    so a caller may send it on while the next one is computed.
+    """
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     check_shapes(q, k, v)
     if mask not in MASKS:
         raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
-    if backend == "torch":
-        return _attention_torch(q, k, v, mask)
-    if backend != "numpy":
+    if backend not in ("numpy", "torch"):
         raise ValueError(f"backend must be 'numpy' or 'torch', got {backend!r}")
-    return _attention_numpy(q, k, v, mask)
+    return _stages_torch(q, k, v, mask) if backend == "torch" else _stages_numpy(q, k, v, mask)
 
 
-def _attention_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> Stages:
+def _stages_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> Iterator[tuple[str, np.ndarray]]:
     n, d_k = q.shape[-2], q.shape[-1]
     scores = q @ np.swapaxes(k, -1, -2)  # (..., n, n)
+    yield "scores", scores
     scaled = scores / math.sqrt(d_k)  # (..., n, n)
+    yield "scaled", scaled
     masked = np.where(visible(n), scaled, -np.inf) if mask == "causal" else scaled  # (..., n, n)
+    yield "masked", masked
     # Stable softmax: shift each row by its maximum, which is finite because the diagonal
     # is never hidden, so exp() only sees values <= 0 and hidden keys get exactly 0.
     weights = masked - masked.max(axis=-1, keepdims=True)  # (..., n, n)
     np.exp(weights, out=weights)  # in place: one n×n buffer, not three
     weights /= weights.sum(axis=-1, keepdims=True)
-    output = weights @ v  # (..., n, d_v)
-    return Stages(scores, scaled, masked, weights, output)
+    yield "weights", weights
+    yield "output", weights @ v  # (..., n, d_v)
 
 
-def _attention_torch(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> Stages:
+def _stages_torch(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> Iterator[tuple[str, np.ndarray]]:
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tq, tk, tv = (torch.from_numpy(a).to(device) for a in (q, k, v))
     n, d_k = q.shape[-2], q.shape[-1]
     scores = tq @ tk.transpose(-1, -2)  # (..., n, n)
+    yield "scores", scores.cpu().numpy()
     scaled = scores / math.sqrt(d_k)  # (..., n, n)
+    yield "scaled", scaled.cpu().numpy()
     if mask == "causal":
         hidden = ~torch.ones(n, n, dtype=torch.bool, device=device).tril()
         masked = scaled.masked_fill(hidden, -math.inf)  # (..., n, n)
     else:
         masked = scaled
+    yield "masked", masked.cpu().numpy()
     weights = torch.softmax(masked, dim=-1)  # (..., n, n)
-    output = weights @ tv  # (..., n, d_v)
-    out = (t.cpu().numpy() for t in (scores, scaled, masked, weights, output))
-    return Stages(*out)
+    yield "weights", weights.cpu().numpy()
+    yield "output", (weights @ tv).cpu().numpy()  # (..., n, d_v)
 
 
 def torch_available() -> bool:

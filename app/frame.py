@@ -32,24 +32,43 @@ class FrameError(ValueError):
     """A frame that cannot be read; the message says why."""
 
 
+def header(fields: dict[str, Any], shapes: dict[str, tuple[int, ...]], same_as: dict[str, str]) -> memoryview:
+    """The prefix and header of a frame whose arrays come in the order of shapes.
+
+    An array named in same_as takes no bytes of its own: it points at the other array's.
+    """
+    offset, layout = 0, {}
+    for name, shape in shapes.items():
+        if name not in same_as:
+            layout[name] = {"shape": list(shape), "offset": offset}
+            offset += math.prod(shape) * 8
+    for name, other in same_as.items():
+        layout[name] = {"shape": list(shapes[name]), "offset": layout[other]["offset"]}
+    text = json.dumps({**fields, "arrays": layout}, separators=(",", ":")).encode()
+    text += b" " * (-(_PREFIX.size + len(text)) % 8)
+    return memoryview(_PREFIX.pack(MAGIC, len(text)) + text)
+
+
+def data(a: np.ndarray) -> memoryview:
+    """An array's bytes as a frame holds them (no copy for a C-ordered float64 array)."""
+    return memoryview(np.ascontiguousarray(a, dtype="<f8").data).cast("B")
+
+
 def parts(fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> list[memoryview]:
     """A frame as a list of buffers, the arrays' own memory among them: nothing is copied.
 
     An array that is the very same object as an earlier one (masked is scaled when nothing is
     hidden) is sent once, and both names point at it.
     """
-    offset, placed = 0, dict[int, int]()
-    layout: dict[str, dict[str, Any]] = {}
-    chunks = []
+    first: dict[int, str] = {}
+    same_as: dict[str, str] = {}
     for name, a in arrays.items():
-        if id(a) not in placed:
-            placed[id(a)] = offset
-            offset += a.size * 8
-            chunks.append(memoryview(np.ascontiguousarray(a, dtype="<f8").data).cast("B"))
-        layout[name] = {"shape": list(a.shape), "offset": placed[id(a)]}
-    header = json.dumps({**fields, "arrays": layout}, separators=(",", ":")).encode()
-    header += b" " * (-(_PREFIX.size + len(header)) % 8)
-    return [memoryview(_PREFIX.pack(MAGIC, len(header)) + header), *chunks]
+        if id(a) in first:
+            same_as[name] = first[id(a)]
+        else:
+            first[id(a)] = name
+    shapes = {name: a.shape for name, a in arrays.items()}
+    return [header(fields, shapes, same_as), *(data(a) for name, a in arrays.items() if name not in same_as)]
 
 
 def encode(fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:

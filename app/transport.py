@@ -4,14 +4,18 @@
 - SLOTS: COMPUTE_SLOTS requests may compute and send a big answer at once; the rest wait.
 - in_slot / Answer: run the work in a worker thread holding a slot until its answer is sent,
   so at most COMPUTE_SLOTS big answers are in memory however many clients ask.
+- stream_in_slot / StreamedAnswer: the same for an answer that leaves part by part while the
+  rest is still being computed (a frame's stages: the wire and the math overlap).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.to_thread
 from fastapi import Request, Response
 from starlette.types import Receive, Scope, Send
 
@@ -72,3 +76,60 @@ async def in_slot(media_type: str, encode: Callable[..., Body], *args: Any) -> R
         SLOTS.release_on_behalf_of(borrower)
         raise
     return Answer(content, media_type, lambda: SLOTS.release_on_behalf_of(borrower))
+
+
+class StreamedAnswer(Response):
+    """An answer whose first parts are ready and whose later parts are made by a generator in a
+    worker thread: each part leaves as soon as it is made, while the next is being computed."""
+
+    def __init__(
+        self,
+        ready: list[memoryview],
+        later: Iterator[memoryview],
+        size: int,
+        media_type: str,
+        release: Callable[[], None],
+    ) -> None:
+        super().__init__(None, media_type=media_type, headers={"content-length": str(size)})
+        self._ready, self._later, self._release = ready, later, release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        made, taken = anyio.create_memory_object_stream[memoryview](4)
+
+        def produce() -> None:
+            for part in self._later:
+                anyio.from_thread.run(made.send, part)
+
+        async def run_producer() -> None:
+            async with made:
+                await anyio.to_thread.run_sync(produce)
+
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(run_producer)
+                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+                for part in self._ready:
+                    await send({"type": "http.response.body", "body": part, "more_body": True})
+                async with taken:
+                    async for part in taken:
+                        await send({"type": "http.response.body", "body": part, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self._release()
+
+
+Start = tuple[list[memoryview], Iterator[memoryview], int]
+
+
+async def stream_in_slot(media_type: str, start: Callable[..., Start], *args: Any) -> Response:
+    """Like in_slot, for an answer that can leave in parts: start(*args) runs in a worker thread
+    and gives the parts ready so far (it may still refuse the request), the generator of the
+    rest, and the total size."""
+    borrower = object()
+    await SLOTS.acquire_on_behalf_of(borrower)
+    try:
+        ready, later, size = await anyio.to_thread.run_sync(start, *args)
+    except BaseException:
+        SLOTS.release_on_behalf_of(borrower)
+        raise
+    return StreamedAnswer(ready, later, size, media_type, lambda: SLOTS.release_on_behalf_of(borrower))

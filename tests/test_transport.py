@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app import transport
+from app import frame, transport
+from app.attention import attention
 from app.schemas import InputError
 
 
@@ -49,3 +51,64 @@ def test_big_requests_through_http_leave_no_slot_taken(client: TestClient) -> No
     bad = client.post("/api/attention", json={"q": _rows(n, 1, 1e200), "k": _rows(n, 1, 1e200), "v": _rows(n, 1)})
     assert (ok.status_code, bad.status_code) == (200, 422)
     assert transport.SLOTS.borrowed_tokens == 0
+
+
+FRAME_HEADERS = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
+
+
+@pytest.mark.parametrize("mask", ["full", "causal"])
+def test_a_streamed_frame_is_byte_for_byte_the_whole_one(client: TestClient, mask: str) -> None:
+    rng = np.random.default_rng(1)
+    q, k, v = rng.normal(size=(3, 64, 5)), rng.normal(size=(3, 64, 5)), rng.normal(size=(3, 64, 2))  # streamed
+    r = client.post(
+        "/api/attention", content=frame.encode({"mask": mask}, {"q": q, "k": k, "v": v}), headers=FRAME_HEADERS
+    )
+    assert r.status_code == 200 and int(r.headers["content-length"]) == len(r.content)
+    s = attention(q, k, v, mask)  # type: ignore[arg-type]
+    fields = {"tokens": [f"t{i}" for i in range(64)], "mask": mask, "d_k": 5}
+    assert r.content == frame.encode(fields, {"q": q, "k": k, "v": v, **s.as_dict()})
+    assert transport.SLOTS.borrowed_tokens == 0
+
+
+def test_a_streamed_frame_still_refuses_overflowing_scores(client: TestClient) -> None:
+    big = np.full((2, 64, 1), 1e200)
+    r = client.post(
+        "/api/attention", content=frame.encode({}, {"q": big, "k": big, "v": big[..., :1] * 0}), headers=FRAME_HEADERS
+    )
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "q"]
+    assert transport.SLOTS.borrowed_tokens == 0
+
+
+def test_values_near_the_end_of_float64_are_computed_whole_first(client: TestClient) -> None:
+    q = np.zeros((2, 64, 1))
+    v = np.full((2, 64, 1), 1.79e308)
+    r = client.post("/api/attention", content=frame.encode({}, {"q": q, "k": q, "v": v}), headers=FRAME_HEADERS)
+    _, arrays = frame.decode(r.content)
+    assert r.status_code == 200 and np.array_equal(arrays["output"], attention(q, q, v).output)
+    assert np.isfinite(arrays["output"]).all()
+
+
+@pytest.mark.anyio
+async def test_a_client_that_leaves_mid_stream_gives_the_slot_back() -> None:
+    made: list[int] = []
+
+    def later() -> Any:
+        for i in range(100):
+            made.append(i)
+            yield memoryview(b"x")
+
+    answer = await transport.stream_in_slot("application/octet-stream", lambda: ([memoryview(b"head")], later(), 104))
+    assert transport.SLOTS.borrowed_tokens == 1
+
+    async def receive() -> Any:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        if message.get("body") == b"x":
+            raise OSError("client went away")
+
+    with pytest.raises(ExceptionGroup) as left:
+        await answer({"type": "http"}, receive, send)
+    assert left.group_contains(OSError, match="client went away")
+    assert transport.SLOTS.borrowed_tokens == 0
+    assert len(made) < 100  # the producer stopped too
