@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -17,13 +20,29 @@ def _rows(n: int, d: int, value: float = 1.0) -> list[list[float]]:
     return [[value] * d for _ in range(n)]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+def run_async(fn: Callable[[], Awaitable[None]]) -> None:
+    """anyio.run(fn) on a thread of its own: the browser tests' Playwright keeps the main
+    thread's event loop running for the whole session."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            anyio.run(fn)
+        except BaseException as e:
+            failure.append(e)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
 
 
-@pytest.mark.anyio
-async def test_a_big_answer_holds_its_compute_slot_until_it_is_sent() -> None:
+def test_a_big_answer_holds_its_compute_slot_until_it_is_sent() -> None:
+    run_async(_holds_its_slot)
+
+
+async def _holds_its_slot() -> None:
     response = await transport.in_slot("application/json", lambda: b"{}")
     assert transport.SLOTS.borrowed_tokens == 1  # computed, not yet sent: still counted
     sent: list[Any] = []
@@ -88,8 +107,11 @@ def test_values_near_the_end_of_float64_are_computed_whole_first(client: TestCli
     assert np.isfinite(arrays["output"]).all()
 
 
-@pytest.mark.anyio
-async def test_a_client_that_leaves_mid_stream_gives_the_slot_back() -> None:
+def test_a_client_that_leaves_mid_stream_gives_the_slot_back() -> None:
+    run_async(_client_leaves)
+
+
+async def _client_leaves() -> None:
     made: list[int] = []
 
     def later() -> Any:
