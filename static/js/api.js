@@ -29,12 +29,19 @@ export function getExample(id, signal) {
  * Every stage for one input and one mask.
  * Resolves to { ok: true, data } or { ok: false, errors }; rejects only on abort or network failure.
  */
-export async function attention(input, mask, signal) {
-  const body = JSON.stringify({ tokens: input.tokens, q: input.q, k: input.k, v: input.v, mask });
-  const res = await fetch("/api/attention", {
+export function attention(input, mask, signal) {
+  return postJson("/api/attention", { tokens: input.tokens, q: input.q, k: input.k, v: input.v, mask }, signal);
+}
+
+/**
+ * POST a JSON payload; resolves to { ok: true, data } or { ok: false, errors }, rejects only on
+ * abort or network failure.
+ */
+export async function postJson(url, payload, signal) {
+  const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json" },
-    body,
+    body: JSON.stringify(payload),
     signal,
   });
   let json = null;

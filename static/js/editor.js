@@ -3,23 +3,13 @@
 // Errors from the server are shown next to the matrix they name.
 
 import { MAX_DIM, MAX_TOKENS, parseCell } from "./state.js";
+import { el } from "./dom.js";
 
 const MATRICES = [
   { id: "q", title: "Q: queries (what each word looks for)", dim: "d_k" },
   { id: "k", title: "K: keys (what each word offers)", dim: "d_k" },
   { id: "v", title: "V: values (what each word passes on)", dim: "d_v" },
 ];
-
-function el(tag, props = {}, text = null) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === "className") node.className = v;
-    else if (k === "dataset") Object.assign(node.dataset, v);
-    else node.setAttribute(k, v);
-  }
-  if (text !== null) node.textContent = text;
-  return node;
-}
 
 function resizeRows(rows, d) {
   return rows.map((row) => Array.from({ length: d }, (_, i) => (i < row.length ? row[i] : 0)));

@@ -1,24 +1,19 @@
 // The numbers behind the arrows (sentence mode): the full q, k and v of the hovered or focused
 // token, straight from the API response, since the 3D view can only show a projection.
 
+import { el } from "./dom.js";
 import { fixed3 } from "./format.js";
 
-function el(tag, className, text = null) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== null) node.textContent = text;
-  return node;
-}
 
 const norm = (row) => Math.hypot(...row);
 const two = (x) => Number(x).toFixed(2).replace("-", "\u2212");
 
 function vectorLine(kind, token, row) {
-  const line = el("p", `vi-line vi-${kind}`);
+  const line = el("p", { className: `vi-line vi-${kind}` });
   line.append(
-    el("span", "vi-name", `${kind} of “${token}”`),
-    el("span", "vi-norm", ` ‖${kind}‖ = ${fixed3(norm(row))}, ${row.length} numbers: `),
-    el("span", "vi-nums", row.map(two).join(" ")),
+    el("span", { className: "vi-name" }, `${kind} of “${token}”`),
+    el("span", { className: "vi-norm" }, ` ‖${kind}‖ = ${fixed3(norm(row))}, ${row.length} numbers: `),
+    el("span", { className: "vi-nums" }, row.map(two).join(" ")),
   );
   return line;
 }
@@ -29,7 +24,7 @@ function vectorLine(kind, token, row) {
  */
 export function renderInspect(box, data, what) {
   const parts = [];
-  const head = el("p", "vi-head");
+  const head = el("p", { className: "vi-head" });
   head.textContent =
     what.why === "cell"
       ? "The hovered cell: the query's q and the key's k, every number (the 3D view shows their PCA projection)."

@@ -3,36 +3,11 @@
 // of tokens for the 3D view). Every attention number comes from the API; merging only adds
 // the API's weights up (see mergeView).
 
+import { postJson } from "./api.js";
+
 export const ANIMAL = "The animal didn't cross the street because it was too tired.";
 /** Where the animal sentence opens: layer 3, head 1 sends 0.68 of "it"'s attention to "animal". */
 export const ANIMAL_VIEW = { layer: 3, head: 1, word: "it" };
-
-function errorItems(status, body) {
-  const detail = body && Array.isArray(body.detail) ? body.detail : null;
-  if (!detail) return [{ field: "body", msg: `The server answered ${status}.` }];
-  return detail.map((d) => {
-    const loc = Array.isArray(d.loc) ? d.loc : [];
-    const field = loc[0] === "body" && typeof loc[1] === "string" ? loc[1] : "body";
-    return { field, msg: String(d.msg ?? "invalid input") };
-  });
-}
-
-async function post(url, payload, signal) {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json" },
-    body: JSON.stringify(payload),
-    signal,
-  });
-  let json = null;
-  try {
-    json = await res.json();
-  } catch {
-    json = null;
-  }
-  if (res.ok && json) return { ok: true, data: json };
-  return { ok: false, errors: errorItems(res.status, json) };
-}
 
 /** GET /api/model; `load` starts loading the weights in the background. */
 export async function modelInfo(load = false, signal) {
@@ -43,7 +18,7 @@ export async function modelInfo(load = false, signal) {
 
 /** One layer/head (or "mean") of a sentence under one mask. */
 export function sentenceAttention(req, mask, signal) {
-  return post("/api/attention", { sentence: req.sentence, layer: req.layer, head: req.head, mask }, signal);
+  return postJson("/api/attention", { sentence: req.sentence, layer: req.layer, head: req.head, mask }, signal);
 }
 
 /**
@@ -66,7 +41,7 @@ export async function sentenceBothMasks(req, signal) {
 
 /** POST /api/heads: weights[layer][head][q][k] for the overview. */
 export function allHeads(sentence, mask, signal) {
-  return post("/api/heads", { sentence, mask }, signal);
+  return postJson("/api/heads", { sentence, mask }, signal);
 }
 
 /** A layer or head value from the URL or a picker: an integer ≥ 0, "mean", or null. */

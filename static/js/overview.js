@@ -5,17 +5,7 @@
 // between heads, Enter or Space picks one.
 
 import { heatRgb } from "./format.js";
-
-function el(tag, props = {}, text = null) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === "className") node.className = v;
-    else if (k === "dataset") Object.assign(node.dataset, v);
-    else node.setAttribute(k, v);
-  }
-  if (text !== null) node.textContent = text;
-  return node;
-}
+import { el } from "./dom.js";
 
 function paint(canvas, matrix) {
   const n = matrix.length;

@@ -3,6 +3,7 @@
 // All text goes in through textContent.
 
 import { fixed3, heatRgb, inkFor, rgbCss, rowLevels, vector } from "./format.js";
+import { el } from "./dom.js";
 
 const CAPTIONS = {
   scores: "Scores q·k",
@@ -10,17 +11,6 @@ const CAPTIONS = {
   masked: "Masked scores, −∞ = hidden",
   weights: "Weights after softmax",
 };
-
-function el(tag, props = {}, text = null) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (k === "dataset") Object.assign(node.dataset, v);
-    else if (k === "className") node.className = v;
-    else node.setAttribute(k, v);
-  }
-  if (text !== null) node.textContent = text;
-  return node;
-}
 
 export class MatrixTable {
   /**
