@@ -26,12 +26,22 @@ from app.schemas import (
     InputError,
     checked,
 )
-from app.transport import Answer, Body, Start, in_slot, read_body, stream_in_slot
+from app.transport import (
+    Answer,
+    Body,
+    Start,
+    body_error,
+    in_slot,
+    is_json,
+    media_type,
+    read_body,
+    stream_in_slot,
+)
 
 router = APIRouter(prefix="/api", tags=["attention"])
 _INLINE_BODY_BYTES = 64 * 1024  # bodies up to this size are parsed on the event loop
-_INLINE_CELLS = 4096
-_SAFE_V = 1e308  # below this many cells a request is computed on the event loop: a thread hop costs more
+_INLINE_CELLS = 4096  # below this many cells a request is computed on the event loop: a thread hop costs more
+_SAFE_V = 1e308  # |v| below this cannot make weights·v overflow, so a frame may stream before output exists
 
 _ATTENTION_BODY = {
     "required": True,
@@ -75,14 +85,14 @@ async def post_attention(request: Request) -> Response:
     inp = checked(req)
     as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
     backend: Backend = request.app.state.backend
-    media_type = frame.FRAME_MEDIA_TYPE if as_frame else "application/json"
+    answer_type = frame.FRAME_MEDIA_TYPE if as_frame else "application/json"
     if inp.q.size // inp.q.shape[-1] * inp.q.shape[-2] <= _INLINE_CELLS:  # h·n·n small: microseconds of work
-        return Answer(_compute_and_encode(inp, backend, as_frame), media_type)
+        return Answer(_compute_and_encode(inp, backend, as_frame), answer_type)
     # weights·v cannot overflow unless |v| nears float64's end (the weights sum to 1): only then
     # must the whole output exist before the answer may start
     if as_frame and np.abs(inp.v).max() < _SAFE_V:
-        return await stream_in_slot(media_type, _start_frame, inp, backend)
-    return await in_slot(media_type, _compute_and_encode, inp, backend, as_frame)
+        return await stream_in_slot(answer_type, _start_frame, inp, backend)
+    return await in_slot(answer_type, _compute_and_encode, inp, backend, as_frame)
 
 
 @router.get("/examples", summary="The built-in examples", response_model=list[ExampleOut])
@@ -119,7 +129,7 @@ def _example_out(e: Example) -> ExampleOut:
 
 
 def _parse(body: bytes, content_type: str) -> AttentionRequest:
-    media = content_type.split(";")[0].strip().lower()
+    media = media_type(content_type)
     try:
         if media == frame.FRAME_MEDIA_TYPE:
             try:
@@ -127,13 +137,11 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
             except frame.FrameError as e:
                 raise ClientError(422, ["body"], str(e), "frame_invalid") from None
             return AttentionRequest.model_validate({**fields, **arrays})
-        if media in ("application/json", "") or media.endswith("+json"):
+        if is_json(media):
             no_bools = b"true" not in body and b"false" not in body  # lets numpy convert matrices in C
             return AttentionRequest.model_validate_json(body, context={"no_bools": no_bools})
     except ValidationError as e:
-        from fastapi.exceptions import RequestValidationError
-
-        raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
+        raise body_error(e) from None
     raise ClientError(
         415,
         ["header", "content-type"],
@@ -146,11 +154,16 @@ def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -
     with np.errstate(over="ignore", invalid="ignore"):
         stages = attention(inp.q, inp.k, inp.v, inp.mask, backend)
     _check_finite(stages)
-    fields = {"tokens": inp.tokens, "mask": inp.mask, "d_k": int(inp.q.shape[-1])}
+    fields = _fields(inp)
     arrays = {"q": inp.q, "k": inp.k, "v": inp.v, **stages.as_dict()}
     if as_frame:
         return frame.parts(fields, arrays)
     return orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _fields(inp: AttentionInput) -> dict[str, Any]:
+    """The answer's fields besides the arrays."""
+    return {"tokens": inp.tokens, "mask": inp.mask, "d_k": int(inp.q.shape[-1])}
 
 
 def _check_finite(s: Stages) -> None:
@@ -171,7 +184,7 @@ def _start_frame(inp: AttentionInput, backend: Backend) -> Start:
         computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
         _, scores = next(computed)
     _check_scores(scores)
-    fields = {"tokens": inp.tokens, "mask": inp.mask, "d_k": int(inp.q.shape[-1])}
+    fields = _fields(inp)
     shapes = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "scores": scores.shape}
     shapes |= {"scaled": scores.shape, "masked": scores.shape, "weights": scores.shape, "output": inp.v.shape}
     same_as = {"masked": "scaled"} if inp.mask == "full" else {}

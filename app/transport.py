@@ -1,6 +1,7 @@
 """How bodies come in and answers go out.
 
-- read_body: a request body, refused with 413 as soon as it passes MAX_BODY_BYTES.
+- read_body: a request body, refused with 413 as soon as it passes MAX_BODY_BYTES;
+  media_type / is_json / body_error: reading its Content-Type, and its validation errors as 422s.
 - SLOTS: COMPUTE_SLOTS requests may compute and send a big answer at once; the rest wait.
 - in_slot / Answer: run the work in a worker thread holding a slot until its answer is sent,
   so at most COMPUTE_SLOTS big answers are in memory however many clients ask.
@@ -11,18 +12,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
 from app import limits
 from app.errors import ClientError
 
 SLOTS = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
+T = TypeVar("T")
 
 
 async def read_body(request: Request) -> bytes:
@@ -40,6 +44,20 @@ async def read_body(request: Request) -> bytes:
             raise too_big
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def media_type(content_type: str) -> str:
+    """The media type of a Content-Type header, without parameters, lower-cased."""
+    return content_type.split(";")[0].strip().lower()
+
+
+def is_json(media: str) -> bool:
+    return media in ("application/json", "") or media.endswith("+json")
+
+
+def body_error(e: ValidationError) -> RequestValidationError:
+    """A model's validation errors as the API reports them: located in the body (422)."""
+    return RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()])
 
 
 Body = bytes | list[memoryview]
@@ -66,16 +84,22 @@ class Answer(Response):
                 self._release()
 
 
-async def in_slot(media_type: str, encode: Callable[..., Body], *args: Any) -> Response:
-    """Run encode(*args) in a worker thread holding one of the SLOTS until its answer is sent."""
+async def _borrowed(work: Callable[..., T], *args: Any) -> tuple[T, Callable[[], None]]:
+    """work(*args) run in a worker thread while holding one of the SLOTS, and the call that gives
+    the slot back (the answer calls it once sent; a failure gives it back at once)."""
     borrower = object()
     await SLOTS.acquire_on_behalf_of(borrower)
     try:
-        content = await anyio.to_thread.run_sync(encode, *args)
+        return await anyio.to_thread.run_sync(work, *args), lambda: SLOTS.release_on_behalf_of(borrower)
     except BaseException:
         SLOTS.release_on_behalf_of(borrower)
         raise
-    return Answer(content, media_type, lambda: SLOTS.release_on_behalf_of(borrower))
+
+
+async def in_slot(media_type: str, encode: Callable[..., Body], *args: Any) -> Response:
+    """Run encode(*args) in a worker thread holding one of the SLOTS until its answer is sent."""
+    content, release = await _borrowed(encode, *args)
+    return Answer(content, media_type, release)
 
 
 class StreamedAnswer(Response):
@@ -125,11 +149,5 @@ async def stream_in_slot(media_type: str, start: Callable[..., Start], *args: An
     """Like in_slot, for an answer that can leave in parts: start(*args) runs in a worker thread
     and gives the parts ready so far (it may still refuse the request), the generator of the
     rest, and the total size."""
-    borrower = object()
-    await SLOTS.acquire_on_behalf_of(borrower)
-    try:
-        ready, later, size = await anyio.to_thread.run_sync(start, *args)
-    except BaseException:
-        SLOTS.release_on_behalf_of(borrower)
-        raise
-    return StreamedAnswer(ready, later, size, media_type, lambda: SLOTS.release_on_behalf_of(borrower))
+    (ready, later, size), release = await _borrowed(start, *args)
+    return StreamedAnswer(ready, later, size, media_type, release)

@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 import anyio
 import orjson
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from app import limits
@@ -22,7 +21,7 @@ from app.model import service
 from app.model.loader import ModelHandle, handle_for
 from app.model.spec import ModelError
 from app.schemas import ErrorResponse
-from app.transport import SLOTS, read_body
+from app.transport import SLOTS, body_error, is_json, media_type, read_body
 
 router = APIRouter(prefix="/api", tags=["model"])
 Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
@@ -115,13 +114,13 @@ async def post_heads(request: Request) -> Response:
 
 def _parse(body: bytes, content_type: str) -> HeadsRequest:
     """The body as a HeadsRequest; errors as the rest of the API words them (422, 415)."""
-    media = content_type.split(";")[0].strip().lower()
-    if media not in ("application/json", "") and not media.endswith("+json"):
+    media = media_type(content_type)
+    if not is_json(media):
         raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
     try:
         return HeadsRequest.model_validate_json(body)
     except ValidationError as e:
-        raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
+        raise body_error(e) from None
 
 
 @router.get("/model", summary="The model behind sentence mode", response_model=ModelInfo, responses=_ERRORS)
