@@ -26,6 +26,8 @@ import { SceneView } from "./scene/view.js";
 import { createState, current, MASKS, MAX_SENTENCE, readUrl, writeUrl } from "./state.js";
 import { STEP_IDS, STEPS, stepById, stepText } from "./steps.js";
 import { MatrixTable } from "./table.js";
+import "./classroom/index.js";
+import "./export/index.js";
 
 const $ = (id) => document.getElementById(id);
 const root = $("app");

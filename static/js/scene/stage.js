@@ -1,0 +1,107 @@
+// A plain 3-D stage for the chapters that draw something other than the attention view
+// (the RNN's chain, a token's x turning into q, k and v, the transformer block): renderer,
+// camera, orbit controls and a CSS2D label layer, rendered on demand. A chapter adds its
+// objects to `stage.root` and calls `stage.requestRender()`; `stage.clear()` disposes them.
+
+import * as THREE from "three";
+import { OrbitControls } from "three/addons/controls/OrbitControls.js";
+import { CSS2DObject, CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
+import { BACKGROUND } from "./view.js";
+
+export class Stage {
+  /** @param container element the canvas and the label layer go into */
+  constructor(container) {
+    this.container = container;
+    this.frameRequested = false;
+    this.frames = 0;
+    this.renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
+    this.renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+    this.renderer.setClearColor(BACKGROUND, 1);
+    const canvas = this.renderer.domElement;
+    canvas.dataset.testid = "stage-canvas";
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", "3D view of this chapter; the panel beside it holds the same numbers");
+    container.append(canvas);
+
+    this.labels = new CSS2DRenderer();
+    this.labels.domElement.className = "label-layer";
+    this.labels.domElement.setAttribute("aria-hidden", "true");
+    container.append(this.labels.domElement);
+
+    this.scene = new THREE.Scene();
+    this.scene.add(new THREE.HemisphereLight(0xffffff, 0x8a8a80, 2.2));
+    const sun = new THREE.DirectionalLight(0xffffff, 1.6);
+    sun.position.set(4, 10, 8);
+    this.scene.add(sun);
+    this.root = new THREE.Group();
+    this.scene.add(this.root);
+
+    this.camera = new THREE.PerspectiveCamera(35, 1, 0.1, 300);
+    this.camera.position.set(0, 4, 14);
+    this.controls = new OrbitControls(this.camera, canvas);
+    this.controls.addEventListener("change", () => this.requestRender());
+    this.resizeObserver = new ResizeObserver(() => this.resize());
+    this.resizeObserver.observe(container);
+    this.resize();
+  }
+
+  resize() {
+    const w = Math.max(1, this.container.clientWidth);
+    const h = Math.max(1, this.container.clientHeight);
+    this.renderer.setSize(w, h, false);
+    this.labels.setSize(w, h);
+    this.camera.aspect = w / h;
+    this.camera.updateProjectionMatrix();
+    this.requestRender();
+  }
+
+  /** Look at `target` from `position` (both [x, y, z]). */
+  look(position, target = [0, 0, 0]) {
+    this.camera.position.set(...position);
+    this.controls.target.set(...target);
+    this.controls.update();
+    this.requestRender();
+  }
+
+  /** A text label at [x, y, z], styled by `className` (CSS), added to the stage's root. */
+  label(text, position, className = "stage-label") {
+    const div = document.createElement("div");
+    div.className = className;
+    div.textContent = text;
+    const obj = new CSS2DObject(div);
+    obj.position.set(...position);
+    this.root.add(obj);
+    return obj;
+  }
+
+  /** Remove and dispose everything a chapter added. */
+  clear() {
+    this.root.traverse((o) => {
+      o.geometry?.dispose();
+      if (o.material) for (const m of [].concat(o.material)) m.dispose();
+      if (o.element) o.element.remove();
+    });
+    this.root.clear();
+    this.requestRender();
+  }
+
+  requestRender() {
+    if (this.frameRequested) return;
+    this.frameRequested = true;
+    requestAnimationFrame(() => {
+      this.frameRequested = false;
+      this.renderer.render(this.scene, this.camera);
+      this.labels.render(this.scene, this.camera);
+      this.frames += 1;
+    });
+  }
+
+  dispose() {
+    this.clear();
+    this.resizeObserver.disconnect();
+    this.controls.dispose();
+    this.renderer.dispose();
+    this.renderer.domElement.remove();
+    this.labels.domElement.remove();
+  }
+}
