@@ -17,6 +17,9 @@ from app import __version__, api, errors
 from app.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
 from app.attention import Backend, default_backend, torch_available
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
+from app.classroom import routes as classroom_routes
+from app.lesson import model_routes as lesson_model_routes
+from app.lesson import routes as lesson_routes
 from app.model import routes as model_routes
 from app.schemas import ErrorResponse
 from app.security import SecurityHeaders, csp, script_hash
@@ -47,6 +50,9 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     errors.install(app)
     app.include_router(api.router)
     app.include_router(model_routes.router)
+    app.include_router(lesson_routes.router)
+    app.include_router(lesson_model_routes.router)
+    app.include_router(classroom_routes.router)
     app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(SecurityHeaders)
 
