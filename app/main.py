@@ -16,8 +16,8 @@ from fastapi.templating import Jinja2Templates
 from app import __version__, api, errors
 from app.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
 from app.attention import Backend, default_backend, torch_available
-from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.classroom import routes as classroom_routes
+from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.lesson import model_routes as lesson_model_routes
 from app.lesson import routes as lesson_routes
 from app.model import routes as model_routes
