@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -133,12 +134,26 @@ def _stages_torch(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> It
 
 
 def torch_available() -> bool:
+    """Whether torch is installed (found without importing it: importing torch takes about a second)."""
     return importlib.util.find_spec("torch") is not None
 
 
+# Where a GPU driver announces itself: NVIDIA's kernel module, and AMD's (ROCm builds of torch
+# answer torch.cuda too). Without either, torch cannot see a GPU, so there is no need to import it.
+GPU_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/kfd")
+
+
+def gpu_driver_present() -> bool:
+    return any(os.path.exists(f) for f in GPU_DRIVER_FILES)
+
+
 def default_backend() -> Backend:
-    """torch when it is installed and sees a CUDA GPU, NumPy otherwise."""
-    if torch_available():
+    """torch when it is installed and sees a CUDA GPU, NumPy otherwise.
+
+    torch is imported only when a GPU driver is present (the server's start would otherwise
+    spend a second importing torch to learn that there is no GPU).
+    """
+    if torch_available() and gpu_driver_present():
         import torch
 
         if torch.cuda.is_available():
