@@ -135,7 +135,10 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
             try:
                 fields, arrays = frame.decode(body)
             except frame.FrameError as e:
-                raise ClientError(422, ["body"], str(e), "frame_invalid") from None
+                raise ClientError.of(422, e.items) from None
+            if twice := sorted(set(fields) & set(arrays)):
+                msg = f"frame: {twice[0]} is sent twice, in the header's fields and as an array"
+                raise ClientError(422, ["body", twice[0]], msg, "frame_invalid")
             return AttentionRequest.model_validate({**fields, **arrays})
         if is_json(media):
             no_bools = b"true" not in body and b"false" not in body  # lets numpy convert matrices in C
@@ -188,13 +191,15 @@ def _start_frame(inp: AttentionInput, backend: Backend) -> Start:
     shapes = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "scores": scores.shape}
     shapes |= {"scaled": scores.shape, "masked": scores.shape, "weights": scores.shape, "output": inp.v.shape}
     same_as = {"masked": "scaled"} if inp.mask == "full" else {}
-    ready = [frame.header(fields, shapes, same_as), *map(frame.data, (inp.q, inp.k, inp.v, scores))]
+    ready = [frame.header(fields, shapes, same_as)]
+    for a in (inp.q, inp.k, inp.v, scores):
+        ready += frame.data(a)
     size = sum(map(len, ready)) + sum(8 * math.prod(shapes[s]) for s in STAGES[1:] if s not in same_as)
 
     def later() -> Iterator[memoryview]:
         with np.errstate(over="ignore", invalid="ignore"):
             for name, a in computed:
                 if name not in same_as:
-                    yield frame.data(a)
+                    yield from frame.data(a)
 
     return ready, later(), size

@@ -35,6 +35,14 @@ class ClientError(Exception):
         super().__init__(msg)
         self.status, self.items = status, [detail(loc, msg, type_)]
 
+    @classmethod
+    def of(cls, status: int, items: list[dict[str, Any]]) -> ClientError:
+        """A ClientError carrying several detail items at once (e.g. a FrameError's)."""
+        first = items[0]
+        out = cls(status, first["loc"], first["msg"], first["type"])
+        out.items = [detail(i["loc"], i["msg"], i["type"]) for i in items]
+        return out
+
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)

@@ -64,9 +64,11 @@ def _matrix(value: Any, info: ValidationInfo) -> np.ndarray:
     name = info.field_name or "matrix"
     arr: np.ndarray | None = None
     if isinstance(value, np.ndarray):
-        arr = value
-        if arr.ndim not in (2, 3):
+        if value.ndim not in (2, 3):
             raise PydanticCustomError("matrix_ndim", f"{name} must be 2-D (n × d) or 3-D (h × n × d)")
+        if value.size == 0:
+            raise PydanticCustomError("matrix_empty", f"{name} has shape {list(value.shape)}: no axis may be 0")
+        arr = value.astype(np.float64, copy=False)
     else:
         if not isinstance(value, list) or not value:
             raise PydanticCustomError("matrix_type", f"{name} must be a non-empty list of rows of numbers")

