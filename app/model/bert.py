@@ -1,4 +1,4 @@
-"""The BERT encoder's forward pass in NumPy, one function per block.
+"""The BERT encoder's forward pass, one function per block (NumPy, or torch through nn.ops).
 
 References:
   Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers" (2019).
@@ -7,20 +7,26 @@ References:
   all-MiniLM-L6-v2: 6 layers, 12 heads of size 32, hidden 384, FFN 1536, exact (erf) GELU.
 
 Post-LayerNorm blocks:  x = LN(x + Attn(x));  x = LN(x + W₂·GELU(W₁·x))
-Self-attention is app.attention on the (h, n, d) per-head q, k, v with the "full" mask.
+Self-attention is softmax(q kᵀ/√d) v on the (h, n, d) per-head q, k, v with the "full" mask, in
+float32 as transformers computes it (nn.attend); the trace keeps q, k, v, from which
+app.attention recomputes every stage in float64 for the head a view shows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from app.attention import Backend
-from app.model.nn import ACTIVATIONS, attend, by_rows, layer_norm, merge_heads, split_heads
+from app.model.nn import NumpyOps, ops
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 from app.model.weights import Weights
 
 EMB = "embeddings."
+W = Mapping[str, Any]  # the weights as the backend holds them (NumPy arrays or torch tensors)
 
 
 def required(spec: ModelSpec) -> tuple[str, ...]:
@@ -34,54 +40,64 @@ def required(spec: ModelSpec) -> tuple[str, ...]:
     return tuple(names)
 
 
-def linear(x: np.ndarray, w: Weights, name: str) -> np.ndarray:
+def linear(x: Any, w: W, name: str) -> Any:
     """x·Wᵀ + b with W stored (out, in), as torch.nn.Linear."""
     return x @ w[name + ".weight"].T + w[name + ".bias"]  # (n, out)
 
 
-def norm(x: np.ndarray, w: Weights, name: str, spec: ModelSpec) -> np.ndarray:
-    return layer_norm(x, w[name + ".weight"], w[name + ".bias"], spec.eps)
+def norm(x: Any, w: W, name: str, spec: ModelSpec, o: NumpyOps) -> Any:
+    return o.layer_norm(x, w[name + ".weight"], w[name + ".bias"], spec.eps)
 
 
 def embed(ids: list[int], w: Weights, spec: ModelSpec) -> np.ndarray:
-    """Token + position + token-type (all 0: one sentence) embeddings, then LayerNorm."""
+    """Token + position + token-type (all 0: one sentence) embeddings, then LayerNorm (NumPy)."""
     n = len(ids)
     x = (
         w[EMB + "word_embeddings.weight"][ids]  # (n, C)
         + w[EMB + "position_embeddings.weight"][:n]  # (n, C)
         + w[EMB + "token_type_embeddings.weight"][0]  # (C,)
     )
-    return norm(x, w, EMB + "LayerNorm", spec)  # (n, C)
+    return norm(x, w, EMB + "LayerNorm", spec, ops("numpy"))  # type: ignore[no-any-return]  # (n, C)
 
 
-def self_attention(
-    x: np.ndarray, w: Weights, p: str, spec: ModelSpec, backend: Backend
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def self_attention(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> tuple[Any, Any, Any, Any]:
     """Per-head q, k, v of layer prefix p and the attention's output projection."""
-    q = split_heads(linear(x, w, p + "attention.self.query"), spec.heads)  # (h, n, d)
-    k = split_heads(linear(x, w, p + "attention.self.key"), spec.heads)  # (h, n, d)
-    v = split_heads(linear(x, w, p + "attention.self.value"), spec.heads)  # (h, n, d)
-    out = attend(q, k, v, "full", backend)  # (h, n, d): app.attention, a few heads at a time
-    return q, k, v, linear(merge_heads(out), w, p + "attention.output.dense")  # (n, C)
+    q = o.split_heads(linear(x, w, p + "attention.self.query"), spec.heads)  # (h, n, d)
+    k = o.split_heads(linear(x, w, p + "attention.self.key"), spec.heads)  # (h, n, d)
+    v = o.split_heads(linear(x, w, p + "attention.self.value"), spec.heads)  # (h, n, d)
+    out = o.attend(q, k, v, "full")  # (h, n, d): each head's output, float32
+    return q, k, v, linear(o.merge_heads(out), w, p + "attention.output.dense")  # (n, C)
 
 
-def feed_forward(x: np.ndarray, w: Weights, p: str, spec: ModelSpec) -> np.ndarray:
-    act = ACTIVATIONS[spec.activation]
-    return by_rows(
+def feed_forward(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> Any:
+    act = o.activation(spec.activation)
+    return o.by_rows(
         lambda rows: linear(act(linear(rows, w, p + "intermediate.dense")), w, p + "output.dense"), x
     )  # (n, C)
 
 
-def forward(ids: list[int], w: Weights, spec: ModelSpec, backend: Backend = "numpy") -> Trace:
-    x = embed(ids, w, spec)  # (n, C)
-    qs, ks, vs, hidden = [], [], [], [x]
-    for i in range(spec.layers):
+def forward(
+    ids: list[int],
+    weights: Weights,
+    spec: ModelSpec,
+    backend: Backend = "numpy",
+    layers: int | None = None,
+    start: Trace | None = None,
+) -> Trace:
+    """The trace of layers 0 … layers − 1 (all by default), continuing `start`, a shorter trace of
+    the same ids, when given: a view of layer L needs only the layers up to L."""
+    o = ops(backend)
+    w = o.weights(weights)
+    trace = start or Trace([], [], [], [embed(ids, weights, spec)])
+    x = o.array(trace.hidden[-1])  # (n, C)
+    qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
+    for i in range(len(trace.q), spec.layers if layers is None else layers):
         p = f"encoder.layer.{i}."
-        q, k, v, a = self_attention(x, w, p, spec, backend)
-        x = norm(x + a, w, p + "attention.output.LayerNorm", spec)  # (n, C)
-        x = norm(x + feed_forward(x, w, p, spec), w, p + "output.LayerNorm", spec)  # (n, C)
-        qs.append(q)
-        ks.append(k)
-        vs.append(v)
-        hidden.append(x)
+        q, k, v, a = self_attention(x, w, p, spec, o)
+        x = norm(x + a, w, p + "attention.output.LayerNorm", spec, o)  # (n, C)
+        x = norm(x + feed_forward(x, w, p, spec, o), w, p + "output.LayerNorm", spec, o)  # (n, C)
+        qs.append(o.numpy(q))
+        ks.append(o.numpy(k))
+        vs.append(o.numpy(v))
+        hidden.append(o.numpy(x))
     return Trace(qs, ks, vs, hidden)

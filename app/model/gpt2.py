@@ -13,13 +13,18 @@ the model's own, so a token never sees a later one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from app.attention import Backend
-from app.model.nn import ACTIVATIONS, attend, by_rows, layer_norm, merge_heads, split_heads
+from app.model.nn import NumpyOps, ops
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 from app.model.weights import Weights
+
+W = Mapping[str, Any]  # the weights as the backend holds them (NumPy arrays or torch tensors)
 
 
 def required(spec: ModelSpec) -> tuple[str, ...]:
@@ -30,45 +35,59 @@ def required(spec: ModelSpec) -> tuple[str, ...]:
     return tuple(names)
 
 
-def conv1d(x: np.ndarray, w: Weights, name: str) -> np.ndarray:
+def conv1d(x: Any, w: W, name: str) -> Any:
     """x·W + b with W stored (in, out), as transformers' Conv1D."""
     return x @ w[name + ".weight"] + w[name + ".bias"]  # (n, out)
 
 
-def norm(x: np.ndarray, w: Weights, name: str, spec: ModelSpec) -> np.ndarray:
-    return layer_norm(x, w[name + ".weight"], w[name + ".bias"], spec.eps)
+def norm(x: Any, w: W, name: str, spec: ModelSpec, o: NumpyOps) -> Any:
+    return o.layer_norm(x, w[name + ".weight"], w[name + ".bias"], spec.eps)
 
 
 def embed(ids: list[int], w: Weights) -> np.ndarray:
     return w["wte.weight"][ids] + w["wpe.weight"][: len(ids)]  # (n, C)
 
 
-def self_attention(
-    x: np.ndarray, w: Weights, p: str, spec: ModelSpec, backend: Backend
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def self_attention(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> tuple[Any, Any, Any, Any]:
     """Per-head q, k, v of block prefix p and the attention's output projection."""
     qkv = conv1d(x, w, p + "attn.c_attn")  # (n, 3C)
-    q, k, v = (split_heads(part, spec.heads) for part in np.split(qkv, 3, axis=-1))  # 3 × (h, n, d)
-    out = attend(q, k, v, "causal", backend)  # (h, n, d): app.attention, a few heads at a time
-    return q, k, v, conv1d(merge_heads(out), w, p + "attn.c_proj")  # (n, C)
+    c = qkv.shape[-1] // 3
+    q, k, v = (o.split_heads(qkv[:, i * c : (i + 1) * c], spec.heads) for i in range(3))  # 3 × (h, n, d)
+    out = o.attend(q, k, v, "causal")  # (h, n, d): each head's output, float32
+    return q, k, v, conv1d(o.merge_heads(out), w, p + "attn.c_proj")  # (n, C)
 
 
-def mlp(x: np.ndarray, w: Weights, p: str, spec: ModelSpec) -> np.ndarray:
-    act = ACTIVATIONS[spec.activation]
-    return by_rows(lambda rows: conv1d(act(conv1d(rows, w, p + "mlp.c_fc")), w, p + "mlp.c_proj"), x)  # (n, C)
+def mlp(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> Any:
+    act = o.activation(spec.activation)
+    return o.by_rows(lambda rows: conv1d(act(conv1d(rows, w, p + "mlp.c_fc")), w, p + "mlp.c_proj"), x)  # (n, C)
 
 
-def forward(ids: list[int], w: Weights, spec: ModelSpec, backend: Backend = "numpy") -> Trace:
-    x = embed(ids, w)  # (n, C)
-    qs, ks, vs, hidden = [], [], [], [x]
-    for i in range(spec.layers):
+def forward(
+    ids: list[int],
+    weights: Weights,
+    spec: ModelSpec,
+    backend: Backend = "numpy",
+    layers: int | None = None,
+    start: Trace | None = None,
+) -> Trace:
+    """The trace of layers 0 … layers − 1 (all by default), continuing `start`, a shorter trace of
+    the same ids, when given. A partial trace's hidden states are all the residual stream's;
+    the final LayerNorm is applied to the last one when the trace is complete."""
+    o = ops(backend)
+    w = o.weights(weights)
+    stop = spec.layers if layers is None else layers
+    trace = start or Trace([], [], [], [embed(ids, weights)])
+    x = o.array(trace.hidden[-1])  # (n, C)
+    qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
+    for i in range(len(trace.q), stop):
         p = f"h.{i}."
-        q, k, v, a = self_attention(norm(x, w, p + "ln_1", spec), w, p, spec, backend)
+        q, k, v, a = self_attention(norm(x, w, p + "ln_1", spec, o), w, p, spec, o)
         x = x + a  # (n, C)
-        x = x + mlp(norm(x, w, p + "ln_2", spec), w, p, spec)  # (n, C)
-        qs.append(q)
-        ks.append(k)
-        vs.append(v)
-        hidden.append(x)
-    hidden[-1] = norm(x, w, "ln_f", spec)  # (n, C), as transformers reports the last hidden state
+        x = x + mlp(norm(x, w, p + "ln_2", spec, o), w, p, spec, o)  # (n, C)
+        qs.append(o.numpy(q))
+        ks.append(o.numpy(k))
+        vs.append(o.numpy(v))
+        hidden.append(o.numpy(x))
+    if stop == spec.layers and len(trace.q) < stop:
+        hidden[-1] = o.numpy(norm(x, w, "ln_f", spec, o))  # (n, C), as transformers reports the last hidden state
     return Trace(qs, ks, vs, hidden)

@@ -2,8 +2,9 @@
 
 One ModelHandle per model directory (handle_for): the first request that needs the weights
 loads them in its worker thread while others wait on the lock; the event loop never blocks.
-A small LRU cache keeps the last few sentences' traces (per-head Q, K, V of every layer), so
-a view that walks through layers and heads runs the forward pass once per sentence.
+A small LRU cache keeps the last few sentences' traces (per-head Q, K, V of the layers run so
+far), so a view that walks through layers and heads runs each layer once per sentence, and a
+view of layer L runs only layers 0 … L.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from app.model.tokenizer import Encoded, TextTokenizer
 from app.model.trace import Trace
 from app.model.weights import Weights, load_weights
 
-Forward = Callable[[list[int], Weights, ModelSpec, Backend], Trace]
+Forward = Callable[[list[int], Weights, ModelSpec, Backend, int | None, Trace | None], Trace]
 _KINDS: dict[str, tuple[Callable[[ModelSpec], tuple[str, ...]], Forward]] = {
     "bert": (bert.required, bert.forward),
     "gpt2": (gpt2.required, gpt2.forward),
@@ -37,10 +38,16 @@ class Model:
     tokenizer: TextTokenizer
     load_seconds: float
 
-    def forward(self, ids: list[int], backend: Backend = "numpy") -> Trace:
+    def forward(
+        self, ids: list[int], backend: Backend = "numpy", layers: int | None = None, start: Trace | None = None
+    ) -> Trace:
+        """The trace of every layer, or of layers 0 … layers − 1, continuing `start` (a trace of the
+        same ids through fewer layers) when given."""
         if not 1 <= len(ids) <= self.spec.max_positions:
             raise ValueError(f"{len(ids)} tokens; {self.spec.name} reads 1 … {self.spec.max_positions}")
-        return _KINDS[self.spec.kind][1](ids, self.weights, self.spec, backend)
+        if layers is not None and not 0 <= layers <= self.spec.layers:
+            raise ValueError(f"layers must be 0 … {self.spec.layers}, got {layers}")
+        return _KINDS[self.spec.kind][1](ids, self.weights, self.spec, backend, layers, start)
 
 
 def load(spec: ModelSpec) -> Model:
@@ -88,16 +95,28 @@ class ModelHandle:
     def encode(self, sentence: str) -> Encoded:
         return self.model().tokenizer.encode(sentence)
 
-    def trace(self, sentence: str, encoded: Encoded, backend: Backend) -> Trace:
-        """The forward pass of an encoded sentence, from the cache when it was seen lately."""
+    def trace(self, sentence: str, encoded: Encoded, backend: Backend, layers: int | None = None) -> Trace:
+        """The forward pass of an encoded sentence through `layers` layers (all by default).
+
+        A sentence seen lately answers from the cache; when its cached trace stops short of the
+        layers asked for, it is extended from where it stopped (a view of layer 2 runs 3 layers,
+        and a later look at layer 5 runs the other 3).
+        """
+        model = self.model()
+        want = model.spec.layers if layers is None else layers
         key = f"{backend}\0{sentence}"
         with self._cache_lock:
-            if key in self._cache:
+            cached = self._cache.get(key)
+            if cached is not None:
                 self._cache.move_to_end(key)
-                return self._cache[key][1]
-        trace = self.model().forward(encoded.ids, backend)
+                if cached[1].layers >= want:
+                    return cached[1]
+        start = cached[1] if cached is not None else None
+        trace = model.forward(encoded.ids, backend, want, start)
         with self._cache_lock:
-            self._cache[key] = (encoded, trace)
+            now = self._cache.get(key)
+            if now is None or now[1].layers < trace.layers:  # a concurrent request may have gone further
+                self._cache[key] = (encoded, trace)
             while len(self._cache) > limits.MODEL_CACHE_SENTENCES:
                 self._cache.popitem(last=False)
         return trace

@@ -7,8 +7,13 @@
 
 A mean is taken field by field: weights is the mean of the heads' weights, output the mean
 of their outputs, and q, k, v the mean of their vectors (a summary, not a real query).
-Stages are recomputed by app.attention from the model's q, k, v with the requested mask,
-so "causal" on an encoder shows what a head would do if it could not see later tokens.
+Stages are recomputed by app.attention, in float64, from the model's q, k, v with the requested
+mask, so "causal" on an encoder shows what a head would do if it could not see later tokens.
+q, k, v are given as the float64 numbers the stages were computed from (exactly the model's
+float32 values), so JSON and the frame carry the same digits and q·kᵀ gives back `scores`.
+
+The trace must reach the layers asked for: layers 0 … L for layer L, all of them for "mean"
+(layers_needed).
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ HeadChoice = int | Literal["mean"] | None
 FIELDS = ("q", "k", "v", "scores", "scaled", "masked", "weights", "output")
 
 
+def layers_needed(layer: LayerChoice, layers: int) -> int:
+    """How many of the model's layers a selection needs to have run."""
+    return layers if layer == "mean" else layer + 1
+
+
 def mean_over(layer: LayerChoice, head: HeadChoice) -> list[str]:
     """Which axes a selection averages, in the order they are averaged."""
     return (["heads"] if head == "mean" else []) + (["layers"] if layer == "mean" else [])
@@ -34,11 +44,12 @@ def select(
     trace: Trace, layer: LayerChoice, head: HeadChoice, mask: Mask, backend: Backend = "numpy"
 ) -> dict[str, np.ndarray]:
     """The named arrays q, k, v, scores, scaled, masked, weights, output of a selection."""
-    layers = range(len(trace.q)) if layer == "mean" else [layer]
+    layers = range(trace.layers) if layer == "mean" else [layer]
     heads = slice(head, head + 1) if isinstance(head, int) else slice(None)
     total: dict[str, np.ndarray] = {}
     for i in layers:
-        q, k, v = trace.q[i][heads], trace.k[i][heads], trace.v[i][heads]  # (h, n, d)
+        # float64 from here on, so that the answer's q, k, v are the very numbers its scores came from
+        q, k, v = (a[i][heads].astype(np.float64) for a in (trace.q, trace.k, trace.v))  # (h, n, d)
         arrays = {"q": q, "k": k, "v": v, **attention(q, k, v, mask, backend).as_dict()}  # (h, n, ·)
         if head == "mean":
             arrays = {name: a.mean(axis=0, dtype=np.float64) for name, a in arrays.items()}  # (n, ·)

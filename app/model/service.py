@@ -19,7 +19,7 @@ from app import frame, limits
 from app.attention import Backend, Mask
 from app.errors import ClientError
 from app.model.loader import ModelHandle, handle_for
-from app.model.select import HeadChoice, LayerChoice, all_weights, mean_over, select
+from app.model.select import HeadChoice, LayerChoice, all_weights, layers_needed, mean_over, select
 from app.model.spec import ModelError, ModelSpec
 from app.model.tokenizer import Encoded
 from app.model.trace import Trace
@@ -81,9 +81,9 @@ def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int
     return encoded
 
 
-def _trace(handle: ModelHandle, sentence: str, encoded: Encoded, backend: Backend) -> Trace:
+def _trace(handle: ModelHandle, sentence: str, encoded: Encoded, backend: Backend, layers: int | None = None) -> Trace:
     with np.errstate(over="ignore", invalid="ignore"):
-        return handle.trace(sentence, encoded, backend)
+        return handle.trace(sentence, encoded, backend, layers)
 
 
 def _token_fields(spec: ModelSpec, encoded: Encoded) -> dict[str, Any]:
@@ -114,7 +114,7 @@ def sentence_attention(
         raise InputError("head", f"head must be 0 … {spec.heads - 1}, 'mean' or omitted ({spec.name} has {spec.heads})")
     mask = _mask(spec, mask, mask_given)
     encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
-    trace = _trace(handle, sentence, encoded, backend)
+    trace = _trace(handle, sentence, encoded, backend, layers_needed(layer, spec.layers))  # layers 0 … L only
     with np.errstate(over="ignore", invalid="ignore"):
         arrays = select(trace, layer, head, mask, backend)
     if not all(np.isfinite(arrays[name]).all() for name in ("weights", "output")):

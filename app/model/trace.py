@@ -9,11 +9,15 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Trace:
-    """One sentence through the model. Arrays are float32 and read-only.
+    """One sentence through the model, or through its first layers. Arrays are float32 and read-only.
 
-    q, k, v   one (h, n, d) array per layer: the real per-head queries, keys and values
-    hidden    layers + 1 arrays (n, C): the embeddings, then the output of each layer
-              (as transformers' hidden_states; GPT-2's last one is after the final LayerNorm)
+    q, k, v   one (h, n, d) array per layer run: the real per-head queries, keys and values
+    hidden    layers run + 1 arrays (n, C): the embeddings, then the output of each layer
+              (as transformers' hidden_states; GPT-2's last one is after the final LayerNorm
+              once every layer has run)
+
+    A view of layer L needs layers 0 … L only: a partial trace is extended when a later layer
+    is asked for (Model.forward(ids, layers=…, start=trace)); Model.forward(ids) runs them all.
     """
 
     q: list[np.ndarray]
@@ -25,6 +29,11 @@ class Trace:
         for arrays in (self.q, self.k, self.v, self.hidden):
             for a in arrays:
                 a.flags.writeable = False
+
+    @property
+    def layers(self) -> int:
+        """How many layers have run."""
+        return len(self.q)
 
     @property
     def nbytes(self) -> int:
