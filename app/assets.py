@@ -1,8 +1,13 @@
 """Static files with URLs that change when the file changes, and the page's import map.
 
-Every URL the page uses carries ?v=<hash of the file>, and ES modules find each other through
-an import map that sends every module path to its versioned URL, so after an upgrade no
-classroom browser keeps running stale JavaScript; versioned URLs are cached for a year.
+Every URL the page uses carries ?v=<hash of the file>, so after an upgrade no classroom browser
+keeps running stale JavaScript; versioned URLs are cached for a year.
+
+The page is served as a bundle (static/dist/, made by scripts/build.mjs with esbuild: one minified
+script with the parts of three.js it uses, one style sheet) whenever the bundle was built from the
+sources as they are now: its manifest records a hash of every source module and style sheet. When
+a source has changed since (a checkout being edited), the page is served from its sources instead,
+ES modules finding each other through an import map, so it is never stale.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
@@ -27,6 +33,15 @@ def _find(name: str) -> Path:
 STATIC_DIR = _find("static")
 TEMPLATES_DIR = _find("templates")
 THREE_ADDONS = "vendor/three/addons"
+SOURCES = ("js/**/*.js", "css/**/*.css")  # what the bundle is built from (scripts/build.mjs hashes the same)
+
+
+class Bundle(NamedTuple):
+    """Versioned URLs of the built page: its script, its style sheet, and the export's viewer."""
+
+    app: str
+    styles: str
+    viewer: str | None
 
 
 class Assets:
@@ -34,15 +49,36 @@ class Assets:
         self.root, self.mount = root, mount
         self._hashes: dict[str, tuple[tuple[int, int], str]] = {}
 
-    def version(self, rel: str) -> str:
+    def digest(self, rel: str) -> str:
+        """SHA-256 of a file's content (hex), recomputed only when its size or mtime changes."""
         path = self.root / rel
         st = path.stat()
         stamp = (st.st_mtime_ns, st.st_size)
         cached = self._hashes.get(rel)
         if cached is None or cached[0] != stamp:
-            cached = (stamp, hashlib.sha256(path.read_bytes()).hexdigest()[:12])
+            cached = (stamp, hashlib.sha256(path.read_bytes()).hexdigest())
             self._hashes[rel] = cached
         return cached[1]
+
+    def version(self, rel: str) -> str:
+        return self.digest(rel)[:12]
+
+    def sources_hash(self) -> str:
+        """One hash of every source the bundle is made from: "path:sha256" lines, sorted by path."""
+        paths = sorted({p.relative_to(self.root).as_posix() for pattern in SOURCES for p in self.root.glob(pattern)})
+        lines = "".join(f"{rel}:{self.digest(rel)}\n" for rel in paths)
+        return hashlib.sha256(lines.encode()).hexdigest()
+
+    def bundle(self) -> Bundle | None:
+        """The built page, if static/dist holds one made from the sources as they are now."""
+        try:
+            manifest = json.loads((self.root / "dist" / "manifest.json").read_text())
+            if manifest.get("sources") != self.sources_hash():
+                return None
+            viewer = manifest.get("viewer.js")
+            return Bundle(self.url(manifest["app.js"]), self.url(manifest["styles.css"]), viewer and self.url(viewer))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def url(self, rel: str) -> str:
         return f"{self.mount}/{rel}?v={self.version(rel)}"

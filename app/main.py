@@ -62,10 +62,16 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
 
     @app.get("/", include_in_schema=False, response_class=HTMLResponse)
     async def index(request: Request) -> HTMLResponse:
-        import_map = assets.import_map()
-        context = {"import_map": import_map, "default_example": DEFAULT_EXAMPLE, "examples": EXAMPLES.values()}
+        bundle = assets.bundle()  # the built page, unless a source changed since it was built
+        import_map = "" if bundle else assets.import_map()
+        context = {
+            "bundle": bundle,
+            "import_map": import_map,
+            "default_example": DEFAULT_EXAMPLE,
+            "examples": EXAMPLES.values(),
+        }
         response = templates.TemplateResponse(request, "index.html", context)
-        response.headers["content-security-policy"] = csp(script_hash(import_map))
+        response.headers["content-security-policy"] = csp(*([script_hash(import_map)] if import_map else []))
         response.headers["cache-control"] = "no-cache"  # the page names the current asset versions
         return response
 

@@ -3,7 +3,8 @@
 // content, listed in static/dist/manifest.json for app/assets.py. `node scripts/build.mjs`.
 // Entries that are not the page (e.g. the standalone viewer of the HTML export) are listed in EXTRA.
 import { build } from "esbuild";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -16,8 +17,25 @@ const EXTRA = [["viewer", "js/export/standalone.js", "iife"]]; // built only whe
 const template = readFileSync(join(root, "templates/index.html"), "utf8");
 const sheets = [...template.matchAll(/static\('(css\/[^']+\.css)'\)/g)].map((m) => m[1]);
 
-rmSync(out, { recursive: true, force: true });
-mkdirSync(out, { recursive: true });
+// the sources' hash, as app/assets.py computes it: "path:sha256" lines sorted by path
+function sourcesHash() {
+  const files = [];
+  const walk = (dir, ext) => {
+    for (const e of readdirSync(join(staticDir, dir), { withFileTypes: true })) {
+      const rel = `${dir}/${e.name}`;
+      if (e.isDirectory()) walk(rel, ext);
+      else if (e.name.endsWith(ext)) files.push(rel);
+    }
+  };
+  walk("js", ".js");
+  walk("css", ".css");
+  files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const sha = (data) => createHash("sha256").update(data).digest("hex");
+  return sha(files.map((f) => `${f}:${sha(readFileSync(join(staticDir, f)))}\n`).join(""));
+}
+const sources = sourcesHash();
+
+mkdirSync(out, { recursive: true }); // earlier builds stay a while: a page loaded before this build still finds its files
 const common = {
   bundle: true,
   minify: true,
@@ -28,7 +46,7 @@ const common = {
   metafile: true,
   absWorkingDir: root,
 };
-const manifest = {};
+const manifest = { sources };
 
 async function one(name, entry, format, extra = {}) {
   const result = await build({ ...common, ...extra, format, entryPoints: { [name]: entry }, outdir: out, entryNames: "[name]-[hash]" });
@@ -38,12 +56,20 @@ async function one(name, entry, format, extra = {}) {
 }
 
 await one("app", join(staticDir, "js/main.js"), "esm");
-const cssEntry = join(out, "_styles.css");
+const cssEntry = join(out, `_styles-${process.pid}.css`);
 writeFileSync(cssEntry, sheets.map((s) => `@import "../${s}";`).join("\n"));
 await one("styles", cssEntry, "esm", { loader: { ".css": "css" } });
 rmSync(cssEntry);
 for (const [name, entry, format] of EXTRA) {
   if (existsSync(join(staticDir, entry))) await one(name, join(staticDir, entry), format);
 }
-writeFileSync(join(out, "manifest.json"), JSON.stringify(manifest, null, 1) + "\n");
+const tmp = join(out, `manifest.json.${process.pid}`);
+writeFileSync(tmp, JSON.stringify(manifest, null, 1) + "\n");
+renameSync(tmp, join(out, "manifest.json")); // atomic: a server never reads half a manifest
+// prune files of builds older than an hour
+const keep = new Set(Object.values(manifest).map((f) => f.replace(/^dist\//, "")));
+for (const f of readdirSync(out)) {
+  const path = join(out, f);
+  if (f !== "manifest.json" && !keep.has(f) && Date.now() - statSync(path).mtimeMs > 3600_000) rmSync(path, { force: true });
+}
 console.log(manifest);

@@ -44,9 +44,22 @@ def _free_port() -> int:
         return port
 
 
+_bundled = False
+
+
+def build_bundle() -> None:
+    """The page's bundle from the sources as they are (once per test session), so the tests see what
+    `make run` serves; without node the server serves the sources, which is the same page."""
+    global _bundled
+    if not _bundled and (ROOT / "node_modules" / ".bin" / "esbuild").exists():
+        subprocess.run(["node", "scripts/build.mjs"], cwd=ROOT, check=True, capture_output=True)
+    _bundled = True
+
+
 @contextmanager
 def running_server() -> Iterator[str]:
     """A fresh server process (its model not loaded yet) on a free port; its base URL."""
+    build_bundle()
     port = _free_port()
     env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]

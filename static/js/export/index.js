@@ -1,3 +1,152 @@
-// Exports of the current view (PNG, SVG, CSV, JSON, HTML): the buttons live in #export-bar.
-// (Placeholder: the exports are built in this folder.)
-export {};
+// Exports of the current view, from any chapter: the buttons in #export-bar.
+//   PNG        the 3-D view at 2× its on-screen size, with its labels and a legend
+//   SVG        the table as a heatmap (and "Table PNG", the same picture as a PNG)
+//   CSV, JSON  one array of the server's answer (the stage picked beside them; every head of a 3-D one)
+//   HTML       one standalone file of the view that opens offline (see html.js)
+// Every number exported is the server's own; user text is data in every format.
+import { postJson } from "../api.js";
+import { el } from "../dom.js";
+import { currentView, onViewChange, whenReady } from "../hub.js";
+import { toCsv } from "./csv.js";
+import { fileName, pngBlob, save } from "./download.js";
+import { heatmapCanvas, heatmapSvg, svgText } from "./heatmap.js";
+import { isAttention, standaloneHtml } from "./html.js";
+import { scenePicture } from "./snapshot.js";
+import { arrayNames, arrayTable } from "./table-data.js";
+
+const bar = document.getElementById("export-bar");
+
+function button(label, title, action) {
+  const b = el("button", { type: "button", className: "export-button", title, dataset: { testid: `export-${label.toLowerCase().replace(/\s+/g, "-")}` } }, label);
+  b.addEventListener("click", async () => {
+    b.disabled = true;
+    status.textContent = "";
+    try {
+      await action();
+    } catch (err) {
+      status.textContent = `Could not export: ${err.message}`;
+      console.warn("export failed:", err);
+    } finally {
+      b.disabled = false;
+    }
+  });
+  return b;
+}
+
+const picker = el("select", { "aria-label": "Array to export as CSV, JSON, SVG", dataset: { testid: "export-stage" } });
+const status = el("span", { className: "export-status", role: "status", dataset: { testid: "export-status" } });
+
+function view() {
+  const v = currentView();
+  if (!v || !v.answer) throw new Error("nothing is drawn yet");
+  return v;
+}
+
+/** The array the picker names, else the view's current stage, else the answer's first array. */
+function chosen(v) {
+  const names = arrayNames(v.answer);
+  if (names.includes(picker.value)) return picker.value;
+  if (names.includes(v.stage)) return v.stage;
+  if (!names.length) throw new Error("this view has no table of numbers");
+  return names[0];
+}
+
+const stem = (v, ...more) => fileName("attention", v.chapter, v.sentence ? "sentence" : v.example, v.step, ...more);
+
+async function exportPng() {
+  const v = view();
+  const canvas = v.canvas ?? v.renderScene?.(1);
+  if (!canvas) throw new Error("this view has no 3D picture");
+  save(await pngBlob(scenePicture(v, 2)), `${stem(v, v.mask)}.png`);
+}
+
+function heatmap(v) {
+  const name = chosen(v);
+  const t = arrayTable(v.answer, name);
+  const title = `${name}${t.heads ? " (head 0)" : ""}${v.mask ? `, ${v.mask} mask` : ""}${v.title ? ` · ${v.title}` : ""}`;
+  return { name, svg: heatmapSvg(v.answer, name, title) };
+}
+
+async function exportSvg() {
+  const v = view();
+  const { name, svg } = heatmap(v);
+  save(new Blob([svgText(svg)], { type: "image/svg+xml" }), `${stem(v, name)}.svg`);
+}
+
+async function exportTablePng() {
+  const v = view();
+  const { name, svg } = heatmap(v);
+  save(await pngBlob(await heatmapCanvas(svg, 2)), `${stem(v, name)}.png`);
+}
+
+async function exportCsv() {
+  const v = view();
+  const name = chosen(v);
+  save(new Blob([toCsv(v.answer, name)], { type: "text/csv;charset=utf-8" }), `${stem(v, name)}.csv`);
+}
+
+async function exportJson() {
+  const v = view();
+  const name = chosen(v);
+  const t = arrayTable(v.answer, name);
+  const out = { stage: name, tokens: v.answer.tokens ?? null, mask: v.answer.mask ?? v.mask ?? null, rows: t.rows, columns: t.cols, values: v.answer[name] };
+  save(new Blob([JSON.stringify(out, null, 1)], { type: "application/json" }), `${stem(v, name)}.json`);
+}
+
+/** Both masks' answers for the viewer, when the other one can be recomputed from the answer's q, k, v. */
+async function bothMasks(v) {
+  const a = v.answer;
+  const answers = { ...(v.answers ?? {}), [a.mask ?? v.mask ?? "full"]: a };
+  const other = answers.full ? "causal" : "full";
+  if (!answers[other] && !a.mean_over?.length && !a.mistake && !(a.kind === "gpt2")) {
+    const r = await postJson("/api/attention", { tokens: a.tokens, q: a.q, k: a.k, v: a.v, mask: other });
+    if (r.ok) answers[other] = r.data;
+  }
+  return answers;
+}
+
+async function exportHtml() {
+  const v = view();
+  const app = document.getElementById("app");
+  const assets = { viewer: app.dataset.viewerSrc, styles: app.dataset.stylesSrc };
+  if (!assets.viewer || !assets.styles) throw new Error("the page was served without its bundle (run make)");
+  let html;
+  if (isAttention(v.answer)) {
+    html = await standaloneHtml(v, await bothMasks(v), assets);
+  } else {
+    const canvas = v.canvas ? scenePicture(v, 1) : null;
+    html = await standaloneHtml(v, null, assets, canvas ? canvas.toDataURL("image/png") : null);
+  }
+  save(new Blob([html], { type: "text/html;charset=utf-8" }), `${stem(v, v.mask)}.html`);
+}
+
+let picked = false; // the user chose an array: keep it; else follow the step's stage
+picker.addEventListener("change", () => (picked = true));
+
+function fillPicker() {
+  const v = currentView();
+  const names = v?.answer ? arrayNames(v.answer) : [];
+  const follow = names.includes(v?.stage) ? v.stage : names[0];
+  const keep = picked && names.includes(picker.value) ? picker.value : follow;
+  if (names.join() !== [...picker.options].map((o) => o.value).join()) picker.replaceChildren(...names.map((n) => new Option(n, n)));
+  if (keep) picker.value = keep;
+  bar.hidden = !names.length;
+}
+
+if (bar) {
+  bar.append(
+    el("span", { className: "export-label", "aria-hidden": "true" }, "Export"),
+    button("PNG", "The 3D view as a picture, twice its size, with a legend", exportPng),
+    picker,
+    button("SVG", "The table as a heatmap picture (SVG)", exportSvg),
+    button("Table PNG", "The table as a heatmap picture (PNG)", exportTablePng),
+    button("CSV", "The picked array as CSV (spreadsheets)", exportCsv),
+    button("JSON", "The picked array as JSON", exportJson),
+    button("HTML", "This view as one HTML file that works offline", exportHtml),
+    status,
+  );
+  whenReady(() => {
+    fillPicker();
+    onViewChange(() => fillPicker());
+  });
+}

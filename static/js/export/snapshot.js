@@ -1,0 +1,78 @@
+// The 3-D view as a picture at 2× its on-screen size, with its word labels and a legend strip
+// that says what the colours and the thicknesses mean.
+import { KIND_COLOURS } from "../format.js";
+
+const LEGEND = [
+  ["q", "query q: what a word looks for"],
+  ["k", "key k: what it offers"],
+  ["v", "value v: what it passes on"],
+  ["z", "output z: the mix"],
+];
+const hex = (c) => `#${c.toString(16).padStart(6, "0")}`;
+
+/**
+ * @param view   hub.currentView(): its renderScene(scale) (or its canvas) gives the pixels
+ * @param scale  2: twice the on-screen size
+ */
+export function scenePicture(view, scale = 2) {
+  const source = view.renderScene ? view.renderScene(scale) : view.canvas;
+  const shown = view.canvas ?? source;
+  const rect = shown.getBoundingClientRect();
+  const w = Math.round(rect.width * scale);
+  const h = Math.round(rect.height * scale);
+  const band = 54 * scale;
+  const out = document.createElement("canvas");
+  out.width = w;
+  out.height = h + band;
+  const ctx = out.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, out.width, out.height);
+  ctx.drawImage(source, 0, 0, w, h);
+  drawLabels(ctx, shown, rect, scale);
+  drawLegend(ctx, view, h, w, scale);
+  return out;
+}
+
+/** The HTML labels over the canvas (CSS2D), drawn where they are on screen. */
+function drawLabels(ctx, canvas, rect, scale) {
+  const layer = canvas.parentElement?.querySelector(".label-layer");
+  if (!layer) return;
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "center";
+  for (const label of layer.querySelectorAll("div")) {
+    if (label.children.length || !label.textContent.trim()) continue;
+    const r = label.getBoundingClientRect();
+    const style = getComputedStyle(label);
+    if (!r.width || style.visibility === "hidden" || style.display === "none" || Number(style.opacity) === 0) continue;
+    const x = (r.left + r.width / 2 - rect.left) * scale;
+    const y = (r.top + r.height / 2 - rect.top) * scale;
+    if (x < 0 || y < 0 || x > rect.width * scale || y > rect.height * scale) continue;
+    ctx.font = `${style.fontWeight} ${parseFloat(style.fontSize) * scale}px system-ui, sans-serif`;
+    if (style.backgroundColor && style.backgroundColor !== "rgba(0, 0, 0, 0)") {
+      ctx.fillStyle = style.backgroundColor;
+      ctx.fillRect(r.left * scale - rect.left * scale, r.top * scale - rect.top * scale, r.width * scale, r.height * scale);
+    }
+    ctx.fillStyle = style.color || "#111";
+    ctx.fillText(label.textContent.trim(), x, y);
+  }
+}
+
+function drawLegend(ctx, view, top, width, scale) {
+  const s = scale;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  ctx.font = `${13 * s}px system-ui, sans-serif`;
+  let x = 12 * s;
+  const y = top + 16 * s;
+  for (const [kind, text] of LEGEND) {
+    ctx.fillStyle = hex(KIND_COLOURS[kind]);
+    ctx.fillRect(x, y - 6 * s, 12 * s, 12 * s);
+    ctx.fillStyle = "#111";
+    ctx.fillText(text, x + 17 * s, y);
+    x += ctx.measureText(text).width + 38 * s;
+    if (x > width - 120 * s) break;
+  }
+  const what = view.stage === "weights" ? "the weight (a share of the query's attention)" : `the ${view.stage ?? "value"}, within the row`;
+  const line = `Links: thicker and darker = larger ${what}.${view.title ? `  ${view.title}` : ""}`;
+  ctx.fillText(line, 12 * s, top + 40 * s);
+}

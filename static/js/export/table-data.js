@@ -1,0 +1,38 @@
+// The arrays of an answer that can be exported, and their rows and columns as labels.
+// Every number is the server's own, written with the shortest text that reads back the same.
+
+/** Names of the numeric arrays (2-D, or 3-D with a leading head axis) in an answer, in its order. */
+export function arrayNames(answer) {
+  if (!answer) return [];
+  return Object.keys(answer).filter((name) => depth(answer[name]) >= 2);
+}
+
+function depth(x) {
+  let d = 0;
+  while (Array.isArray(x)) {
+    if (!x.length) return 0;
+    if (x.every((e) => e === null || typeof e === "number")) return d + 1;
+    x = x[0];
+    d += 1;
+  }
+  return 0;
+}
+
+/** { heads: [matrix, …] | null, matrix (the first head or the only one), rows, cols } for one array. */
+export function arrayTable(answer, name) {
+  const a = answer[name];
+  const tokens = Array.isArray(answer.tokens) ? answer.tokens.map(String) : null;
+  const threeD = depth(a) === 3;
+  const heads = threeD ? a : [a];
+  const first = heads[0];
+  const n = first.length;
+  const m = first[0].length;
+  const rows = tokens && tokens.length === n ? tokens : first.map((_, i) => String(i));
+  const cols = tokens && tokens.length === m && m === n ? tokens : first[0].map((_, j) => String(j));
+  return { heads: threeD ? heads : null, matrix: first, rows, cols, square: m === n && Boolean(tokens) };
+}
+
+/** The number as text: null (−∞ in the API) as "-inf". */
+export function numberText(x) {
+  return x === null || x === undefined ? "-inf" : String(x);
+}
