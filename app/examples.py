@@ -46,11 +46,17 @@ def _cat_ate_its_fish() -> Example:
     )
 
 
-def _select_from_customers() -> Example:
+def select_from_customers_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Seed 000's X, W_Q, W_K, W_V: seed 42, then drawn in that order (q = X·W_Q, k = X·W_K, v = X·W_V)."""
     n, d_k = 4, 8
     rng = np.random.RandomState(42)  # the same stream as np.random.seed(42) + np.random.randn
     x = rng.randn(n, d_k)  # (n, d_k) token embeddings
     w_q, w_k, w_v = rng.randn(d_k, d_k), rng.randn(d_k, d_k), rng.randn(d_k, d_k)  # (d_k, d_k) each
+    return x, w_q, w_k, w_v
+
+
+def _select_from_customers() -> Example:
+    x, w_q, w_k, w_v = select_from_customers_inputs()
     return Example(
         id="select-from-customers",
         title="SELECT * FROM customers",
