@@ -1,0 +1,9 @@
+"""Attention, in 3D, in a notebook: `from attention3d import show; show()`.
+
+The code lives in app.notebook (see its docstring); this package is the name a notebook user
+can guess. Needs the notebook extra: pip install 'attention-3d[notebook]'.
+"""
+
+from app.notebook import AttentionView, show
+
+__all__ = ["AttentionView", "show"]
