@@ -1,0 +1,181 @@
+"""Exports, downloaded in the browser and read back: the CSV's numbers are the API's, the SVG parses
+and names every token (user text stays text), the PNG of the 3D view is twice its size with a legend,
+and the standalone HTML, opened from a file: URL with the network blocked, draws, steps and toggles
+the mask."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+from xml.etree import ElementTree
+
+import pytest
+
+from tests.browser.conftest import LOCAL_SCHEMES, Watched
+
+pytestmark = pytest.mark.browser
+
+# words a spreadsheet or a browser could take for something else
+TOKENS = ["=1+1", "a,b", 'say "hi"', "<script>alert(1)</script>"]
+Q = [[1.0, 0.0], [0.0, 1.2], [1.2, 0.5], [2.0, 0.0]]
+K = [[0.0, 0.0], [3.0, 0.0], [0.0, 3.0], [0.5, 0.0]]
+V = [[0.0, 0.0], [1.0, 0.0], [0.0, 0.5], [0.3, 0.0]]
+
+
+def _rows(m: list[list[float]]) -> str:
+    return ";".join(",".join(str(x) for x in row) for row in m)
+
+
+def _query() -> str:
+    return f"?tokens={quote(json.dumps(TOKENS))}&q={_rows(Q)}&k={_rows(K)}&v={_rows(V)}&step=softmax&focus=3"
+
+
+def _api(base: str, mask: str = "full") -> dict[str, Any]:
+    body = json.dumps({"tokens": TOKENS, "q": Q, "k": K, "v": V, "mask": mask}).encode()
+    req = urllib.request.Request(base + "/api/attention", body, {"content-type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        answer: dict[str, Any] = json.load(r)
+        return answer
+
+
+def _download(w: Watched, name: str, tmp_path: Path) -> Path:
+    with w.page.expect_download() as info:
+        w.page.get_by_role("button", name=name, exact=True).click()
+    path: Path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    return path
+
+
+def _png(w: Watched, data: bytes) -> dict[str, Any]:
+    """Width, height and a few pixels of a PNG, decoded by the browser."""
+    url = "data:image/png;base64," + base64.b64encode(data).decode()
+    info: dict[str, Any] = w.page.evaluate(
+        """async (url) => {
+          const img = new Image(); img.src = url; await img.decode();
+          const c = document.createElement("canvas"); c.width = img.width; c.height = img.height;
+          const g = c.getContext("2d"); g.drawImage(img, 0, 0);
+          const px = g.getImageData(0, 0, c.width, c.height).data;
+          const colours = new Set();
+          for (let i = 0; i < px.length; i += 4 * 97) colours.add((px[i] << 16) | (px[i + 1] << 8) | px[i + 2]);
+          const has = (rgb, y0, y1) => {
+            for (let y = y0; y < y1; y++) for (let x = 0; x < c.width; x++) {
+              const i = 4 * (y * c.width + x);
+              if (px[i] === rgb[0] && px[i + 1] === rgb[1] && px[i + 2] === rgb[2]) return true;
+            }
+            return false;
+          };
+          const rgb = (h) => [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16));
+          const band = Math.round(img.height * 0.8);
+          const swatches = ["e69f00", "0072b2", "009e73", "d55e00"];
+          return { width: img.width, height: img.height, colours: colours.size,
+                   legend: swatches.map((h) => has(rgb(h), band, img.height)) };
+        }""",
+        url,
+    )
+    return info
+
+
+def test_csv_numbers_are_the_apis_and_words_stay_text(watched: Watched, tmp_path: Path) -> None:
+    w = watched
+    w.goto(_query())
+    w.page.get_by_test_id("export-stage").select_option("weights")
+    path = _download(w, "CSV", tmp_path)
+    assert path.suffix == ".csv"
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    header, body = rows[0], rows[1:]
+    # every word is one cell, and none can start a formula
+    assert header == ["query", "'=1+1", "a,b", 'say "hi"', "<script>alert(1)</script>"]
+    assert [r[0] for r in body] == header[1:]
+    weights = _api(w.base)["weights"]
+    assert [[float(x) for x in r[1:]] for r in body] == weights  # every digit is the server's
+
+
+def test_json_export_is_the_stage(watched: Watched, tmp_path: Path) -> None:
+    w = watched
+    w.goto(_query())
+    w.page.get_by_test_id("export-stage").select_option("scores")
+    data = json.loads(_download(w, "JSON", tmp_path).read_text())
+    assert data["stage"] == "scores"
+    assert data["tokens"] == TOKENS
+    assert data["values"] == _api(w.base)["scores"]
+
+
+def test_svg_parses_and_names_every_token(watched: Watched, tmp_path: Path) -> None:
+    w = watched
+    w.goto(_query())
+    w.page.get_by_test_id("export-stage").select_option("weights")
+    path = _download(w, "SVG", tmp_path)
+    root = ElementTree.parse(path).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text for t in root.iter(ns + "text")]
+    for token in TOKENS:
+        assert texts.count(token) >= 2  # a row label and a column label
+    assert not list(root.iter(ns + "script"))
+    weights = _api(w.base)["weights"]
+    assert f"{weights[3][1]:.3f}" in texts
+    png = _png(w, _download(w, "Table PNG", tmp_path).read_bytes())
+    assert png["width"] == 2 * int(root.get("width") or 0)
+
+
+def test_png_of_the_3d_view_is_twice_its_size_with_a_legend(watched: Watched, tmp_path: Path) -> None:
+    w = watched
+    w.goto("")
+    box = w.page.get_by_test_id("scene-canvas").bounding_box()
+    assert box
+    info = _png(w, _download(w, "PNG", tmp_path).read_bytes())
+    assert info["width"] == round(2 * box["width"])
+    assert info["height"] > round(2 * box["height"])  # the legend's band below the view
+    assert all(info["legend"]), info  # q, k, v and z swatches in the legend
+    assert info["colours"] > 20  # a drawn scene, not a blank canvas
+
+
+def test_standalone_html_works_offline_from_a_file(watched: Watched, browser: Any, tmp_path: Path) -> None:
+    w = watched
+    w.goto("?step=score&focus=3")
+    path = _download(w, "HTML", tmp_path)
+    html = path.read_text(encoding="utf-8")
+    assert "<script src=" not in html and "http://" not in html.split("attention-data")[0]
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def guard(route: Any) -> None:
+        if route.request.url.split(":")[0] in {*LOCAL_SCHEMES, "file"}:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector('body[data-ready="true"]', timeout=10_000)
+        page.wait_for_function("Number(document.querySelector('#scene').dataset.frames || 0) > 0")
+        assert page.locator("#matrix td").first.inner_text() == "0.000"  # its·the = 0
+        before = page.locator("canvas").first.screenshot()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        assert page.evaluate("document.body.dataset.step") == "softmax"
+        row = [page.locator(f'[data-testid="cell-3-{j}"]').inner_text() for j in range(5)]
+        assert row == ["0.013", "0.895", "0.013", "0.026", "0.053"]
+        page.keyboard.press("m")
+        assert page.evaluate("document.body.dataset.mask") == "causal"
+        assert page.locator('[data-testid="cell-1-0"]').inner_text() == "0.500"
+        after = page.locator("canvas").first.screenshot()
+        assert before != after
+        drawn = _png(w, after)
+        assert drawn["colours"] > 20
+    finally:
+        context.close()
+    assert not outside, outside
+    assert not errors, errors
