@@ -261,7 +261,9 @@ class PositionsRequest(BaseModel):
     )
     layer: Int = Field(0, ge=0, description="The real model's layer, 0-based (all-MiniLM-L6-v2: 0 … 5).")
     head: Int = Field(2, ge=0, description="The real model's head, 0-based (all-MiniLM-L6-v2: 0 … 11).")
-    model: bool = Field(True, description="Also run the real model (false: the toy only, no model load).")
+    model: Annotated[bool, Strict()] = Field(
+        True, description="Also run the real model (false: the toy only, no model load)."
+    )
 
 
 def _table(m: positions.ModelPositions | None) -> dict[str, Any] | None:
