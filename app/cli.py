@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import webbrowser
 from pathlib import Path
 
 import uvicorn
+
+from app.classroom import cli as classroom_cli
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,18 +24,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--model", metavar="PATH", help="a local BERT or GPT-2 model directory for sentences (default all-MiniLM-L6-v2)"
     )
+    classroom_cli.add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.model:
+    model, source = (args.model, "--model") if args.model else (os.environ.get("ATTENTION_MODEL"), "ATTENTION_MODEL")
+    if model:  # checked completely now (config, tokenizer, every tensor's shape): refused with one line
         from app.model.spec import ModelError, read_spec
 
         try:
-            read_spec(Path(args.model))
+            read_spec(Path(model))
         except ModelError as e:
-            parser.error(f"--model: {e}")
-        os.environ["ATTENTION_MODEL"] = str(Path(args.model).resolve())  # read by app.main.create_app
+            print(f"attention3d: {source} {model}: {e}", file=sys.stderr)
+            sys.exit(2)
+        os.environ["ATTENTION_MODEL"] = str(Path(model).resolve())  # read by app.main.create_app
     if args.open:
         shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
         threading.Timer(1.0, webbrowser.open, [f"http://{shown}:{args.port}/"]).start()
+    classroom_cli.configure(args)  # prints the teacher link
     uvicorn.run("app.main:app", host=args.host, port=args.port)
 
 

@@ -70,6 +70,10 @@ def read_spec(path: Path | None = None) -> ModelSpec:
     """The spec of the model in `path` (default: all-MiniLM-L6-v2), or ModelError saying what is wrong."""
     name = DEFAULT_NAME if path is None else Path(path).resolve().name
     where = default_dir() if path is None else Path(path).resolve()
+    if where.is_file():
+        raise ModelError(
+            f"{where} is a file: give the model's directory ({where.parent}), which holds {', '.join(FILES)}"
+        )
     if not where.is_dir():
         raise ModelError(f"model directory {where} does not exist")
     missing = [f for f in FILES if not (where / f).is_file()]
@@ -82,9 +86,91 @@ def read_spec(path: Path | None = None) -> ModelSpec:
     if not isinstance(config, dict):
         raise ModelError(f"{where / 'config.json'} must hold a JSON object")
     try:
-        return _spec(name, where, config)
+        spec = _spec(name, where, config)
+        shapes = expected_shapes(spec, config)
     except (KeyError, TypeError, ValueError) as e:
         raise ModelError(f"{where / 'config.json'}: missing or malformed entry {e}") from None
+    _check_weights(where / "model.safetensors", shapes)
+    _check_tokenizer(where / "tokenizer.json", shapes[_EMBEDDINGS[spec.kind]][0])
+    return spec
+
+
+_EMBEDDINGS = {"bert": "embeddings.word_embeddings.weight", "gpt2": "wte.weight"}
+_PREFIXES = ("bert.", "transformer.", "model.")  # a model saved with a head on top (as weights.py reads it)
+_FLOATS = ("F64", "F32", "F16")
+
+
+def expected_shapes(spec: ModelSpec, c: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Every tensor the forward pass reads, with the shape config.json implies."""
+    C, V = spec.hidden, int(c["vocab_size"])
+    if spec.kind == "bert":
+        F = int(c["intermediate_size"])
+        out = {
+            "embeddings.word_embeddings.weight": (V, C),
+            "embeddings.position_embeddings.weight": (spec.max_positions, C),
+            "embeddings.token_type_embeddings.weight": (int(c.get("type_vocab_size", 2)), C),
+            "embeddings.LayerNorm.weight": (C,),
+            "embeddings.LayerNorm.bias": (C,),
+        }
+        for i in range(spec.layers):
+            p = f"encoder.layer.{i}."
+            for lin, shape in (("attention.self.query", (C, C)), ("attention.self.key", (C, C)),
+                               ("attention.self.value", (C, C)), ("attention.output.dense", (C, C)),
+                               ("intermediate.dense", (F, C)), ("output.dense", (C, F))):  # fmt: skip
+                out[p + lin + ".weight"], out[p + lin + ".bias"] = shape, shape[:1]
+            for ln in ("attention.output.LayerNorm", "output.LayerNorm"):
+                out[p + ln + ".weight"], out[p + ln + ".bias"] = (C,), (C,)
+        return out
+    F = int(c.get("n_inner") or 4 * C)
+    out = {"wte.weight": (V, C), "wpe.weight": (spec.max_positions, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
+    for i in range(spec.layers):
+        p = f"h.{i}."
+        for conv, shape in (("attn.c_attn", (C, 3 * C)), ("attn.c_proj", (C, C)), ("mlp.c_fc", (C, F)),
+                            ("mlp.c_proj", (F, C))):  # fmt: skip
+            out[p + conv + ".weight"], out[p + conv + ".bias"] = shape, shape[1:]
+        for ln in ("ln_1", "ln_2"):
+            out[p + ln + ".weight"], out[p + ln + ".bias"] = (C,), (C,)
+    return out
+
+
+def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Every tensor present, floating point, with the shape the config implies (the header only: no data read)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "np") as f:
+            found = {}
+            for key in f.keys():  # noqa: SIM118 (safe_open is not iterable)
+                name = next((key[len(p) :] for p in _PREFIXES if key.startswith(p)), key)
+                s = f.get_slice(key)
+                found[name] = (tuple(s.get_shape()), s.get_dtype())
+    except Exception as e:  # safetensors raises its own error types for a damaged or truncated file
+        raise ModelError(f"{path} cannot be read as safetensors: {e}") from None
+    missing = [name for name in shapes if name not in found]
+    if missing:
+        raise ModelError(
+            f"{path} lacks {len(missing)} of the {len(shapes)} tensors the config implies, e.g. {missing[0]}"
+        )
+    for name, want in shapes.items():
+        shape, dtype = found[name]
+        if shape != want:
+            raise ModelError(
+                f"{path}: {name} has shape {list(shape)}, but config.json implies {list(want)} "
+                "(does hidden_size, the number of layers or the vocabulary match the weights?)"
+            )
+        if dtype not in _FLOATS:
+            raise ModelError(f"{path}: {name} is {dtype}; only {', '.join(_FLOATS)} tensors are read")
+
+
+def _check_tokenizer(path: Path, embeddings: int) -> None:
+    """The tokenizer loads, and each of its ids has a row in the embeddings."""
+    from app.model.tokenizer import TextTokenizer  # here: only a folder check needs it
+
+    vocab = TextTokenizer(path).vocab_size
+    if vocab > embeddings:
+        raise ModelError(
+            f"{path}: the tokenizer has {vocab:,} tokens but the model's embeddings have {embeddings:,} rows"
+        )
 
 
 def _spec(name: str, where: Path, c: dict[str, Any]) -> ModelSpec:

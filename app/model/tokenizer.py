@@ -14,6 +14,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders
 
+from app.model.spec import ModelError
+
 
 @dataclass(frozen=True)
 class Encoded:
@@ -33,10 +35,18 @@ class Encoded:
 
 class TextTokenizer:
     def __init__(self, path: Path) -> None:
-        self._tok = Tokenizer.from_file(str(path))
+        try:
+            self._tok = Tokenizer.from_file(str(path))
+        except Exception as e:  # tokenizers raises a plain Exception for a file it cannot read
+            raise ModelError(f"{path} cannot be read as a tokenizer: {e}") from None
         self._tok.no_padding()
         self._tok.no_truncation()
         self._byte_level = isinstance(self._tok.decoder, decoders.ByteLevel)
+
+    @property
+    def vocab_size(self) -> int:
+        """The largest token id + 1, added tokens included."""
+        return int(self._tok.get_vocab_size(with_added_tokens=True))
 
     def encode(self, sentence: str) -> Encoded:
         enc = self._tok.encode(sentence)
