@@ -132,6 +132,8 @@ class WhatIf(BaseModel):
     order: list[str]
     vectors: dict[str, list[Any]]
     norms: dict[str, list[float]]
+    output_distance: list[float] = Field(description="Per token: ‖what-if output − the model's output‖.")
+    output_cosine: list[float] = Field(description="Per token: cosine between the what-if output and the model's.")
 
 
 class BlockResponse(BaseModel):
@@ -308,6 +310,12 @@ def _norms(vectors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {name: np.linalg.norm(v.astype(np.float64), axis=-1) for name, v in vectors.items()}
 
 
+def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    out: np.ndarray = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+    return out
+
+
 def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> bytes:
     spec, encoded = _prepare(handle, sentence, layer)
     model = handle.model()
@@ -335,6 +343,10 @@ def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> 
                 "order": what_if.order,
                 "vectors": what_if.vectors,
                 "norms": _norms(what_if.vectors),
+                "output_distance": np.linalg.norm(
+                    what_if.vectors["output"].astype(np.float64) - b.vectors["output"], axis=-1
+                ),
+                "output_cosine": _cosine(what_if.vectors["output"], b.vectors["output"]),
             },
         }
     )

@@ -146,7 +146,13 @@ def test_api_block_bert(api: TestClient, minilm: ModelHandle) -> None:
     for name in BERT_ORDER:
         np.testing.assert_allclose(np.array(body["vectors"][name]), b.vectors[name], atol=1e-6)
         np.testing.assert_allclose(body["norms"][name], np.linalg.norm(b.vectors[name], axis=1), atol=1e-4)
-    assert body["what_if"]["order"][0] == "input" and body["what_if"]["order"][-1] == "output"
+    what_if = body["what_if"]
+    assert what_if["order"][0] == "input" and what_if["order"][-1] == "output"
+    pre = pre_ln_what_if(x, model.weights, model.spec, 3).vectors["output"].astype(np.float64)
+    post = b.vectors["output"].astype(np.float64)
+    np.testing.assert_allclose(what_if["output_distance"], np.linalg.norm(pre - post, axis=1), atol=1e-4)
+    cos = (pre * post).sum(1) / np.linalg.norm(pre, axis=1) / np.linalg.norm(post, axis=1)
+    np.testing.assert_allclose(what_if["output_cosine"], cos, atol=1e-6)
     nxt = api.post("/api/block", json={"sentence": SENTENCES[0], "layer": 4}).json()
     np.testing.assert_allclose(nxt["vectors"]["input"], body["vectors"]["output"], atol=1e-6)
 
