@@ -51,7 +51,7 @@ export async function postJson(url, payload, signal) {
     json = null;
   }
   if (res.ok && json) return { ok: true, data: json };
-  return { ok: false, errors: errorItems(res.status, json) };
+  return { ok: false, status: res.status, errors: errorItems(res.status, json) };
 }
 
 /** The input under both masks (the page shows one and compares with the other). */
@@ -111,4 +111,34 @@ export class Recomputer {
     this.controller = null;
     this.onResult(outcome);
   }
+}
+
+/** A refused or failed request of a chapter: `errors` as { field, msg } items (see errorItems). */
+export class ApiError extends Error {
+  constructor(status, errors) {
+    super(errors.map((e) => e.msg).join(" ") || `The server answered ${status}.`);
+    this.name = "ApiError";
+    this.status = status;
+    this.errors = errors;
+  }
+}
+
+/** POST JSON for a chapter: resolves to the answer, throws ApiError on a 4xx/5xx. */
+export async function apiPost(path, body, signal) {
+  const outcome = await postJson(path, body, signal);
+  if (outcome.ok) return outcome.data;
+  throw new ApiError(outcome.status, outcome.errors);
+}
+
+/** GET JSON for a chapter: resolves to the answer, throws ApiError on a 4xx/5xx. */
+export async function apiGet(path, signal) {
+  const res = await fetch(path, { headers: { accept: "application/json" }, signal });
+  let json = null;
+  try {
+    json = await res.json();
+  } catch {
+    json = null;
+  }
+  if (res.ok && json !== null) return json;
+  throw new ApiError(res.status, errorItems(res.status, json));
 }

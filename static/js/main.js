@@ -1,37 +1,39 @@
 // Wires the page: one state object, read from the URL, drawn by the table, the lesson panel,
 // the 3-D scene and the editor, and recomputed by the server whenever the input changes.
 // Two sources: a hand-set example (editable Q, K, V) or a typed sentence, run by the real
-// model (sentence mode: layer and head pickers, the overview of every head, merged pieces).
+// model (sentence mode, sentence.js: layer and head pickers, the overview, merged pieces).
+// The lesson (lesson.js) puts chapters around it: `steps` and `masks` are this attention
+// view; the other chapters draw themselves. Keys: keys.js. The view for the classroom and
+// the exports: hub.js (provided at the end of this file).
 
 import { getExample, Recomputer } from "./api.js";
 import { arithmetic } from "./arithmetic.js";
 import { renderCompare } from "./compare.js";
+import { el } from "./dom.js";
 import { Editor } from "./editor.js";
+import { provideView, viewChanged } from "./hub.js";
 import { renderInspect } from "./inspect.js";
-import {
-  ANIMAL,
-  ANIMAL_VIEW,
-  allHeads,
-  identityGroups,
-  mergeView,
-  modelInfo,
-  parsePick,
-  pickText,
-  sentenceBothMasks,
-  sliceView,
-} from "./model.js";
-import { Overview } from "./overview.js";
+import { installKeys } from "./keys.js";
+import { Lesson } from "./lesson.js";
+import { ANIMAL, ANIMAL_VIEW, identityGroups, mergeView, modelInfo, sentenceBothMasks, sliceView } from "./model.js";
+import * as predict from "./predict.js";
 import { drawing } from "./projection.js";
+import { Stage } from "./scene/stage.js";
 import { SceneView } from "./scene/view.js";
-import { createState, current, MASKS, MAX_SENTENCE, readUrl, writeUrl } from "./state.js";
-import { STEP_IDS, STEPS, stepById, stepText } from "./steps.js";
+import { SentenceParts } from "./sentence.js";
+import { renderAt } from "./snapshot.js";
+import { ATTENTION_CHAPTERS, createState, current, MASKS, MAX_SENTENCE, readUrl, urlFor, writeUrl } from "./state.js";
+import { STEP_IDS, stepById } from "./steps.js";
 import { MatrixTable } from "./table.js";
 import "./classroom/index.js";
 import "./export/index.js";
 
 const $ = (id) => document.getElementById(id);
 const root = $("app");
-const state = createState(root.dataset.defaultExample);
+const DEFAULT_EXAMPLE = root.dataset.defaultExample;
+/** Where an example opens when the URL names no focus: seed 003 walks through "its". */
+const OPENING_WORD = { "the-cat-ate-its-fish": "its" };
+const state = createState(DEFAULT_EXAMPLE);
 const urlParams = new URLSearchParams(window.location.search);
 readUrl(state, window.location.search);
 
@@ -40,32 +42,43 @@ let lastStep = null;
 const SCENE_MAX = 32; // the most tokens the 3D view draws at once (a window around the focus)
 const TABLE_MAX = 64; // the most rows and columns the table draws at once (the same idea)
 let shownGroups = []; // per row of the shown table: the model's token indices in it
+let shownView = null; // the response as shown (pieces merged or not)
 let sceneOffset = 0; // the first shown row the 3D view draws
 let hoverToken = null; // a word hovered in the 3D view (sentence mode lists its numbers)
-let wantWord = null; // focus this word once the sentence's tokens are known
+let wantWord = null; // focus this word once the tokens are known
+let sourceStarted = false; // the attention view's source has been asked for (example or sentence)
+let pushNext = false; // the next URL write is a view a user would go back to (a history entry)
+let lastScene = null; // what the 3D view was last given (for hover updates)
 const drawings = new WeakMap(); // response → its PCA drawing
 const inSentenceMode = () => Boolean(state.sentence);
+const attentionOn = () => ATTENTION_CHAPTERS.includes(state.chapter);
+const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 
 // ---- the parts of the page -------------------------------------------------------------
 
-const table = new MatrixTable($("matrix"), {
-  focus: (i) => setFocus(i),
-  hover: (cell) => setHover(cell),
-});
+const table = new MatrixTable($("matrix"), { focus: (i) => setFocus(i), hover: (cell) => setHover(cell) });
 
-const editor = new Editor(
-  $("editor-grids"),
-  { dk: $("dk-input"), dv: $("dv-input"), add: $("add-token") },
-  state,
-  (structural) => {
-    state.edited = true;
-    state.notice = null;
-    state.focus = Math.min(state.focus, state.input.tokens.length - 1);
-    if (structural) editor.build();
-    renderNotes();
-    recompute(structural);
+let removing = null; // the word being removed (clicked in the editor), to keep the focus on its word
+$("editor-grids").addEventListener(
+  "click",
+  (e) => {
+    const btn = e.target.closest("button[data-remove]");
+    removing = btn ? { index: Number(btn.dataset.remove), n: state.input?.tokens.length ?? 0 } : null;
   },
+  true,
 );
+
+const editor = new Editor($("editor-grids"), { dk: $("dk-input"), dv: $("dv-input"), add: $("add-token") }, state, (structural) => {
+  state.edited = true;
+  state.notice = null;
+  const n = state.input.tokens.length;
+  if (removing && n === removing.n - 1 && removing.index < state.focus) state.focus -= 1; // the same word stays focused
+  removing = null;
+  state.focus = Math.min(state.focus, n - 1);
+  if (structural) editor.build();
+  renderNotes();
+  recompute(structural);
+});
 
 let scene = null;
 try {
@@ -79,13 +92,14 @@ try {
     },
   );
 } catch (err) {
-  const p = document.createElement("p");
-  p.className = "scene-fallback";
-  p.textContent = `The 3D view needs WebGL, which this browser has turned off (${err.message}). The table has every number.`;
-  $("scene").append(p);
-  console.warn("3D view unavailable:", err);
+  $("scene").append(noWebGl(err));
 }
 $("reset-view").addEventListener("click", () => scene?.resetView());
+
+function noWebGl(err) {
+  console.warn("3D view unavailable:", err);
+  return el("p", { className: "scene-fallback" }, `The 3D view needs WebGL, which this browser has turned off (${err.message}). The numbers beside it are all there.`);
+}
 
 let slowTimer = 0; // "Running the model…" shows only when an answer takes a while
 let slow = false;
@@ -111,90 +125,22 @@ function onOutcome(outcome) {
 
 const recomputer = new Recomputer(onOutcome);
 const modelRecomputer = new Recomputer(onOutcome, 0, sentenceBothMasks);
+const sentence = new SentenceParts(state, { render: () => render(), pick: (layer, head, from) => setPick(layer, head, from) });
 
-// ---- sentence mode: the model, its pickers and the overview -------------------------------
-
-const overview = new Overview($("overview-grid"), $("overview-status"), (layer, head) => setPick(layer, head));
-let headsController = null;
-
-function fillPicker(select, count, meanLabel) {
-  const options = Array.from({ length: count }, (_, i) => new Option(String(i), String(i)));
-  options.push(new Option(meanLabel, "mean"));
-  select.replaceChildren(...options);
-}
-
-function buildPickers(layers, heads) {
-  fillPicker($("layer-select"), layers, "mean");
-  fillPicker($("head-select"), heads, "mean");
-}
-buildPickers(6, 12);
-
-$("layer-select").addEventListener("change", (e) => setPick(parsePick(e.target.value), state.head));
-$("head-select").addEventListener("change", (e) => setPick(state.layer, parsePick(e.target.value)));
 $("merge-toggle").addEventListener("change", (e) => {
   state.merge = e.target.checked;
   state.hover = null;
   render();
 });
 
-function setPick(layer, head) {
+function setPick(layer, head, from = null) {
   if (layer === null || head === null || (layer === state.layer && head === state.head)) return;
   state.layer = layer;
   state.head = head;
   recompute(true);
   render();
-}
-
-let modelWatch = null; // the poll in progress, if any
-
-/** Ask for the model's weights (in the background) and poll until they are loaded. */
-function ensureModel() {
-  if (state.model?.loaded) return Promise.resolve();
-  modelWatch ??= watchModel().finally(() => {
-    modelWatch = null;
-  });
-  return modelWatch;
-}
-
-async function watchModel() {
-  try {
-    state.model = await modelInfo(true);
-    // a load that failed leaves loaded and loading false: stop, the sentence's own request says why
-    while (!state.model.loaded && state.model.loading) {
-      state.modelLoading = true;
-      render();
-      await new Promise((r) => setTimeout(r, 300));
-      state.model = await modelInfo(false);
-    }
-  } catch (err) {
-    console.warn("model status unavailable:", err);
-  }
-  if (state.modelLoading) {
-    state.modelLoading = false;
-    render();
-  }
-}
-
-/** The overview of every head for the sentence and mask (fetched once per pair). */
-async function fetchHeads() {
-  if (!inSentenceMode()) return;
-  const mask = state.model?.kind === "gpt2" ? "causal" : state.mask;
-  const key = `${mask}|${state.sentence}`;
-  if (state.heads?.key === key) return;
-  headsController?.abort();
-  const controller = new AbortController();
-  headsController = controller;
-  state.heads = { key, pending: true };
-  let outcome;
-  try {
-    outcome = await allHeads(state.sentence, mask, controller.signal);
-  } catch (err) {
-    if (controller.signal.aborted) return;
-    outcome = { ok: false, errors: [{ msg: `Could not reach the server (${err.message}).` }] };
-  }
-  if (state.heads?.key !== key) return;
-  state.heads = outcome.ok ? { key, data: outcome.data } : { key, error: outcome.errors.map((e) => e.msg).join(" ") };
-  render();
+  // a thumbnail far below the view: bring the view that changed into sight (issue 11, item 7)
+  if (from === "overview") $("workspace").scrollIntoView({ block: "start", behavior: reducedMotion ? "auto" : "smooth" });
 }
 
 /** The PCA drawing of a response's vectors (computed once per response). */
@@ -207,9 +153,12 @@ function drawingFor(data) {
   return d;
 }
 
-/** Cells that are not numbers at all are caught here, before asking the server. */
+/** What the page can refuse before asking the server: cells that are not numbers, unnamed words. */
 function typingErrors(input) {
   const errors = [];
+  input.tokens.forEach((t, i) => {
+    if (String(t).trim() === "") errors.push({ field: "tokens", msg: `Word ${i + 1} has no name: type one (it labels its row and column).` });
+  });
   for (const m of ["q", "k", "v"]) {
     input[m].forEach((row, r) =>
       row.forEach((x, c) => {
@@ -249,46 +198,57 @@ function recompute(immediate = false) {
   recomputer.schedule(state.input, immediate);
 }
 
-// ---- stepper ---------------------------------------------------------------------------
+// ---- the lesson, steps, mask, focus ------------------------------------------------------
 
-const stepButtons = STEPS.map((step, i) => {
-  const li = document.createElement("li");
-  const btn = document.createElement("button");
-  btn.type = "button";
-  btn.dataset.step = step.id;
-  btn.dataset.testid = `step-${step.id}`;
-  const num = document.createElement("span");
-  num.className = "num";
-  num.textContent = String(i + 1);
-  btn.append(num, document.createTextNode(` ${step.short}`));
-  btn.addEventListener("click", () => setStep(step.id));
-  li.append(btn);
-  $("step-list").append(li);
-  return btn;
+const lesson = new Lesson(state, {
+  attention(view, { push = false, compare = false, keepMask = false } = {}) {
+    root.dataset.layout = "attention";
+    $("chapter-view").hidden = true;
+    if (STEP_IDS.includes(view.step)) state.step = view.step;
+    if (!keepMask && MASKS.includes(view.mask) && !(state.result && !state.result[view.mask])) state.mask = view.mask;
+    pushNext ||= push;
+    if (!sourceStarted) startSource();
+    render();
+    sentence.fetchHeads();
+    if (compare) $("compare").scrollIntoView({ block: "start", behavior: reducedMotion ? "auto" : "smooth" });
+  },
+  leaveAttention() {
+    root.dataset.layout = "chapter";
+    $("chapter-view").hidden = false;
+    $("numpy").hidden = true;
+  },
+  changed({ push = false } = {}) {
+    pushNext ||= push;
+    render();
+  },
+  ready(flag) {
+    root.dataset.ready = String(flag);
+    root.dataset.chapter = state.chapter;
+    root.dataset.step = lesson.stepId() ?? "";
+    root.dataset.rev = String(++revision);
+    if (flag) settle();
+  },
+  makeStage(container) {
+    try {
+      return new Stage(container);
+    } catch (err) {
+      container.append(noWebGl(err));
+      return null;
+    }
+  },
 });
 
-function setStep(id) {
-  if (!STEP_IDS.includes(id) || id === state.step) return;
-  state.step = id;
-  render();
-}
-
-function moveStep(delta) {
-  const i = STEP_IDS.indexOf(state.step) + delta;
-  if (i >= 0 && i < STEP_IDS.length) setStep(STEP_IDS[i]);
-}
-
 function setMask(mask) {
-  if (!MASKS.includes(mask) || mask === state.mask) return;
-  if (inSentenceMode() && state.result && !state.result[mask]) return; // a decoder has no full mask
+  if (!MASKS.includes(mask) || mask === state.mask || !attentionOn()) return;
+  if (state.result && !state.result[mask]) return; // a decoder has no full mask
   state.mask = mask;
   render();
-  fetchHeads();
+  sentence.fetchHeads();
 }
 
 /** Focus row `i` of the shown table (a word when pieces are merged: its first token). */
 function setFocus(i) {
-  if (i < 0 || i >= shownGroups.length) return;
+  if (!attentionOn() || i < 0 || i >= shownGroups.length) return;
   state.focus = shownGroups[i][0];
   state.hover = null;
   render();
@@ -312,41 +272,94 @@ function sceneHover(cell) {
   return row >= 0 && row < n && col >= 0 && col < n ? { row, col } : null;
 }
 
-$("prev-step").addEventListener("click", () => moveStep(-1));
-$("next-step").addEventListener("click", () => moveStep(1));
 for (const btn of [$("mask-full"), $("mask-causal")]) btn.addEventListener("click", () => setMask(btn.dataset.mask));
 
-document.addEventListener("keydown", (e) => {
-  if (e.ctrlKey || e.metaKey || e.altKey) return;
-  const t = e.target;
-  if (t instanceof HTMLElement && (t.isContentEditable || ["INPUT", "SELECT", "TEXTAREA"].includes(t.tagName))) return;
-  if (e.key === "ArrowRight") moveStep(1);
-  else if (e.key === "ArrowLeft") moveStep(-1);
-  else if (e.key === "m" || e.key === "M") setMask(state.mask === "full" ? "causal" : "full");
-  else if (/^[1-9]$/.test(e.key)) setFocus(Number(e.key) - 1);
-  else return;
-  e.preventDefault();
+installKeys({
+  step: (d) => lesson.move(d),
+  walk: (d) => lesson.walk(d),
+  mask: () => setMask(state.mask === "full" ? "causal" : "full"),
+  focus: (i) => setFocus(i),
+  escape: () => lesson.toggleContents(false),
 });
+
+// ---- predict first -----------------------------------------------------------------------
+
+predict.setPredictFirst(state.predict);
+predict.setRedraw(() => {
+  state.predict = predict.isPredictFirst();
+  render();
+});
+$("predict-toggle").addEventListener("change", (e) => predict.setPredictFirst(e.target.checked));
+// a column of the table is a guess while the page waits for one
+$("matrix").addEventListener(
+  "click",
+  (e) => {
+    const btn = e.target.closest('button[data-testid^="col-"]');
+    if (!btn || !predict.question()) return;
+    e.stopPropagation();
+    predict.guess(Number(btn.dataset.focus));
+  },
+  true,
+);
+
+/** The question's id: the view (source, head, mask) and the focused word. */
+function questionId(row) {
+  const source = state.sentence ? `s:${state.sentence}|${state.layer}|${state.head}|${state.merge}` : `e:${state.example}|${JSON.stringify(state.input)}`;
+  return `${source}|${state.mask}|${row}`;
+}
+
+/** Is the page holding the weights back for a guess? Draws the predict box either way. */
+function renderPredict(step, view, row) {
+  const box = $("predict-box");
+  $("predict-toggle").checked = state.predict;
+  const on = state.predict && step.stage === "weights" && Boolean(view);
+  box.hidden = !on;
+  if (!on) {
+    predict.ask(null);
+    return false;
+  }
+  const id = questionId(row);
+  const guess = predict.guessFor(id);
+  const word = view.tokens[row];
+  if (guess === null) {
+    $("predict-prompt").textContent = `Predict first: which word will “${word}” attend to most? Pick one below, or click its column in the table.`;
+    const keys = view.tokens.map((t, j) =>
+      view.masked[row][j] === null ? null : el("button", { type: "button", dataset: { testid: `predict-key-${j}`, key: String(j) } }, t),
+    );
+    $("predict-keys").replaceChildren(...keys.filter(Boolean));
+    for (const b of $("predict-keys").querySelectorAll("button")) b.addEventListener("click", () => predict.guess(Number(b.dataset.key)));
+    $("predict-result").textContent = "";
+    box.classList.add("waiting");
+    predict.ask({ id, focus: row, word, tokens: [...view.tokens], masked: [...view.masked[row]] });
+    return true;
+  }
+  predict.ask(null);
+  box.classList.remove("waiting");
+  $("predict-prompt").textContent = `Your prediction for “${word}”:`;
+  $("predict-keys").replaceChildren();
+  $("predict-result").textContent = predict.verdict(view.weights[row], guess, view.tokens, view.masked[row]).text;
+  return false;
+}
 
 // ---- sources: a built-in example or a typed sentence -----------------------------------
 
 const knownExamples = new Set([...$("example-select").options].map((o) => o.value).filter(Boolean));
 
 async function loadExample(id, keepMask) {
+  sourceStarted = true;
   let ex;
   try {
     if (!knownExamples.has(id)) throw new Error("unknown example");
     ex = await getExample(id);
   } catch {
     state.notice = `There is no example called “${id}”; showing the default one.`;
-    if (id !== root.dataset.defaultExample) return loadExample(root.dataset.defaultExample, keepMask);
+    if (id !== DEFAULT_EXAMPLE) return loadExample(DEFAULT_EXAMPLE, keepMask);
     render();
     return;
   }
   state.example = ex.id;
   state.sentence = null;
-  state.heads = null;
-  headsController?.abort();
+  sentence.stopHeads();
   modelRecomputer.cancel();
   state.edited = false;
   state.input = { tokens: ex.tokens, q: ex.q, k: ex.k, v: ex.v };
@@ -359,9 +372,10 @@ async function loadExample(id, keepMask) {
  * starts on the first word, and on layer 0, head 0 coming from an example, or, for the animal
  * sentence, on the head where "it" finds "animal".
  */
-function loadSentence(sentence, fresh) {
+function loadSentence(text, fresh) {
+  sourceStarted = true;
   const wasSentence = inSentenceMode();
-  state.sentence = sentence.slice(0, MAX_SENTENCE);
+  state.sentence = text.slice(0, MAX_SENTENCE);
   state.example = null;
   state.edited = false;
   state.input = null;
@@ -369,7 +383,7 @@ function loadSentence(sentence, fresh) {
   if (fresh) {
     // the first sentence opens on layer 0, head 0 (the animal sentence on its own head); a
     // later one keeps the head being looked at, to compare sentences
-    const animal = sentence.trim() === ANIMAL;
+    const animal = text.trim() === ANIMAL;
     if (animal || !wasSentence) {
       state.layer = animal ? ANIMAL_VIEW.layer : 0;
       state.head = animal ? ANIMAL_VIEW.head : 0;
@@ -384,9 +398,9 @@ function loadSentence(sentence, fresh) {
   editor.build();
   renderNotes();
   render();
-  ensureModel();
+  sentence.ensureModel();
   recompute(true);
-  fetchHeads();
+  sentence.fetchHeads();
 }
 
 function afterNewInput() {
@@ -398,23 +412,55 @@ function afterNewInput() {
   recompute(true);
 }
 
+/** The attention view's first source, from the URL (or the default example). */
+function startSource() {
+  sourceStarted = true;
+  if (state.input) {
+    afterNewInput();
+  } else if (state.sentence) {
+    if (!urlParams.has("layer") && !urlParams.has("head") && state.sentence.trim() === ANIMAL) {
+      state.layer = ANIMAL_VIEW.layer;
+      state.head = ANIMAL_VIEW.head;
+      if (!urlParams.has("focus")) wantWord = ANIMAL_VIEW.word;
+    } else if (!urlParams.has("focus")) state.focus = 1;
+    $("sentence-input").value = state.sentence;
+    loadSentence(state.sentence, false);
+  } else {
+    const id = state.example || DEFAULT_EXAMPLE;
+    if (!urlParams.has("focus")) wantWord = OPENING_WORD[id] ?? null;
+    loadExample(id, urlParams.has("mask"));
+  }
+}
+
 $("example-select").addEventListener("change", (e) => {
   const id = e.target.value;
   state.notice = null;
-  if (id) {
-    state.focus = 0;
-    loadExample(id, false);
-  }
+  if (!id) return;
+  state.focus = 0;
+  wantWord = OPENING_WORD[id] ?? null;
+  pushNext = true;
+  loadExample(id, false);
 });
 $("source-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const text = $("sentence-input").value;
   state.notice = null;
-  if (text.trim()) loadSentence(text, true);
+  if (!text.trim()) {
+    state.notice = text
+      ? "That sentence is only spaces: type some words for the model to read."
+      : "Type a sentence first: the model needs some words to read.";
+    render();
+    return;
+  }
+  pushNext = true;
+  if (!attentionOn()) lesson.go("steps", null, null, { push: true });
+  loadSentence(text, true);
 });
 $("animal-go").addEventListener("click", () => {
   state.notice = null;
   $("sentence-input").value = ANIMAL;
+  pushNext = true;
+  if (!attentionOn()) lesson.go("steps", null, null, { push: true });
   loadSentence(ANIMAL, true);
 });
 $("sentence-input").addEventListener("focus", () => {
@@ -467,8 +513,6 @@ function renderSceneNote(data, window, merged = false) {
         "(q and k share one scale, v and z another).";
 }
 
-let lastScene = null; // what the 3D view was last given (for hover updates)
-
 /** The hovered or focused row's vectors, every number (sentence mode). */
 function renderVectors() {
   const box = $("vector-info");
@@ -486,79 +530,38 @@ function renderVectors() {
   }
 }
 
-function renderModelBar(step, data, mergedNow) {
-  const bar = $("model-bar");
-  bar.hidden = !inSentenceMode();
-  $("overview").hidden = !inSentenceMode();
-  if (!inSentenceMode()) return;
-  if (state.model) $("model-name").textContent = `${state.model.name}: ${state.model.layers} layers × ${state.model.heads} heads, d_k = ${state.model.head_size}`;
-  $("layer-select").value = String(state.layer);
-  $("head-select").value = String(state.head);
-  $("merge-toggle").checked = state.merge;
-  const status = $("model-status");
-  const text = state.modelLoading
-    ? `Loading the model (${state.model?.name ?? "all-MiniLM-L6-v2"}) for the first time: a few seconds…`
-    : state.pending && slow
-      ? "Running the model…"
-      : "";
-  status.textContent = text;
-  status.hidden = !text;
-  status.classList.toggle("loading", state.modelLoading);
-
-  const notes = [];
-  const hasPieces = data && data.tokens.some((t) => t.startsWith("##"));
-  if (data) notes.push(`Showing ${pickText(data.layer, data.head)}.`);
-  if (state.merge && !mergedNow) {
-    notes.push(
-      "Word pieces are merged from step 4 (softmax) on: a word's share is the sum of its pieces' weights, " +
-        "but scores before softmax do not add up, so steps 1–3 show the model's own tokens.",
-    );
-  } else if (mergedNow) {
-    notes.push(
-      "Pieces merged (the common convention): a key word gets the sum of its pieces' weights, " +
-        "a query word the mean of its pieces' rows, so each row still sums to 1.",
-    );
-  } else if (hasPieces) {
-    notes.push("## marks a word piece: the model reads unfamiliar words in parts.");
-  }
-  if (data?.mean_over?.length) {
-    notes.push(
-      `Every stage is the mean over the ${data.mean_over.join(" and ")} of each one's own numbers: ` +
-        "a mean weight is not the softmax of the mean score.",
-    );
-  }
-  if (state.mask === "causal" && state.model?.kind !== "gpt2") {
-    notes.push(
-      "Causal mask: the server recomputes this head from the model's q, k, v as if it could not see later " +
-        "tokens (the model itself ran with its full mask).",
-    );
-  }
-  $("model-note").textContent = notes.join(" ");
-
-  const heads = state.heads;
-  if (heads?.data) {
-    overview.show(heads.data);
-    overview.highlight(state.layer, state.head);
-    overview.message("");
-  } else {
-    overview.clear();
-    overview.message(heads?.error ? `The overview is unavailable: ${heads.error}` : "Loading all the heads…");
-  }
+function renderBanner(data) {
+  const banner = $("error-banner");
+  let text = "";
+  if (state.errors.length) {
+    const messages = state.errors.map((e) => e.msg).join(" ");
+    if (inSentenceMode()) text = data ? `${messages} (The page still shows the last answer.)` : messages;
+    else text = data ? "That edit cannot be computed yet (see the message by the editor below); the page still shows the last valid numbers." : messages;
+  } else if (state.notice) text = state.notice;
+  banner.hidden = !text;
+  banner.textContent = text;
 }
 
 function render() {
+  if (!attentionOn()) {
+    writeUrl(state, pushNext);
+    pushNext = false;
+    root.dataset.chapter = state.chapter;
+    viewChanged();
+    return;
+  }
   const step = stepById(state.step);
   const data = current(state);
   const stepChanged = step.id !== lastStep;
   lastStep = step.id;
-  const wide = inSentenceMode() && (data?.tokens.length ?? 0) > 10;
-  $("workspace").classList.toggle("wide", wide);
+  $("workspace").classList.toggle("wide", inSentenceMode() && (data?.tokens.length ?? 0) > 10);
   const mergedNow = Boolean(data) && inSentenceMode() && state.merge && step.stage === "weights";
   let view = data;
   if (data && inSentenceMode()) {
     const drawn = drawingFor(data);
     view = mergedNow ? mergeView(data, drawn, state.sentence) : { ...data, drawn };
   }
+  shownView = view;
   if (view) {
     state.focus = Math.min(state.focus, data.tokens.length - 1);
     shownGroups = view.merged ? view.merged.groups : identityGroups(view.tokens.length);
@@ -566,64 +569,20 @@ function render() {
   }
   const focusRow = view ? Math.max(0, shownGroups.findIndex((g) => g.includes(state.focus))) : 0;
 
-  stepButtons.forEach((btn) => {
-    const on = btn.dataset.step === step.id;
-    btn.classList.toggle("current", on);
-    if (on) btn.setAttribute("aria-current", "step");
-    else btn.removeAttribute("aria-current");
-  });
-  $("prev-step").disabled = step.id === STEP_IDS[0];
-  $("next-step").disabled = step.id === STEP_IDS[STEP_IDS.length - 1];
   for (const btn of [$("mask-full"), $("mask-causal")]) {
     btn.setAttribute("aria-pressed", String(btn.dataset.mask === state.mask));
     btn.disabled = Boolean(state.result && !state.result[btn.dataset.mask]);
   }
-
-  $("step-title").textContent = `${STEP_IDS.indexOf(step.id) + 1}. ${step.title}`;
-  $("step-text").textContent = stepText(step, state.mask);
-
-  const banner = $("error-banner");
-  if (state.errors.length) {
-    banner.hidden = false;
-    const messages = state.errors.map((e) => e.msg).join(" ");
-    banner.textContent = inSentenceMode()
-      ? data
-        ? `${messages} (The page still shows the last answer.)`
-        : messages
-      : data
-        ? "That edit cannot be computed yet (see the message by the editor below); the page still shows the last valid numbers."
-        : messages;
-  } else if (state.notice) {
-    banner.hidden = false;
-    banner.textContent = state.notice;
-  } else {
-    banner.hidden = true;
-    banner.textContent = "";
-  }
-
-  renderModelBar(step, data, mergedNow);
+  renderBanner(data);
+  sentence.renderBar(data, mergedNow, slow);
+  // predict first: the weights wait for a guess; until then the view shows the masked scores
+  const waiting = renderPredict(step, view, focusRow);
+  const shownStep = waiting ? stepById("mask") : step;
   if (view) {
     const rows = view.tokens.length;
     const from = rows > TABLE_MAX ? Math.min(rows - TABLE_MAX, Math.max(0, focusRow - TABLE_MAX / 2)) : 0;
-    table.update({ focus: focusRow, hover: state.hover }, view, step, rows > TABLE_MAX ? { from, to: from + TABLE_MAX } : null);
-    const arith = arithmetic(step, view, focusRow);
-    $("arith-title").textContent = arith.title;
-    const lines = arith.lines.map((line, j) => {
-      const li = document.createElement("li");
-      li.dataset.testid = `arith-${j}`;
-      if (line.hidden) li.className = "hidden-key";
-      const key = document.createElement("span");
-      key.className = "arith-key";
-      key.textContent = line.key;
-      const text = document.createElement("span");
-      text.className = "arith-text";
-      text.textContent = line.text;
-      li.append(key, text);
-      return li;
-    });
-    $("arith-lines").replaceChildren(...lines);
-    $("arith-check").textContent = arith.check;
-    $("arith-check").hidden = !arith.check;
+    table.update({ focus: focusRow, hover: state.hover }, view, shownStep, rows > TABLE_MAX ? { from, to: from + TABLE_MAX } : null);
+    renderArithmetic(arithmetic(shownStep, view, focusRow));
     renderComparison(focusRow);
     const n = view.tokens.length;
     let sceneData = view;
@@ -635,22 +594,44 @@ function render() {
       window = { n, count: SCENE_MAX, from: sceneOffset + 1, to: sceneOffset + SCENE_MAX };
     }
     renderSceneNote(data, window, Boolean(view.merged));
-    lastScene = { data: sceneData, step, focus: focusRow - sceneOffset };
+    lastScene = { data: sceneData, step: shownStep, focus: focusRow - sceneOffset };
     if (scene) scene.update({ ...lastScene, hover: sceneHover(state.hover) }, true);
     renderVectors();
   }
+  lesson.renderAttention(view, { focusRow, focus: state.focus, mask: state.mask, sentenceMode: inSentenceMode(), data, page: state });
   editor.showErrors(state.errors);
-  writeUrl(state);
+  writeUrl(state, pushNext);
+  pushNext = false;
 
-  root.dataset.step = state.step;
-  root.dataset.mask = state.mask;
-  root.dataset.focus = String(state.focus);
-  root.dataset.mode = inSentenceMode() ? "sentence" : "example";
-  root.dataset.layer = String(state.layer);
-  root.dataset.head = String(state.head);
-  root.dataset.rev = String(++revision);
-  root.dataset.ready = String(Boolean(data) && !state.pending);
+  const ready = Boolean(data) && !state.pending && lesson.isAttention;
+  Object.assign(root.dataset, {
+    chapter: state.chapter,
+    step: lesson.stepId() ?? state.step,
+    viewStep: state.step,
+    mask: state.mask,
+    focus: String(state.focus),
+    mode: inSentenceMode() ? "sentence" : "example",
+    layer: String(state.layer),
+    head: String(state.head),
+    predict: waiting ? "waiting" : String(state.predict),
+    rev: String(++revision),
+    ready: String(ready),
+  });
   if (stepChanged) root.dataset.stepChanged = String(revision);
+  if (ready) settle();
+  viewChanged();
+}
+
+function renderArithmetic(arith) {
+  $("arith-title").textContent = arith.title;
+  const lines = arith.lines.map((line, j) => {
+    const li = el("li", { dataset: { testid: `arith-${j}` }, ...(line.hidden ? { className: "hidden-key" } : {}) });
+    li.append(el("span", { className: "arith-key" }, line.key), el("span", { className: "arith-text" }, line.text));
+    return li;
+  });
+  $("arith-lines").replaceChildren(...lines);
+  $("arith-check").textContent = arith.check;
+  $("arith-check").hidden = !arith.check;
 }
 
 const COMPARE_MAX = 20; // rows the side-by-side tables can show readably
@@ -667,9 +648,7 @@ function renderComparison(focusRow) {
   const f = asShown(full);
   if (f.tokens.length > COMPARE_MAX) {
     box.replaceChildren(
-      document.createTextNode(
-        `${f.tokens.length} rows are too many to compare side by side; press M to switch the table between the masks.`,
-      ),
+      document.createTextNode(`${f.tokens.length} rows are too many to compare side by side; press M to switch the table between the masks.`),
     );
     return;
   }
@@ -677,27 +656,100 @@ function renderComparison(focusRow) {
   renderCompare(box, { full: f, causal: asShown(causal) }, rowOf);
 }
 
+// ---- the view, for the classroom and the exports (hub.js) ---------------------------------
+
+let waiters = []; // resolve functions of applyView() calls, until the page is drawn
+
+function settle() {
+  for (const resolve of waiters.splice(0)) resolve();
+}
+
+function whenDrawn() {
+  if (root.dataset.ready === "true") return Promise.resolve();
+  return new Promise((resolve) => {
+    waiters.push(resolve);
+    setTimeout(resolve, 20_000); // a view that never settles (a server error) still resolves
+  });
+}
+
+/** The view as URL parameters (strings), with the chapter and step always named. */
+function viewParams() {
+  const params = Object.fromEntries(new URLSearchParams(urlFor(state)));
+  return { ...params, chapter: state.chapter, step: lesson.stepId() ?? state.step };
+}
+
+/** Go to the view that `params` (an object or a query string) describe: no reload, no history entry. */
+async function applyView(params) {
+  const next = createState(DEFAULT_EXAMPLE);
+  readUrl(next, typeof params === "string" ? params : new URLSearchParams(params).toString());
+  state.predict = next.predict;
+  predict.setRedraw(() => {});
+  predict.setPredictFirst(next.predict);
+  predict.setRedraw(() => {
+    state.predict = predict.isPredictFirst();
+    render();
+  });
+  if (ATTENTION_CHAPTERS.includes(next.chapter)) {
+    const headChanged = next.layer !== state.layer || next.head !== state.head;
+    Object.assign(state, { step: next.step, mask: next.mask, focus: next.focus, hover: null, layer: next.layer, head: next.head, merge: next.merge });
+    if (next.input) {
+      Object.assign(state, { input: next.input, edited: true, sentence: null, example: next.example });
+      sourceStarted = true;
+      afterNewInput();
+    } else if (next.sentence) {
+      if (next.sentence !== state.sentence || !sourceStarted) loadSentence(next.sentence, false);
+      else if (headChanged) recompute(true);
+    } else {
+      const id = next.example ?? DEFAULT_EXAMPLE;
+      if (id !== state.example || state.edited || state.sentence || !sourceStarted) loadExample(id, true);
+    }
+  }
+  const keepMask = new URLSearchParams(typeof params === "string" ? params : new URLSearchParams(params).toString()).has("mask");
+  await lesson.go(next.chapter, next.chapter === "steps" ? next.step : next.chapterStep, next.chapterParams, { keepMask });
+  return whenDrawn();
+}
+
+function currentView() {
+  const attention = attentionOn();
+  const stage = lesson.stage;
+  const three = attention ? scene : stage;
+  const title = attention ? $("step-title").textContent : $("chapter-title").textContent;
+  const text = attention ? $("step-text").textContent : $("chapter-text").textContent;
+  return {
+    chapter: state.chapter,
+    step: lesson.stepId() ?? state.step,
+    stage: attention ? stepById(state.step).stage : (lesson.stepId() ?? null),
+    mask: state.mask,
+    focus: state.focus,
+    tokens: attention ? (shownView?.tokens ?? null) : (lesson.answer?.tokens ?? null),
+    answer: attention ? current(state) : lesson.answer,
+    result: attention ? state.result : null,
+    title,
+    text,
+    numbers: [...$("lesson-numbers").querySelectorAll("li")].map((li) => li.textContent),
+    code: lesson.code,
+    canvas: three?.renderer.domElement ?? null,
+    labels: three?.labels.domElement ?? null,
+    renderScene: (scale = 1) => (three ? renderAt(three.renderer, three.scene, three.camera, scale) : null),
+  };
+}
+
+provideView({ state: viewParams, apply: applyView, current: currentView });
+
+// Back and Forward: the browser restores a view the page pushed (a chapter, example ↔ sentence)
+window.addEventListener("popstate", () => {
+  applyView(window.location.search);
+});
+
 // ---- start -----------------------------------------------------------------------------
 
 modelInfo(false)
   .then((info) => {
     state.model = info;
-    buildPickers(info.layers, info.heads);
+    sentence.buildPickers(info.layers, info.heads);
     render();
   })
   .catch((err) => console.warn("model status unavailable:", err));
 
-render();
-if (state.input) {
-  afterNewInput();
-} else if (state.sentence) {
-  if (!urlParams.has("layer") && !urlParams.has("head") && state.sentence.trim() === ANIMAL) {
-    state.layer = ANIMAL_VIEW.layer;
-    state.head = ANIMAL_VIEW.head;
-    if (!urlParams.has("focus")) wantWord = ANIMAL_VIEW.word;
-  } else if (!urlParams.has("focus")) state.focus = 1;
-  $("sentence-input").value = state.sentence;
-  loadSentence(state.sentence, false);
-} else {
-  loadExample(state.example || root.dataset.defaultExample, urlParams.has("mask"));
-}
+if (attentionOn()) startSource();
+lesson.go(state.chapter, state.chapter === "steps" ? state.step : state.chapterStep, state.chapterParams, { keepMask: urlParams.has("mask") });

@@ -4,12 +4,16 @@
 // main.js creates the state and passes it to every module that needs it.
 //
 // URL parameters (all optional):
+//   chapter   the lesson's chapter (lesson.js; default: steps). The attention chapters (steps,
+//             masks) use every parameter below; any other chapter writes only chapter, step and
+//             its own parameters (chapterParams), so a chapter may name them as it likes
+//   predict   1 = predict first (the learner guesses the strongest key before the weights show)
 //   example   id of a built-in example (default: the-cat-ate-its-fish)
 //   sentence  a sentence for the real model (sentence mode; see model.js)
 //   layer     sentence mode: 0-based layer, or "mean" (over the layers)
 //   head      sentence mode: 0-based head, or "mean" (over the layer's heads)
 //   merge     sentence mode: 1 = word pieces merged into words (from the softmax step on)
-//   step      score | scale | mask | softmax | mix
+//   step      the chapter's step: score | scale | mask | softmax | mix for `steps`
 //   mask      full | causal
 //   focus     index of the focused query (0-based; in sentence mode a token of the model's,
 //             also when pieces are merged: the word that holds it is focused)
@@ -28,8 +32,17 @@ export const MAX_TOKENS = 12;
 export const MAX_DIM = 8;
 export const MAX_SENTENCE = 4000; // characters kept from a typed sentence (and from the URL)
 
+export const ATTENTION_CHAPTERS = ["steps", "masks"]; // drawn by the attention view (main.js)
+const CHAPTER_ID = /^[a-z][a-z0-9-]{0,31}$/;
+const MAX_PARAM = 2000; // characters kept from a chapter's own URL parameter
+
 export function createState(defaultExample) {
   return {
+    // where in the lesson
+    chapter: "steps", // the chapter's id
+    chapterStep: null, // the step's id in any chapter but `steps` (which uses `step`)
+    chapterParams: {}, // a chapter's own URL parameters (strings), chapters other than steps/masks
+    predict: false, // predict first: guess the strongest key before the weights are shown
     // where the input came from
     example: defaultExample, // built-in example id, or null
     sentence: null, // typed sentence (sentence mode: the real model), or null
@@ -84,6 +97,19 @@ function matrixParam(m) {
 /** Read the URL's query string into the state (unknown or bad values fall back to defaults). */
 export function readUrl(state, search) {
   const p = new URLSearchParams(search);
+  const chapter = p.get("chapter");
+  state.chapter = chapter && CHAPTER_ID.test(chapter) ? chapter : "steps";
+  state.predict = p.get("predict") === "1";
+  if (!ATTENTION_CHAPTERS.includes(state.chapter)) {
+    // another chapter: its step and its own parameters, nothing of the attention view
+    state.chapterStep = p.get("step")?.slice(0, 64) ?? null;
+    state.chapterParams = {};
+    for (const [key, value] of p) {
+      if (key !== "chapter" && key !== "step" && key !== "predict") state.chapterParams[key] = value.slice(0, MAX_PARAM);
+    }
+    return;
+  }
+  if (state.chapter === "masks") state.chapterStep = p.get("step")?.slice(0, 64) ?? null;
   const step = p.get("step");
   if (STEP_IDS.includes(step)) state.step = step;
   const mask = p.get("mask");
@@ -126,13 +152,20 @@ export function readUrl(state, search) {
 /** The query string that reproduces the current view. */
 export function urlFor(state) {
   const p = new URLSearchParams();
+  if (state.chapter !== "steps") p.set("chapter", state.chapter);
+  if (!ATTENTION_CHAPTERS.includes(state.chapter)) {
+    if (state.chapterStep) p.set("step", state.chapterStep);
+    for (const [key, value] of Object.entries(state.chapterParams)) p.set(key, String(value));
+    return "?" + p.toString();
+  }
+  if (state.predict) p.set("predict", "1");
   if (state.sentence) {
     p.set("sentence", state.sentence);
     p.set("layer", String(state.layer));
     p.set("head", String(state.head));
     if (state.merge) p.set("merge", "1");
   } else if (state.example) p.set("example", state.example);
-  p.set("step", state.step);
+  p.set("step", state.chapter === "steps" ? state.step : (state.chapterStep ?? state.step));
   p.set("mask", state.mask);
   p.set("focus", String(state.focus));
   if (state.edited && state.input && !state.sentence) {
@@ -144,9 +177,13 @@ export function urlFor(state) {
   return "?" + p.toString();
 }
 
-export function writeUrl(state) {
+/**
+ * Put the view in the address bar. `push`: a view a user would go back to (another chapter,
+ * example ↔ sentence) gets a history entry of its own; every other change replaces the entry.
+ */
+export function writeUrl(state, push = false) {
   const query = urlFor(state);
-  if (query !== window.location.search) {
-    window.history.replaceState(null, "", window.location.pathname + query);
-  }
+  if (query === window.location.search) return;
+  if (push) window.history.pushState(null, "", window.location.pathname + query);
+  else window.history.replaceState(null, "", window.location.pathname + query);
 }

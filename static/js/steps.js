@@ -80,8 +80,8 @@ export const STEPS = [
     output: true,
     text:
       "Finally each word collects the values v, the content behind each key, in proportion to " +
-      "its weights: z = Σ weight × v. The new vector z mostly carries the value of the word it " +
-      "attended to most. That is how 'its' ends up knowing about 'cat'.",
+      "its weights: z = Σ weight × v. The new vector z mostly carries the value of the words it " +
+      "attended to most.",
   },
 ];
 

@@ -1,0 +1,155 @@
+// Sentence mode's page parts: the model's loading state, the layer and head pickers, the
+// model bar's notes, and the overview of every head (fetched once per sentence and mask).
+// main.js owns the state and the drawing; this module reads the state and asks main.js to
+// redraw through `render`, and to pick a head through `pick(layer, head)`.
+
+import { allHeads, modelInfo, parsePick, pickText } from "./model.js";
+import { Overview } from "./overview.js";
+
+const $ = (id) => document.getElementById(id);
+
+export class SentenceParts {
+  constructor(state, { render, pick }) {
+    this.state = state;
+    this.render = render;
+    this.headsController = null;
+    this.modelWatch = null; // the poll in progress, if any
+    this.overview = new Overview($("overview-grid"), $("overview-status"), (layer, head) => pick(layer, head, "overview"));
+    this.buildPickers(6, 12);
+    $("layer-select").addEventListener("change", (e) => pick(parsePick(e.target.value), state.head));
+    $("head-select").addEventListener("change", (e) => pick(state.layer, parsePick(e.target.value)));
+  }
+
+  buildPickers(layers, heads) {
+    const fill = (select, count) => {
+      const options = Array.from({ length: count }, (_, i) => new Option(String(i), String(i)));
+      options.push(new Option("mean", "mean"));
+      select.replaceChildren(...options);
+    };
+    fill($("layer-select"), layers);
+    fill($("head-select"), heads);
+  }
+
+  /** Ask for the model's weights (in the background) and poll until they are loaded. */
+  ensureModel() {
+    if (this.state.model?.loaded) return Promise.resolve();
+    this.modelWatch ??= this.watchModel().finally(() => {
+      this.modelWatch = null;
+    });
+    return this.modelWatch;
+  }
+
+  async watchModel() {
+    const state = this.state;
+    try {
+      state.model = await modelInfo(true);
+      // a load that failed leaves loaded and loading false: stop, the sentence's own request says why
+      while (!state.model.loaded && state.model.loading) {
+        state.modelLoading = true;
+        this.render();
+        await new Promise((r) => setTimeout(r, 300));
+        state.model = await modelInfo(false);
+      }
+    } catch (err) {
+      console.warn("model status unavailable:", err);
+    }
+    if (state.modelLoading) {
+      state.modelLoading = false;
+      this.render();
+    }
+  }
+
+  /** The overview of every head for the sentence and mask (fetched once per pair). */
+  async fetchHeads() {
+    const state = this.state;
+    if (!state.sentence) return;
+    const mask = state.model?.kind === "gpt2" ? "causal" : state.mask;
+    const key = `${mask}|${state.sentence}`;
+    if (state.heads?.key === key) return;
+    this.headsController?.abort();
+    const controller = new AbortController();
+    this.headsController = controller;
+    state.heads = { key, pending: true };
+    let outcome;
+    try {
+      outcome = await allHeads(state.sentence, mask, controller.signal);
+    } catch (err) {
+      if (controller.signal.aborted) return;
+      outcome = { ok: false, errors: [{ msg: `Could not reach the server (${err.message}).` }] };
+    }
+    if (state.heads?.key !== key) return;
+    state.heads = outcome.ok ? { key, data: outcome.data } : { key, error: outcome.errors.map((e) => e.msg).join(" ") };
+    this.render();
+  }
+
+  stopHeads() {
+    this.headsController?.abort();
+    this.state.heads = null;
+  }
+
+  /** The model bar (name, pickers, status, notes) and the overview, for the data shown. */
+  renderBar(data, mergedNow, slow) {
+    const state = this.state;
+    const on = Boolean(state.sentence);
+    $("model-bar").hidden = !on;
+    $("overview").hidden = !on;
+    if (!on) return;
+    if (state.model) $("model-name").textContent = `${state.model.name}: ${state.model.layers} layers × ${state.model.heads} heads, d_k = ${state.model.head_size}`;
+    $("layer-select").value = String(state.layer);
+    $("head-select").value = String(state.head);
+    $("merge-toggle").checked = state.merge;
+    const status = $("model-status");
+    const text = state.modelLoading
+      ? `Loading the model (${state.model?.name ?? "all-MiniLM-L6-v2"}) for the first time: a few seconds…`
+      : state.pending && slow
+        ? "Running the model…"
+        : "";
+    status.textContent = text;
+    status.hidden = !text;
+    status.classList.toggle("loading", state.modelLoading);
+    $("model-note").textContent = this.notes(data, mergedNow).join(" ");
+
+    const heads = state.heads;
+    if (heads?.data) {
+      this.overview.show(heads.data);
+      this.overview.highlight(state.layer, state.head);
+      this.overview.message("");
+    } else {
+      this.overview.clear();
+      this.overview.message(heads?.error ? `The overview is unavailable: ${heads.error}` : "Loading all the heads…");
+    }
+  }
+
+  notes(data, mergedNow) {
+    const state = this.state;
+    const notes = [];
+    const hasPieces = data && data.tokens.some((t) => t.startsWith("##"));
+    if (data) notes.push(`Showing ${pickText(data.layer, data.head)}.`);
+    if (state.merge && !mergedNow) {
+      notes.push(
+        "Word pieces are merged from step 4 (softmax) on: a word's share is the sum of its pieces' weights, " +
+          "but scores before softmax do not add up, so steps 1–3 show the model's own tokens.",
+      );
+    } else if (mergedNow) {
+      notes.push(
+        "Pieces merged (the common convention): a key word gets the sum of its pieces' weights, " +
+          "a query word the mean of its pieces' rows, so each row still sums to 1.",
+      );
+    } else if (hasPieces) {
+      notes.push("## marks a word piece: the model reads unfamiliar words in parts.");
+    }
+    if (data?.mean_over?.length) {
+      notes.push(
+        `Every stage is the mean over the ${data.mean_over.join(" and ")} of each one's own numbers: ` +
+          "a mean weight is not the softmax of the mean score.",
+      );
+    }
+    if (state.mask === "causal" && state.model?.kind !== "gpt2") {
+      notes.push(
+        "Causal mask: the server recomputes this head from the model's q, k, v as if it could not see later " +
+          "tokens (the model itself ran with its full mask).",
+      );
+    }
+    return notes;
+  }
+}
