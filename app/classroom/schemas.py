@@ -1,0 +1,124 @@
+"""The classroom's typed bodies: a view state (the page's URL state), rooms, the quiz, lessons."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.classroom import limits
+
+_ID = r"^[a-z0-9][a-z0-9_-]{0,39}$"
+_EXTRA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+# never part of a view: the tab's secrets and the classroom's own switches
+_RESERVED = {"token", "key", "room", "present", "presenter_key"}
+_MATRIX = Annotated[str, Field(max_length=4000, description="rows joined by ';', numbers by ',' (as in the URL)")]
+
+
+class ViewState(BaseModel):
+    """What the page shows, as the parameters of its address bar (strings, as there; numbers are accepted).
+
+    Named fields are the attention view's (static/js/state.js); a chapter's own parameters
+    (e.g. `dk` of the scaling chapter) ride along as extra string fields: lower-case names of at most
+    32 characters, values of at most 200, at most MAX_STATE_EXTRAS of them.
+    """
+
+    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True, str_strip_whitespace=False)
+
+    chapter: str | None = Field(None, pattern=_ID, description="the lesson's chapter id")
+    example: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,80}$", description="a built-in example's id")
+    sentence: str | None = Field(None, min_length=1, max_length=4000, description="a sentence for the real model")
+    step: str | None = Field(None, pattern=_ID, description="the step's id (score, scale, mask, softmax, mix, …)")
+    mask: Literal["full", "causal"] | None = None
+    focus: str | None = Field(None, pattern=r"^\d{1,3}$", description="0-based index of the focused query")
+    layer: str | None = Field(None, pattern=r"^(\d{1,2}|mean)$")
+    head: str | None = Field(None, pattern=r"^(\d{1,2}|mean)$")
+    merge: Literal["0", "1"] | None = None
+    tokens: str | None = Field(None, max_length=8000, description="JSON array of the edited token labels")
+    q: _MATRIX | None = None
+    k: _MATRIX | None = None
+    v: _MATRIX | None = None
+
+    @model_validator(mode="after")
+    def _extras(self) -> ViewState:
+        extra = self.model_extra or {}
+        if len(extra) > limits.MAX_STATE_EXTRAS:
+            raise ValueError(f"at most {limits.MAX_STATE_EXTRAS} chapter parameters, not {len(extra)}")
+        for name, value in extra.items():
+            if name in _RESERVED:
+                raise ValueError(f"{name!r} is not part of a view (a secret or a classroom switch)")
+            if not _EXTRA_KEY.match(name):
+                raise ValueError(f"parameter {name[:40]!r}: names are lower-case letters, digits and _, ≤ 32")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                value = str(value)
+                extra[name] = value
+            if not isinstance(value, str) or len(value) > 200:
+                raise ValueError(f"parameter {name!r}: a string of at most 200 characters")
+        return self
+
+    def plain(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class CreatedRoom(BaseModel):
+    code: str = Field(description="the room's code: 6 letters and digits, easy to read aloud")
+    presenter_key: str = Field(description="the secret that drives the room (keep it in the presenter's tab)")
+    join_url: str = Field(description="the address followers open (also drawn as a QR code)")
+
+
+class RoomInfo(BaseModel):
+    state: dict[str, Any] | None = Field(description="the presenter's current view state (null before the first)")
+    followers: int
+
+
+class QuizStart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tokens: list[Annotated[str, Field(max_length=100)]] = Field(min_length=2, max_length=limits.MAX_QUIZ_TOKENS)
+    focus: int = Field(ge=0, lt=limits.MAX_QUIZ_TOKENS, description="the query the question is about")
+    question: str = Field("Which word will this query attend to most?", max_length=300)
+
+    @model_validator(mode="after")
+    def _focus_in_range(self) -> QuizStart:
+        if self.focus >= len(self.tokens):
+            raise ValueError(f"focus {self.focus} is past the last of {len(self.tokens)} tokens")
+        return self
+
+
+class QuizReveal(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    answer: int = Field(ge=0, lt=limits.MAX_QUIZ_TOKENS, description="index of the right word")
+
+
+class QuizCreated(BaseModel):
+    id: str
+
+
+class LessonView(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    state: ViewState
+    note: str = Field("", max_length=limits.MAX_NOTE_CHARS)
+
+
+class LessonIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Field(min_length=1, max_length=limits.MAX_LESSON_TITLE)
+    views: list[LessonView] = Field(min_length=1, max_length=limits.MAX_LESSON_VIEWS)
+
+
+class LessonCreated(BaseModel):
+    id: int
+
+
+class LessonSummary(BaseModel):
+    id: int
+    title: str
+    views: int
+    updated: str
+
+
+class Lesson(BaseModel):
+    id: int
+    title: str
+    views: list[dict[str, Any]]
+    updated: str

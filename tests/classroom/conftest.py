@@ -1,0 +1,120 @@
+"""An app with a known teacher token and its own data directory, and real server processes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "teacher-token-for-tests-0123456789"
+
+
+def auth(secret: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {secret}"}
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    monkeypatch.setenv("ATTENTION_TEACHER_TOKEN", TOKEN)
+    monkeypatch.setenv("ATTENTION_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("ATTENTION_REDIS_URL", raising=False)
+    monkeypatch.delenv("ATTENTION_BIND_HOST", raising=False)
+    monkeypatch.delenv("ATTENTION_PUBLIC_URL", raising=False)
+    with TestClient(create_app(backend="numpy")) as c:
+        yield c
+
+
+@pytest.fixture
+def room(client: TestClient) -> dict[str, Any]:
+    r = client.post("/api/rooms", headers=auth(TOKEN))
+    assert r.status_code == 201, r.text
+    created: dict[str, Any] = r.json()
+    return created
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for(url: str, proc: subprocess.Popen[bytes], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"{url} did not answer")
+        time.sleep(0.1)
+
+
+@contextmanager
+def app_process(data_dir: Path, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`uvicorn app.main:app` on a free port, with the test token and data directory; (base URL, process)."""
+    port = free_port()
+    environ = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_TEACHER_TOKEN": TOKEN}
+    environ.update({"ATTENTION_DATA_DIR": str(data_dir), **env})
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env=environ)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(base + "/api/lessons", proc)
+        yield base, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A real redis-server (Debian's) on a free port, with nothing saved to disk."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("no redis-server (make test installs it: apt-get install redis-server)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("redis-server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
