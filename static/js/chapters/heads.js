@@ -23,7 +23,8 @@ export function matrixTable(rows, { rowNames = null, colNames = null, shade = fa
     const tr = el("tr");
     if (rowNames) tr.append(el("th"));
     for (const g of groups) tr.append(el("th", { colspan: String(g.span), className: `group group-${g.index % 6}` }, g.title));
-    table.append(el("thead")).append(tr);
+    table.append(el("thead"));
+    table.lastElementChild.append(tr);
   }
   if (colNames) {
     const tr = el("tr");
@@ -130,7 +131,7 @@ function focusOf(answer, ctx) {
 function modelFocus(answer, ctx) {
   const m = answer.model;
   if (!m) return 0;
-  const f = Number(ctx.params.token);
+  const f = ctx.params.token === "" ? NaN : Number(ctx.params.token);
   if (Number.isInteger(f) && f >= 0 && f < m.tokens.length) return f;
   const it = m.tokens.indexOf("it");
   return it >= 0 ? it : 0;

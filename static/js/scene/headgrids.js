@@ -85,18 +85,26 @@ export class HeadGrids {
       }
       this.labels = grids.map((grid, g) => {
         const [gx, gz] = origins[g];
-        return this.stage.label(grid.title, [gx + size / 2, 0.05, gz - 0.45], "stage-label grid-title");
+        return this.stage.label(grid.title, [gx + size / 2, 0.05, gz + size + 0.45], "stage-label grid-title");
       });
       if (n <= 12) {
         const [gx, gz] = origins[0];
         tokens.forEach((t, r) => {
-          this.labels.push(this.stage.label(t, [gx - 0.35, 0.05, gz + (r + 0.5) * CELL], "stage-label grid-word"));
+          this.labels.push(this.stage.label(t, [gx - 0.45, 0.05, gz + (r + 0.5) * CELL], "stage-label grid-word"));
         });
       }
-      const span = Math.max(width, depth * 1.6, 4);
-      this.stage.look([0, span * 0.9, span * 0.95], [0, 0, 0]); // only when the layout changes: orbiting stays
+      this.fit(width + 1.6, depth + 1.6);
     }
     this.stage.requestRender();
+  }
+
+  /** Look from the front and above, backed off until a w × d floor (and the columns on it) fits the view. */
+  fit(w, d) {
+    const cam = this.stage.camera;
+    const t = Math.tan((cam.fov * Math.PI) / 360);
+    const h = d * 0.75 + HEIGHT * 0.6; // the floor seen at a slant, plus the columns
+    const dist = Math.max(h / 2 / t, w / 2 / (t * cam.aspect)) * 1.05;
+    this.stage.look([0, dist * 0.62, dist * 0.8], [0, HEIGHT * 0.25, 0]);
   }
 
   dispose() {
