@@ -10,6 +10,7 @@
 import * as THREE from "three";
 import { heatRgb, KIND_COLOURS } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
+import { LabelSpots } from "./labelspots.js";
 
 const CUBE = 1.5; // half the side of the drawn cube: h = ±1 sits on its faces
 const ROW = 3.6; // width of the row of words
@@ -61,26 +62,6 @@ export class RnnChain {
     return obj;
   }
 
-  /** A place near `p` for a label whose screen box covers none in `boxes` (which it joins). */
-  freeSpot(p, text, boxes) {
-    const { camera, container } = this.stage;
-    camera.updateMatrixWorld();
-    const w = container.clientWidth;
-    const hgt = container.clientHeight;
-    const size = [text.length * 7 + 8, 18]; // ≈ the label's box at 0.8rem
-    let spot = null;
-    for (const [dx, dy] of [[0, 0.3], [0, -0.32], [0.75, 0], [-0.75, 0], [0, 0.6], [0, -0.62]]) {
-      const q = new THREE.Vector3(p.x + dx, p.y + dy, p.z);
-      const s = q.clone().project(camera);
-      const box = [((s.x + 1) / 2) * w - size[0] / 2, ((1 - s.y) / 2) * hgt - size[1] / 2, size[0], size[1]];
-      const hits = boxes.some((b) => box[0] < b[0] + b[2] && b[0] < box[0] + box[2] && box[1] < b[1] + b[3] && b[1] < box[1] + box[3]);
-      if (!hits || !spot) spot = { q, box };
-      if (!hits) break;
-    }
-    boxes.push(spot.box);
-    return [spot.q.x, spot.q.y, spot.q.z];
-  }
-
   /**
    * @param answer POST /api/rnn's answer
    * @param show { influence: size the states by ‖∂h_t/∂x_1‖₂, links: draw attention strongly }
@@ -122,7 +103,7 @@ export class RnnChain {
     origin.scale.setScalar(0.05);
     origin.position.copy(at([0, 0, 0]));
     const named = new Set(n <= 8 ? [...Array(n).keys()] : [0, n - 1]);
-    const boxes = []; // screen rectangles of the labels so far: a label that would cover one moves
+    const spots = new LabelSpots(this.stage); // a label that would cover another moves aside
     h.forEach((row, t) => {
       const rel = answer.influence[t] / top;
       const mesh = this.add(new THREE.Mesh(this.sphere, this.material.clone()));
@@ -132,7 +113,7 @@ export class RnnChain {
       mesh.material.color.copy(colour.setRGB(...rgb.map((v) => v / 255), THREE.SRGBColorSpace));
       if (named.has(t)) {
         const text = `h${t + 1} ${words[t]}`;
-        this.label(text, this.freeSpot(mesh.position, text, boxes), "stage-label ca-word");
+        this.label(text, spots.place(mesh.position, text), "stage-label ca-word");
       }
     });
     this.label(`RNN: ${n} steps in order`, [cx, cy + CUBE + 0.5, 0], "stage-label ca-grid-title");
