@@ -96,7 +96,9 @@ class Label:
 
     def __init__(self, text: str, colour: str, height: float = LABEL_HEIGHT, position: tuple[float, ...] = (0, 0, 0)):
         self.height = height
-        self.texture = three.TextTexture(string=text, color=colour, size=64, squareTexture=False)
+        self.texture = three.TextTexture(
+            string=text, color=colour, size=64, squareTexture=False, minFilter="LinearFilter", generateMipmaps=False
+        )
         material = three.SpriteMaterial(map=self.texture, transparent=True, depthWrite=False)
         self.sprite = three.Sprite(material=material, position=position)
         self.set(text)
@@ -191,7 +193,7 @@ class Parts:
 class AttentionScene:
     """Every object of the view for one set of tokens; update() shows a step, a mask and a focus."""
 
-    def __init__(self, tokens: list[str], width: int = 640, height: int = 440) -> None:
+    def __init__(self, tokens: list[str], width: int = 600, height: int = 420) -> None:
         self.tokens = tokens
         self.lay = lay = Layout.of(len(tokens))
         parts = self.parts = Parts()
@@ -202,6 +204,7 @@ class AttentionScene:
         self.scene.add(three.DirectionalLight(color="#ffffff", intensity=0.6, position=(4, 10, 8)))
 
         plane_width = lay.width + 3.6
+        big = min(1.6, math.sqrt(max(1.0, lay.width / (4 * SPACING))))  # a long row is seen from afar: larger text
         for z, colour, caption in (
             (lay.z_query, COLOURS["q"], "queries q"),
             (lay.z_key, COLOURS["k"], "keys k"),
@@ -213,7 +216,7 @@ class AttentionScene:
             self.scene.add(
                 three.Mesh(three.PlaneGeometry(width=plane_width, height=3.6), material, position=(0.6, 0, z))
             )
-            label = Label(caption, "#444444", 0.36)
+            label = Label(caption, "#444444", 0.36 * big)
             label.sprite.center = (0, 1)
             label.sprite.position = (-plane_width / 2 + 0.6, 1.6, z)
             self.scene.add(label.sprite)
@@ -230,20 +233,22 @@ class AttentionScene:
             for x in lay.xs
         ]
         self.query_labels = [
-            Label(t, "#111111", position=(x, -0.75, lay.z_query + 0.5)) for t, x in zip(tokens, lay.xs, strict=True)
+            Label(t, "#111111", LABEL_HEIGHT * big, position=(x, -0.75 * big, lay.z_query + 0.5))
+            for t, x in zip(tokens, lay.xs, strict=True)
         ]
         self.key_labels = [
-            Label(t, COLOURS["k"], position=(x, -0.7, lay.z_key)) for t, x in zip(tokens, lay.xs, strict=True)
+            Label(t, COLOURS["k"], LABEL_HEIGHT * big, position=(x, -0.7 * big, lay.z_key))
+            for t, x in zip(tokens, lay.xs, strict=True)
         ]
         self.q_arrows = [Arrow(parts, PALE_Q) for _ in tokens]
         self.k_arrows = [Arrow(parts, COLOURS["k"]) for _ in tokens]
         self.v_arrows = [Arrow(parts, COLOURS["v"]) for _ in tokens]
         # the links: one cylinder per key, each with its own colour
         self.links = [Rod(parts.cylinder, three.MeshStandardMaterial(color=BASE, roughness=0.7)) for _ in tokens]
-        self.link_labels = [Label("", "#1b2a41", 0.36, position=(x, -1.2, lay.z_key)) for x in lay.xs]
+        self.link_labels = [Label("", "#1b2a41", 0.36 * big, position=(x, -1.2 * big, lay.z_key)) for x in lay.xs]
         self.output_arrow = Arrow(parts, COLOURS["z"], shaft=0.09, head=0.24, head_length=0.42)
         self.output_marker = three.Mesh(parts.sphere, parts.material(COLOURS["z"]), scale=(0.2,) * 3)
-        self.output_label = Label("", COLOURS["z"], 0.38)
+        self.output_label = Label("", COLOURS["z"], 0.38 * big)
         for obj in (*self.query_markers, *self.key_markers, *self.value_markers, self.output_marker):
             self.scene.add(obj)
         for label in (*self.query_labels, *self.key_labels, *self.link_labels, self.output_label):
@@ -270,7 +275,7 @@ class AttentionScene:
             [(x, y, z) for x in (-half, half) for y in (-1.3, 2.0) for z in (lay.z_value - 0.3, lay.z_output + 0.4)]
         )
         target = np.array([0.0, 0.3, (lay.z_output + lay.z_value) / 2])
-        direction = np.array([0.0, 1.35 if lay.n > 12 else 0.95, 1.0])
+        direction = np.array([0.0, (1.9 if aspect < 1.5 else 1.35) if lay.n > 12 else 0.95, 1.0])  # long rows: higher
         direction /= np.linalg.norm(direction)
         tan = math.tan(math.radians(FOV) / 2)
 

@@ -23,7 +23,7 @@ from app.notebook.text import arithmetic_html, table_html
 from app.schemas import InputError
 
 
-class AttentionView(widgets.HBox):  # type: ignore[misc]
+class AttentionView(widgets.VBox):  # type: ignore[misc]
     """One view: `result` holds the current numbers (the JSON of POST /api/attention)."""
 
     def __init__(
@@ -45,25 +45,28 @@ class AttentionView(widgets.HBox):  # type: ignore[misc]
             self.result = source.result(mask)
         tokens: list[str] = self.result["tokens"]
         focus = _focus_index(focus, tokens)
-        self._scene = AttentionScene(tokens)
+        self._scene = AttentionScene(tokens, width=min(900, max(600, 50 * len(tokens))))  # long rows: wider
 
-        box = widgets.Layout(width="auto")
         self.step_control = widgets.ToggleButtons(
             options=[(s.id, s.id) for s in STEPS.values()],
             value=step,
             description="step",
             tooltips=[s.title for s in STEPS.values()],
-            style={"button_width": "64px"},
+            style={"button_width": "78px", "description_width": "3.5em"},
         )
         self.mask_control = widgets.ToggleButtons(
             options=list(MASKS),
             value=mask,
             description="mask",
             tooltips=["every word sees every word (BERT)", "a word sees only itself and earlier words (GPT)"],
-            style={"button_width": "64px"},
+            style={"button_width": "78px", "description_width": "3.5em"},
         )
         self.focus_control = widgets.Dropdown(
-            options=[(f"{i + 1}: {t}", i) for i, t in enumerate(tokens)], value=focus, description="focus", layout=box
+            options=[(f"{i + 1}: {t}", i) for i, t in enumerate(tokens)],
+            value=focus,
+            description="focus",
+            layout=widgets.Layout(width="20em"),
+            style={"description_width": "3.5em"},
         )
         controls: list[Any] = [self.step_control, self.mask_control, self.focus_control]
         self.layer_control: widgets.Dropdown | None = None
@@ -77,7 +80,8 @@ class AttentionView(widgets.HBox):  # type: ignore[misc]
                 options=[*[(str(i), i) for i in range(heads)], ("mean", "mean")], value=head, description="head"
             )
             for dropdown in (self.layer_control, self.head_control):
-                dropdown.layout = widgets.Layout(width="9em")
+                dropdown.layout = widgets.Layout(width="10em")
+                dropdown.style = {"description_width": "3.5em"}
             controls.append(widgets.HBox([self.layer_control, self.head_control]))
             if self.result["kind"] == "gpt2":
                 self.mask_control.disabled = True  # a decoder is causal by nature
@@ -86,12 +90,15 @@ class AttentionView(widgets.HBox):  # type: ignore[misc]
         self.arithmetic = widgets.HTML()
         self.note = widgets.HTML()
         side = widgets.VBox(
-            [self.title, *controls, self.table, self.arithmetic, self.note],
-            layout=widgets.Layout(min_width="360px", flex="1 1 360px", padding="0 0 0 10px"),
+            [self.title, *controls, self.arithmetic, self.note],
+            layout=widgets.Layout(min_width="340px", flex="1 1 340px", padding="0 0 0 10px"),
         )
-        super().__init__(
+        # the scene with its controls beside it (below it in a narrow cell), then the n × n table
+        top = widgets.HBox(
             [self._scene.renderer, side], layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start")
         )
+        self.table.layout = widgets.Layout(overflow="auto", max_width="100%")
+        super().__init__([top, self.table])
         self.add_class("attention3d-view")
         for control in (self.mask_control, self.layer_control, self.head_control):
             if control is not None:
