@@ -9,7 +9,11 @@ const VALUE_BEHIND = 1.6; // the values' plane, behind the keys'
 const OUTPUT_AHEAD = 2.8; // the output plane, in front of the queries' (shown at the mix step)
 export const ARROW_MAX = 2.1; // the longest q, k or v arrow, in scene units
 
-export function layout(data) {
+/**
+ * `deep` (≥ 1) spreads the rows further apart front to back: a tall, narrow view (a phone held
+ * upright) has height to spare and needs it for the labels hanging under the key row.
+ */
+export function layout(data, deep = 1) {
   const n = data.tokens.length;
   const xs = data.tokens.map((_, i) => (i - (n - 1) / 2) * SPACING);
   // q and k live in one space (d_k), v and z in another (d_v): each gets its own scale
@@ -22,7 +26,7 @@ export function layout(data) {
   const valueScale = v > 0 ? ARROW_MAX / v : 1;
   const width = (n - 1) * SPACING;
   // past 12 tokens the rows stop spreading: deeper rows would shrink the back row's labels
-  const gap = ROW_GAP * Math.min(2.75, Math.max(1, width / (4 * SPACING)));
+  const gap = ROW_GAP * Math.min(2.75, Math.max(1, width / (4 * SPACING))) * deep;
   const z = { query: gap, key: -gap, value: -gap - VALUE_BEHIND, output: gap + OUTPUT_AHEAD };
-  return { n, xs, scale, valueScale, width, z };
+  return { n, xs, scale, valueScale, width, z, deep };
 }

@@ -95,8 +95,9 @@ export class AttentionLinks {
       const obj = new CSS2DObject(node);
       // just under the key's name label (tokens.js), so the number reads as "key: value"
       obj.position.set(lay.xs[j], -0.45, lay.z.key);
-      // below the key's name; a crowded row staggers names in two lines and values in two more
-      obj.center.set(0.5, lay.stagger ? (j % 2 ? -3.45 : -2.3) : -1.15);
+      // below the key's name; a crowded row staggers names in two or three lines, and values in as many more
+      const lines = lay.lines ?? 1;
+      obj.center.set(0.5, -1.15 * (lines + (j % lines)));
       this.group.add(obj);
       this.labels.push(obj);
     }

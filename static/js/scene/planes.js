@@ -8,7 +8,7 @@ import { KIND_COLOURS } from "../format.js";
 const rows = (z) => [
   { z: z.query, colour: KIND_COLOURS.q, text: "queries q" },
   { z: z.key, colour: KIND_COLOURS.k, text: "keys k" },
-  { z: z.value, colour: KIND_COLOURS.v, text: "values v" },
+  { z: z.value, colour: KIND_COLOURS.v, text: "values v", right: true },
 ];
 
 export class VectorPlanes {
@@ -20,7 +20,10 @@ export class VectorPlanes {
 
   update({ lay }) {
     const width = lay.width + 3.6;
-    if (width === this.width) return;
+    const shown = lay.captions !== false;
+    for (const part of this.parts) if (part.isCSS2DObject) part.element.hidden = !shown;
+    if (width === this.width && lay.z.query === this.z) return;
+    this.z = lay.z.query;
     this.width = width;
     this.clear();
     for (const row of rows(lay.z)) {
@@ -45,9 +48,12 @@ export class VectorPlanes {
       const node = document.createElement("div");
       node.className = "label label-plane";
       node.textContent = row.text;
+      node.hidden = !shown;
       const caption = new CSS2DObject(node);
-      caption.position.set(-width / 2 + 0.6, 1.6, row.z);
-      caption.center.set(0, 1);
+      // the values' caption at the right end: seen from above, the key and value planes are
+      // only a few pixels apart on screen, and their captions would overlap at the same end
+      caption.position.set(row.right ? width / 2 + 0.6 : -width / 2 + 0.6, 1.6, row.z);
+      caption.center.set(row.right ? 1 : 0, 1);
       this.group.add(plane, axis, caption);
       this.parts.push(plane, axis, caption);
     }

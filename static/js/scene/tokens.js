@@ -70,8 +70,8 @@ export class TokenMarkers {
       this.mesh.setColorAt(2 * n + i, _c.setHex(KIND_COLOURS.v));
 
       const ql = this.label(data.tokens[i], q ? "label-query focused" : "label-query", i);
-      // a crowded row staggers its labels: every other one a line lower
-      const drop = lay.stagger && i % 2 ? -1.15 : 0;
+      // a crowded row staggers its labels in lay.lines lines (view.js decides how many)
+      const drop = -1.15 * (i % (lay.lines ?? 1));
       ql.position.set(xs[i], -0.55, lay.z.query + 0.5);
       ql.center.set(0.5, drop);
       ql.element.setAttribute("aria-label", `Focus query ${i + 1}: ${data.tokens[i]}`);

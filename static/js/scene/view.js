@@ -5,6 +5,7 @@
 import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
 import { CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
+import { fixed3 } from "../format.js";
 import { easeInOut } from "./geometry.js";
 import { layout } from "./layout.js";
 import { AttentionLinks } from "./links.js";
@@ -15,6 +16,7 @@ import { VectorArrows } from "./vectors.js";
 
 export const BACKGROUND = 0xf4f3ee;
 const TRANSITION_MS = 450;
+const LABEL_GAP = 6; // CSS pixels between two labels side by side
 
 export class SceneView {
   /**
@@ -56,7 +58,14 @@ export class SceneView {
     this.controls.enableDamping = false;
     this.controls.minDistance = 4;
     this.controls.maxDistance = 80;
-    this.controls.addEventListener("change", () => this.requestRender());
+    this.userMoved = false; // orbited or zoomed by the user: a resize keeps their direction
+    this.controls.addEventListener("start", () => {
+      this.userMoved = true;
+    });
+    this.controls.addEventListener("change", () => {
+      this.placeLabels(); // zooming in or out can make room for one line of labels, or take it
+      this.requestRender();
+    });
 
     this.objects = [
       new VectorPlanes(),
@@ -79,42 +88,99 @@ export class SceneView {
     this.labels.setSize(w, h);
     this.camera.aspect = w / h;
     this.camera.updateProjectionMatrix();
-    if (this.lastLayout) this.fit(this.lastLayout, true);
-    this.requestRender();
+    // the same tokens on a wider or narrower screen: fit the camera (keeping a direction the
+    // user chose by orbiting) and decide the labels' lines again
+    if (this.lastCtx) {
+      // the whole drawing again (it is cheap): the rows' depth and the labels' lines depend on the size
+      this.needFit = true;
+      this.update(this.lastCtx, false);
+    }
   }
 
-  /** A camera that shows every row of every token, from the front and a little above. */
+  /**
+   * A camera that shows every row of every token and every label, from the front and above.
+   * The labels hang under their rows in one to three lines (decideLabels): the camera rises
+   * (from a 44° to at most a 76° view from above) until the key row's labels end above the
+   * query row, and it stands back until the outermost labels are inside the view.
+   */
   fit(lay, keepDirection = false) {
+    this.fitting = true;
     const half = lay.width / 2 + 1.3;
     const corners = [];
     for (const x of [-half, half]) {
       for (const y of [-0.9, 2.0]) for (const z of [lay.z.value - 0.3, lay.z.output + 0.4]) corners.push(new THREE.Vector3(x, y, z));
     }
     const target = new THREE.Vector3(0, 0.3, (lay.z.output + lay.z.value) / 2);
-    const dir =
-      keepDirection && this.fittedFor >= 0
-        ? this.camera.position.clone().sub(this.controls.target).normalize()
-        : new THREE.Vector3(0, lay.n > 12 ? (this.camera.aspect < 1.5 ? 1.9 : 1.35) : 0.95, 1).normalize(); // long rows: from higher up
-    const fits = (distance) => {
+    const w = Math.max(1, this.container.clientWidth);
+    const h = Math.max(1, this.container.clientHeight);
+    const ends = lay.n ? [lay.xs[0], lay.xs[lay.n - 1]] : [0];
+    const labelH = this.labelHeight ?? 24;
+    const halfLabel = (Math.min(this.widest ?? 0, this.room ?? Infinity) / 2 + 4) / (w / 2); // in NDC
+    const fitsAt = (dir, distance) => {
       this.camera.position.copy(target).addScaledVector(dir, distance);
       this.camera.lookAt(target);
       this.camera.updateMatrixWorld();
-      return corners.every((c) => {
+      const inside = corners.every((c) => {
         const p = c.clone().project(this.camera);
         return Math.abs(p.x) <= 0.96 && Math.abs(p.y) <= 0.9 && p.z < 1;
       });
+      if (!inside) return false;
+      // the end labels of the query row (the nearest, so the widest on screen) and its lines below
+      const lines = this.lines ?? 1;
+      return ends.every((x) => {
+        const p = new THREE.Vector3(x, -0.55, lay.z.query + 0.5).project(this.camera);
+        const below = (lines * 1.15 * labelH + 4) / (h / 2);
+        return Math.abs(p.x) + halfLabel <= 0.99 && p.y - below >= -0.99;
+      });
     };
-    let lo = 2;
-    let hi = 200;
-    for (let i = 0; i < 30; i++) {
-      const mid = (lo + hi) / 2;
-      if (fits(mid)) hi = mid;
-      else lo = mid;
+    const fitDistance = (dir) => {
+      let lo = 2;
+      let hi = 200;
+      for (let i = 0; i < 30; i++) {
+        const mid = (lo + hi) / 2;
+        if (fitsAt(dir, mid)) hi = mid;
+        else lo = mid;
+      }
+      fitsAt(dir, hi);
+      // a long row on a narrow screen stands far back: let the controls and the far plane follow
+      this.controls.maxDistance = Math.max(80, hi * 1.6);
+      this.camera.far = Math.max(300, hi * 3);
+      this.camera.updateProjectionMatrix();
+    };
+    let clear = true;
+    if (keepDirection && this.fittedFor >= 0) {
+      fitDistance(this.camera.position.clone().sub(this.controls.target).normalize());
+    } else {
+      // long rows and tall views start from higher up
+      const base = lay.n > 12 ? (this.camera.aspect < 1.5 ? 1.9 : 1.35) : this.camera.aspect < 1.2 ? 1.35 : 0.95;
+      const rises = [base, ...[1.35, 1.9, 2.8, 4].filter((r) => r > base)];
+      for (const rise of rises) {
+        // twice: the lines the labels need depend on the distance, and the distance on the lines
+        for (let k = 0; k < 2; k++) {
+          fitDistance(new THREE.Vector3(0, rise, 1).normalize());
+          if (this.widest) this.lines = this.decideLabels(lay);
+        }
+        clear = this.keyLabelsClear(lay);
+        if (clear) break;
+      }
     }
-    fits(hi);
     this.controls.target.copy(target);
     this.controls.update();
     this.fittedFor = lay.n;
+    this.fitting = false;
+    return clear;
+  }
+
+  /** Whether the key row's labels (names, then numbers) end above the query row's plane. */
+  keyLabelsClear(lay) {
+    if (!this.widest) return true;
+    const h = Math.max(1, this.container.clientHeight);
+    const toPx = (v) => ((1 - v.project(this.camera).y) / 2) * h; // from the top
+    const key = toPx(new THREE.Vector3(0, -0.45, lay.z.key));
+    // the longest q arrow, or the plane's caption (planes.js: its foot at y = 1.6)
+    const queryTop = Math.min(toPx(new THREE.Vector3(0, 2.1, lay.z.query)), toPx(new THREE.Vector3(0, 1.6, lay.z.query)) - 20);
+    const stack = 2 * (this.lines ?? 1) * 1.15 * (this.labelHeight ?? 24); // names, then numbers
+    return key + stack + 4 <= queryTop;
   }
 
   /** On screen, how far apart two neighbouring keys are (in CSS pixels). */
@@ -127,20 +193,121 @@ export class SceneView {
   resetView() {
     if (!this.lastLayout) return;
     this.fittedFor = -1;
+    this.userMoved = false;
     this.fit(this.lastLayout);
+    this.placeLabels();
     this.requestRender();
+  }
+
+  /**
+   * The widest label the back row will carry (a key's name or its number), in CSS pixels, as
+   * the label layer's own style sets it (font, padding, border and max-width of `.label-key`
+   * and `.label-value`, which depend on the layer's classes): the text measured with the
+   * canvas's text metrics, so it does not wait for the labels themselves to be laid out.
+   */
+  widestLabel(full) {
+    const layer = this.labels.domElement;
+    const probe = (className) => {
+      const node = document.createElement("div");
+      node.className = `label ${className}`;
+      // the room of the last layout must not cap what this one needs
+      node.style.cssText = "position:absolute;visibility:hidden;left:-9999px;top:0;--label-room:100vw";
+      node.textContent = "W".repeat(200);
+      layer.append(node);
+      const css = getComputedStyle(node);
+      const px = (v) => parseFloat(v) || 0;
+      const box = {
+        font: `${css.fontStyle} ${css.fontWeight} ${css.fontSize} ${css.fontFamily}`,
+        extra: px(css.paddingLeft) + px(css.paddingRight) + px(css.borderLeftWidth) + px(css.borderRightWidth),
+        max: node.getBoundingClientRect().width, // its max-width, border box
+        height: node.getBoundingClientRect().height,
+      };
+      node.remove();
+      return box;
+    };
+    this.measure ??= document.createElement("canvas").getContext("2d");
+    const widest = (box, texts) => {
+      this.measure.font = box.font;
+      let w = 0;
+      for (const t of texts) w = Math.max(w, this.measure.measureText(t).width);
+      return Math.min(box.max, Math.ceil(w + box.extra));
+    };
+    // the numbers: the longest of the stage (any row may be shown on hover), in a monospace font
+    const { data, step } = full;
+    let longest = "";
+    for (const row of data[step.stage] ?? []) {
+      for (const x of row) {
+        const t = fixed3(x);
+        if (t.length > longest.length) longest = t;
+      }
+    }
+    const key = probe("label-key");
+    const value = probe("label-value");
+    this.labelHeight = Math.max(key.height, value.height);
+    return Math.max(widest(key, data.tokens), widest(value, [longest]));
+  }
+
+  /**
+   * One line of labels under the keys, or two or three staggered lines: decided from the
+   * camera as it is now (after fit()) and the widest label, again whenever the view's size or
+   * the camera changes. Labels are also kept narrower than the room they have, so they never
+   * overlap. Returns true when the labels changed and were redrawn.
+   */
+  placeLabels() {
+    const full = this.lastFull;
+    if (!full || this.fitting) return false;
+    const lines = this.decideLabels(full.lay);
+    if (lines === full.lay.lines) return false;
+    full.lay.lines = lines;
+    full.lay.stagger = lines > 1;
+    for (const obj of this.objects) obj.update(full);
+    if (!this.animation) for (const obj of this.objects) obj.tick(1);
+    this.requestRender();
+    return true;
+  }
+
+  /** How many lines `lay`'s labels need now (1 to 3, 4 on a phone); sets the room each label may take. */
+  decideLabels(lay) {
+    const apart = lay.n > 1 ? this.pixelsApart(lay) : Infinity;
+    let lines = 1;
+    const most = this.container.clientWidth < 600 ? 4 : 3; // a phone has height to spare, not width
+    while (lines < most && this.widest + LABEL_GAP > lines * apart) lines += 1;
+    const room = Math.max(24, Math.floor(lines * apart - LABEL_GAP));
+    this.room = room;
+    const layer = this.labels.domElement;
+    layer.style.setProperty("--label-room", Number.isFinite(room) ? `${room}px` : "100vw");
+    layer.dataset.lines = String(lines);
+    this.lines = lines;
+    return lines;
   }
 
   /** Draw the state: `ctx` is { data, step, focus, hover } (data = the API response shown). */
   update(ctx, animate = true) {
-    const lay = layout(ctx.data);
-    this.lastLayout = lay;
-    // labels take two staggered lines when the back row gives each token less than ~80 px
-    lay.stagger = lay.n > 7 && this.pixelsApart(lay) < 80;
-    const full = { ...ctx, lay, focus: Math.min(ctx.focus, lay.n - 1) };
-    if (this.fittedFor !== lay.n) this.fit(lay);
+    this.lastCtx = ctx;
+    // a view taller than wide spreads the rows deeper, so that the labels have room between them
+    const deep = Math.min(2.2, Math.max(1, 1.3 / this.camera.aspect));
+    let lay = layout(ctx.data, deep);
+    if (this.lastLayout && Math.abs(this.lastLayout.deep - deep) > 0.01 && !this.userMoved) this.fittedFor = -1;
+    let full = { ...ctx, lay, focus: Math.min(ctx.focus, lay.n - 1) };
     this.labels.domElement.classList.toggle("dense", lay.n > 7);
     this.labels.domElement.classList.toggle("crowded", lay.n > 14);
+    this.widest = this.widestLabel(full);
+    // the camera (fitted to the labels' size), then the lines: how far apart the keys stand
+    // on screen depends on the camera
+    if (this.fittedFor !== lay.n || this.needFit) {
+      // not even from high above do the key row's labels clear the query row (a long sentence
+      // on a phone): the rows' captions give way (the legend under the view names the rows)
+      this.captions = this.fit(lay, this.userMoved && this.fittedFor >= 0);
+    } else if (this.lastLayout) {
+      lay = layout(ctx.data, this.lastLayout.deep); // the camera was fitted to that depth
+      full = { ...full, lay };
+    }
+    lay.captions = this.captions ?? true;
+    this.needFit = false;
+    this.lastLayout = lay;
+    lay.lines = this.decideLabels(lay);
+    lay.stagger = lay.lines > 1;
+    this.lastFull = full;
     for (const obj of this.objects) obj.update(full);
     if (!animate || this.reducedMotion) {
       for (const obj of this.objects) obj.tick(1);
