@@ -1,3 +1,52 @@
 // The classroom: presenter view, following a room, the live quiz, saved lessons.
-// Its controls live in #classroom-bar. (Placeholder: built in this folder.)
-export {};
+// Its controls live in #classroom-bar; everything else reads and drives the page through hub.js.
+//
+//   /?token=T      the teacher link: the token is kept for this tab and leaves the address bar
+//   /?present=1    the projector view
+//   /?room=CODE    follow a room (students; the QR code opens this)
+
+import { isTextField } from "../keys.js";
+import { whenReady } from "../hub.js";
+import { Follower } from "./follower.js";
+import { Lessons } from "./lessons.js";
+import { Presenter } from "./presenter.js";
+import { followedRoom, takeUrl, teacherToken } from "./session.js";
+
+const asked = takeUrl(); // before main.js writes its own URL
+
+whenReady(() => {
+  const bar = document.getElementById("classroom-bar");
+  if (!bar) return;
+  const room = asked.room ?? (asked.present || teacherToken() ? null : followedRoom());
+  if (room) {
+    new Follower(bar, room);
+    return;
+  }
+  const presenter = new Presenter(bar);
+  const lessons = teacherToken() ? new Lessons(bar) : null;
+  if (asked.present) presenter.setPresenting(true);
+
+  // before the page's own keys (keys.js listens on document; this runs first, in the capture phase)
+  window.addEventListener(
+    "keydown",
+    (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey || isTextField(e.target)) return;
+      if (lessons?.playing && (e.key === "PageDown" || e.key === "PageUp")) {
+        e.preventDefault();
+        lessons.step(e.key === "PageDown" ? 1 : -1);
+        return;
+      }
+      if (!presenter.presenting) return;
+      if (e.key === "b" || e.key === "B" || e.key === ".") {
+        e.preventDefault();
+        presenter.toggleBlank();
+      } else if (e.key === "h" || e.key === "H") {
+        e.preventDefault();
+        presenter.toggleNumbers();
+      } else if (e.key === "Escape" && !presenter.blank.hidden) {
+        presenter.toggleBlank(false);
+      }
+    },
+    true,
+  );
+});

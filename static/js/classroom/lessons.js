@@ -1,0 +1,174 @@
+// Lessons: record views with a note each, save them (SQLite, on the server), replay them with the
+// clicker (PageDown / PageUp go from view to view), export and import them as JSON files.
+
+import { el } from "../dom.js";
+import { applyViewState, viewState } from "../hub.js";
+import { call } from "./api.js";
+import { teacherToken } from "./session.js";
+
+export class Lessons {
+  constructor(bar) {
+    this.recording = null; // { title, views: [{ state, note }] } while recording
+    this.playing = null; // { lesson, index }
+    const details = el("details", { className: "cr-lessons", dataset: { testid: "lessons" } });
+    details.append(el("summary", {}, "Lessons"));
+    const panel = el("div", { className: "cr-lessons-panel" });
+    this.list = el("select", { "aria-label": "Saved lessons", dataset: { testid: "lesson-select" } });
+    const play = this.button("Play", "lesson-play", () => this.play());
+    const exportButton = this.button("Export", "lesson-export", () => this.exportSelected());
+    const remove = this.button("Delete", "lesson-delete", () => this.remove());
+    const file = el("input", { type: "file", accept: "application/json,.json", dataset: { testid: "lesson-import" } });
+    file.addEventListener("change", () => this.importFile(file));
+    const importLabel = el("label", { className: "cr-import" }, "Import a lesson file ");
+    importLabel.append(file);
+    this.note = el("input", { type: "text", placeholder: "a note for this view", maxlength: "2000", dataset: { testid: "lesson-note" } });
+    this.title = el("input", { type: "text", placeholder: "lesson title", maxlength: "200", dataset: { testid: "lesson-title" } });
+    const add = this.button("Record this view", "lesson-add", () => this.add());
+    const save = this.button("Save the lesson", "lesson-save", () => this.save());
+    this.status = el("p", { className: "cr-lessons-status", role: "status", dataset: { testid: "lesson-status" } });
+    panel.append(
+      el("p", { className: "cr-lessons-row" }),
+      importLabel,
+      el("h3", {}, "Record"),
+      this.note,
+      add,
+      this.title,
+      save,
+      this.status,
+    );
+    panel.firstChild.append(this.list, play, exportButton, remove);
+    details.append(panel);
+    details.addEventListener("toggle", () => details.open && this.refresh());
+    this.playBar = el("div", { className: "cr-playing", dataset: { testid: "lesson-playing" } });
+    this.playBar.hidden = true;
+    bar.append(details);
+    document.querySelector("#main")?.prepend(this.playBar);
+    this.details = details;
+  }
+
+  button(text, testid, onClick) {
+    const b = el("button", { type: "button", dataset: { testid } }, text);
+    b.addEventListener("click", onClick);
+    return b;
+  }
+
+  say(text) {
+    this.status.textContent = text;
+  }
+
+  async refresh() {
+    try {
+      const lessons = await call("GET", "/api/lessons");
+      const keep = this.list.value;
+      this.list.replaceChildren(
+        ...lessons.map((l) => el("option", { value: String(l.id) }, `${l.title} (${l.views} views)`)),
+      );
+      if (keep) this.list.value = keep;
+    } catch (e) {
+      this.say(e.message);
+    }
+  }
+
+  add() {
+    this.recording ??= { views: [] };
+    this.recording.views.push({ state: viewState(), note: this.note.value.trim() });
+    this.note.value = "";
+    this.say(`${this.recording.views.length} view${this.recording.views.length === 1 ? "" : "s"} recorded.`);
+  }
+
+  async save() {
+    if (!this.recording?.views.length) return this.say("Record a view first.");
+    const title = this.title.value.trim() || "A lesson";
+    try {
+      const { id } = await call("POST", "/api/lessons", { body: { title, views: this.recording.views }, secret: teacherToken() });
+      this.recording = null;
+      this.title.value = "";
+      await this.refresh();
+      this.list.value = String(id);
+      this.say(`Saved as lesson ${id}.`);
+    } catch (e) {
+      this.say(e.message);
+    }
+  }
+
+  async selected() {
+    if (!this.list.value) return null;
+    return call("GET", `/api/lessons/${this.list.value}`);
+  }
+
+  async play() {
+    const lesson = await this.selected().catch((e) => this.say(e.message));
+    if (!lesson) return;
+    this.playing = { lesson, index: 0 };
+    this.details.open = false;
+    await this.show();
+  }
+
+  async step(delta) {
+    if (!this.playing) return false;
+    const next = this.playing.index + delta;
+    if (next < 0 || next >= this.playing.lesson.views.length) return true;
+    this.playing.index = next;
+    await this.show();
+    return true;
+  }
+
+  async show() {
+    const { lesson, index } = this.playing;
+    const view = lesson.views[index];
+    const stop = this.button("Stop", "lesson-stop", () => this.stop());
+    const note = el("span", { className: "cr-note", dataset: { testid: "lesson-view-note" } }, view.note);
+    this.playBar.replaceChildren(el("strong", {}, `${lesson.title} · ${index + 1} / ${lesson.views.length}`), note, stop);
+    this.playBar.dataset.index = String(index);
+    this.playBar.hidden = false;
+    document.body.classList.add("cr-lesson-playing");
+    await applyViewState(view.state);
+  }
+
+  stop() {
+    this.playing = null;
+    this.playBar.hidden = true;
+    document.body.classList.remove("cr-lesson-playing");
+  }
+
+  async exportSelected() {
+    const lesson = await this.selected().catch((e) => this.say(e.message));
+    if (!lesson) return;
+    const body = JSON.stringify({ title: lesson.title, views: lesson.views }, null, 2);
+    const url = URL.createObjectURL(new Blob([body], { type: "application/json" }));
+    const a = el("a", { href: url, download: `${lesson.title.replace(/[^\w-]+/g, "-").slice(0, 60) || "lesson"}.json` });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+
+  async importFile(input) {
+    const file = input.files?.[0];
+    input.value = "";
+    if (!file) return;
+    try {
+      const data = JSON.parse(await file.text());
+      const { id } = await call("POST", "/api/lessons", {
+        body: { title: data.title, views: data.views },
+        secret: teacherToken(),
+      });
+      await this.refresh();
+      this.list.value = String(id);
+      this.say(`Imported as lesson ${id}.`);
+    } catch (e) {
+      this.say(`Not imported: ${e.message}`);
+    }
+  }
+
+  async remove() {
+    if (!this.list.value) return;
+    try {
+      await call("DELETE", `/api/lessons/${this.list.value}`, { secret: teacherToken() });
+      await this.refresh();
+      this.say("Deleted.");
+    } catch (e) {
+      this.say(e.message);
+    }
+  }
+}

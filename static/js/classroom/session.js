@@ -1,0 +1,67 @@
+// What the classroom keeps for this tab (sessionStorage: gone when the tab closes, never in the URL).
+//
+//   teacher token      from the teacher link /?token=…, removed from the address bar at once
+//   presenter room     { code, key, join_url } of the room this tab drives
+//   follower room      the code this tab follows (a reload rejoins it)
+//   voter id           one random id per tab, so that a reconnected page keeps its single vote
+
+const store = window.sessionStorage;
+const KEYS = { token: "a3d.teacher", presenter: "a3d.presenter", room: "a3d.room", voter: "a3d.voter" };
+
+function read(key) {
+  try {
+    return store.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+function write(key, value) {
+  try {
+    if (value === null) store.removeItem(key);
+    else store.setItem(key, value);
+  } catch {
+    /* storage refused (private mode): the tab still works until it is reloaded */
+  }
+}
+
+/** Read ?token=, ?room= and ?present= once, keep them, and take the token out of the address bar. */
+export function takeUrl() {
+  const url = new URL(window.location.href);
+  const token = url.searchParams.get("token");
+  const room = url.searchParams.get("room");
+  const present = url.searchParams.get("present") === "1";
+  if (token) {
+    write(KEYS.token, token);
+    url.searchParams.delete("token");
+    window.history.replaceState(null, "", url.pathname + (url.search || "") + url.hash);
+  }
+  if (room) write(KEYS.room, room.trim().toUpperCase());
+  return { room: room ? room.trim().toUpperCase() : null, present, hadToken: Boolean(token) };
+}
+
+export const teacherToken = () => read(KEYS.token);
+export const forgetToken = () => write(KEYS.token, null);
+
+export function presenterRoom() {
+  try {
+    return JSON.parse(read(KEYS.presenter) ?? "null");
+  } catch {
+    return null;
+  }
+}
+export const keepPresenterRoom = (room) => write(KEYS.presenter, room ? JSON.stringify(room) : null);
+
+export const followedRoom = () => read(KEYS.room);
+export const keepFollowedRoom = (code) => write(KEYS.room, code);
+
+export function voterId() {
+  let id = read(KEYS.voter);
+  if (!id) {
+    const bytes = new Uint8Array(12);
+    crypto.getRandomValues(bytes);
+    id = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    write(KEYS.voter, id);
+  }
+  return id;
+}
