@@ -153,6 +153,8 @@ class ModelPositions:
     head: int
     tokens: list[str]
     tokens_perm: list[str]
+    ids: list[int]
+    ids_perm: list[int]
     token_order: list[int] | None  # token i of the reordered sentence is token token_order[i] of the first
     weights: np.ndarray  # (n, n)
     weights_perm: np.ndarray  # (n, n)
@@ -214,6 +216,7 @@ def model(m: Model, words: list[str], order: list[int], layer: int, head: int) -
         gaps = np.abs(w_perm - moved_all).max(axis=(2, 3))  # (layers, heads)
         moved = moved_all[layer, head]
     return ModelPositions(
-        m.spec.name, layer, head, first.tokens, second.tokens, tok, w[layer, head], w_perm[layer, head],
+        m.spec.name, layer, head, first.tokens, second.tokens, first.ids, second.ids, tok,
+        w[layer, head], w_perm[layer, head],
         moved, None if gaps is None else float(gaps[layer, head]), gaps,
     )  # fmt: skip

@@ -271,6 +271,7 @@ def _table(m: positions.ModelPositions | None) -> dict[str, Any] | None:
         return None
     return {
         "name": m.name, "layer": m.layer, "head": m.head, "tokens": m.tokens, "tokens_perm": m.tokens_perm,
+        "ids": m.ids, "ids_perm": m.ids_perm,
         "token_order": m.token_order, "weights": m.weights, "weights_perm": m.weights_perm,
         "moved": m.moved, "gap": m.gap, "gaps": m.gaps,
     }  # fmt: skip
@@ -306,6 +307,8 @@ class ModelTable(BaseModel):
     head: int
     tokens: list[str] = Field(description="The first order, as the model's tokenizer splits it.")
     tokens_perm: list[str] = Field(description="The other order's tokens.")
+    ids: list[int] = Field(description="The first order's token ids (the model's vocabulary).")
+    ids_perm: list[int] = Field(description="The other order's token ids.")
     token_order: list[int] | None = Field(
         description="Token i of the other order is token token_order[i] of the first; "
         "null when a word splits into other pieces in the other order."

@@ -75,6 +75,15 @@ def test_api_model_sees_the_order(client: TestClient) -> None:
     assert m["tokens"] == ["[CLS]", "the", "cat", "ate", "its", "fish", "[SEP]"]
     assert m["tokens_perm"] == ["[CLS]", "the", "fish", "ate", "its", "cat", "[SEP]"]
     assert m["token_order"] == [0, 1, 5, 3, 4, 2, 6]
+    assert m["ids"] == [101, 1996, 4937, 8823, 2049, 3869, 102] and m["ids_perm"] == [
+        101,
+        1996,
+        3869,
+        8823,
+        2049,
+        4937,
+        102,
+    ]
     w, wp = np.array(m["weights"]), np.array(m["weights_perm"])
     np.testing.assert_allclose(w.sum(axis=1), 1, atol=1e-12)
     moved = w[np.ix_(m["token_order"], m["token_order"])]
