@@ -1,0 +1,247 @@
+"""Chapters heads, block and mistakes in real headless Chromium: opened by URL, their numbers read
+off the page and compared with the API's, the 3D view drawn, the NumPy panel's code run in a plain
+Python and compared with the API, on a desktop (1280×720) and a phone (390×844)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import subprocess
+import sys
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Watched
+
+pytestmark = pytest.mark.browser
+
+VIEWPORTS = [(1280, 720), (390, 844)]
+ANIMAL = "The animal didn't cross the street because it was too tired."
+
+
+def get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def post(base: str, path: str, body: dict[str, Any]) -> Any:
+    req = urllib.request.Request(base + path, json.dumps(body).encode(), {"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def run_python(code: str) -> Any:
+    """The panel's code in a plain Python with NumPy (the venv's); its last line is one JSON object."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def close(a: Any, b: Any, tol: float) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b, strict=True))
+    return math.isclose(float(a), float(b), abs_tol=tol)
+
+
+def num(text: str) -> float:
+    return float(text.strip().replace("\u2212", "-"))
+
+
+def f3(x: float) -> str:
+    s = f"{x:.3f}"
+    return "0.000" if s == "-0.000" else s.replace("-", "\u2212")
+
+
+def open_chapter(w: Watched, query: str, size: tuple[int, int] = (1280, 720)) -> None:
+    w.page.set_viewport_size({"width": size[0], "height": size[1]})
+    w.page.goto(w.base + "/?" + query)
+    w.page.wait_for_selector('#app[data-ready="true"]', timeout=60_000)
+    w.page.wait_for_selector("#chapter-text:not(:empty)", timeout=30_000)
+
+
+def drawn_pixels(w: Watched) -> int:
+    """Pixels of the chapter's canvas that differ from its empty background."""
+    png = w.page.get_by_test_id("stage-canvas").screenshot()
+    counted: int = w.page.evaluate(
+        """async (b64) => {
+            const img = new Image();
+            img.src = "data:image/png;base64," + b64;
+            await img.decode();
+            const c = document.createElement("canvas");
+            c.width = img.width; c.height = img.height;
+            const g = c.getContext("2d");
+            g.drawImage(img, 0, 0);
+            const d = g.getImageData(0, 0, c.width, c.height).data;
+            const [r0, g0, b0] = [d[0], d[1], d[2]];  // a corner is background
+            let changed = 0;
+            for (let i = 0; i < d.length; i += 4) {
+                if (Math.abs(d[i] - r0) + Math.abs(d[i + 1] - g0) + Math.abs(d[i + 2] - b0) > 40) changed++;
+            }
+            return changed;
+        }""",
+        base64.b64encode(png).decode(),
+    )
+    return counted
+
+
+def fits(w: Watched) -> None:
+    """No sideways scrolling, and the 3D view, the explanation and the panel do not overlap."""
+    width = w.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= w.page.viewport_size["width"] + 1, f"the page is {width} px wide"
+    boxes = w.page.evaluate(
+        """() => ['chapter-stage', 'chapter-text', 'chapter-panel'].map((id) => {
+            const r = document.getElementById(id).getBoundingClientRect();
+            return [r.left, r.top, r.right, r.bottom];
+        })"""
+    )
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            a, b = boxes[i], boxes[j]
+            overlap = min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
+            assert not overlap, f"boxes {i} and {j} overlap: {a} {b}"
+
+
+# ---- heads ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_heads_example_numbers_and_code(watched: Watched, size: tuple[int, int]) -> None:
+    w = watched
+    ex = get(w.base, "/api/multihead/example?heads=3&seed=7")
+    mh = post(
+        w.base, "/api/multihead", {k: ex[k] for k in ("tokens", "x", "w_q", "w_k", "w_v", "w_o")} | {"mask": "causal"}
+    )
+    open_chapter(w, "chapter=heads&step=heads&heads=3&mask=causal&word=2", size)
+    assert w.text("heads-count") == "3"
+    for h in range(3):  # every head's weights, side by side, as the server computed them
+        for i in range(4):
+            for j in range(4):
+                assert w.text(f"head-weights-{h}-{i}-{j}") == f3(mh["heads"]["weights"][h][i][j])
+        row = mh["heads"]["weights"][h][2]
+        top = max(range(4), key=lambda j: row[j])
+        assert f3(row[top]) in w.text(f"heads-top-{h}") and ex["tokens"][top] in w.text(f"heads-top-{h}")
+    assert close(run_python(w.text("numpy-code"))["weights"], mh["heads"]["weights"], 1e-9)
+    assert drawn_pixels(w) > 500
+    fits(w)
+
+    w.page.get_by_test_id("step-concat").click()
+    w.page.wait_for_selector("[data-testid=heads-concat-table]")
+    assert w.text("heads-concat-table-2-5") == f3(mh["concat"][2][5])
+    assert close(run_python(w.text("numpy-code"))["concat"], mh["concat"], 1e-9)
+
+    w.page.keyboard.press("ArrowRight")
+    w.page.wait_for_selector("[data-testid=heads-formula]")
+    formula = w.text("heads-formula")
+    assert "Concat(head_1, …, head_3) · W_O" in formula
+    assert w.text("heads-output-table-2-3") == f3(mh["output"][2][3])
+    assert close(run_python(w.text("numpy-code"))["output"], mh["output"], 1e-9)
+    fits(w)
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_heads_real_model_step(watched: Watched, size: tuple[int, int]) -> None:
+    w = watched
+    real = post(w.base, "/api/multihead/model", {"sentence": ANIMAL, "layer": 3})
+    open_chapter(w, "chapter=heads&step=model", size)
+    t = real["tokens"].index("it")
+    assert w.text("heads-model-token") == "“it”" and w.text("heads-model-width") == "384"
+    for j in range(8):
+        assert w.text(f"heads-model-out-0-{j}") == f3(real["output"][t][j])
+    out = run_python(w.text("numpy-code"))  # W_O read from the model's own weights file, in NumPy
+    assert out["token"] == t and close(out["output"], real["output"][t], 1e-5)
+    assert drawn_pixels(w) > 500
+    fits(w)
+
+
+# ---- block ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_block_every_step_shows_the_servers_numbers(watched: Watched, size: tuple[int, int]) -> None:
+    w = watched
+    blk = post(w.base, "/api/block", {"sentence": ANIMAL, "layer": 2})
+    t = blk["tokens"].index("it")
+    open_chapter(w, "chapter=block&layer=2", size)
+    assert w.text("block-token") == "“it”"
+    assert blk["order"] == ["input", "attention", "residual", "norm1", "ffn", "residual2", "output"]
+    shown = {"input": ["input"], "attention": ["attention"], "add": ["residual"], "norm": ["norm1"], "ffn": ["ffn"]}
+    for step, names in shown.items():
+        w.page.get_by_test_id(f"step-{step}").click()
+        w.page.wait_for_selector(f"[data-testid=block-table-{names[0]}]")
+        for name in names:
+            assert w.text(f"block-norm-{name}") == f3(blk["norms"][name][t])
+            assert w.text(f"block-table-{name}-{t}-0") == f3(blk["norms"][name][t])
+            assert w.text(f"block-table-{name}-{t}-1") == f3(blk["vectors"][name][t][0])
+        # the diagram lists every point in the model's order, with the token's length
+        assert w.text(f"block-point-{names[0]}").endswith(f3(blk["norms"][names[0]][t]))
+    out = run_python(w.text("numpy-code"))  # the whole layer in NumPy from the weights file
+    assert out["layer"] == 2
+    for name in blk["order"]:
+        assert close(out["lengths"][name], blk["norms"][name], 1e-3), name
+    assert drawn_pixels(w) > 500
+    fits(w)
+
+
+def test_block_post_ln_against_the_pre_ln_what_if(watched: Watched) -> None:
+    w = watched
+    blk = post(w.base, "/api/block", {"sentence": ANIMAL, "layer": 3})
+    t = blk["tokens"].index("it")
+    open_chapter(w, "chapter=block&step=order&layer=3")
+    text = w.text("chapter-text")
+    assert "post-LN" in text and "pre-LN" in text and "what-if" in text
+    assert w.text("block-whatif-norm") == f3(blk["what_if"]["norms"]["output"][t])
+    assert w.text("block-whatif-cos") == f3(blk["what_if"]["output_cosine"][t])
+    assert w.text("block-norm-output") == f3(blk["norms"]["output"][t])
+    out = run_python(w.text("numpy-code"))
+    assert close(out["lengths"]["post_ln"], blk["norms"]["output"], 1e-3)
+    assert close(out["lengths"]["pre_ln"], blk["what_if"]["norms"]["output"], 1e-3)
+    assert drawn_pixels(w) > 500
+
+
+# ---- mistakes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+def test_mistakes_each_beside_the_right_result(watched: Watched, size: tuple[int, int]) -> None:
+    w = watched
+    ex = get(w.base, "/api/examples/the-cat-ate-its-fish")
+    base = {"tokens": ex["tokens"], "q": ex["q"], "k": ex["k"], "v": ex["v"], "mask": "causal"}
+    right = post(w.base, "/api/attention", base)
+    open_chapter(w, "chapter=mistakes", size)
+    for mistake in ("no-scale", "softmax-columns", "mask-after-softmax"):
+        wrong = post(w.base, "/api/attention", base | {"mistake": mistake})
+        w.page.get_by_test_id(f"step-{mistake}").click()
+        w.page.locator("[data-testid=mistake-wrong] caption", has_text=f"({mistake})").wait_for()
+        for i in range(5):
+            for j in range(5):
+                assert w.text(f"mistake-right-{i}-{j}") == f3(right["weights"][i][j])
+                assert w.text(f"mistake-wrong-{i}-{j}") == f3(wrong["weights"][i][j])
+            assert w.text(f"mistake-wrong-{i}-5") == f3(sum(wrong["weights"][i]))  # Σ row
+        sums = [sum(r) for r in wrong["weights"]]
+        if mistake == "no-scale":  # saturation: the largest weight grows
+            assert num(w.text("mistake-max-wrong")) > num(w.text("mistake-max-right"))
+            assert num(w.text("mistake-entropy-wrong")) < num(w.text("mistake-entropy-right"))
+        else:  # rows that no longer sum to 1, outlined
+            assert any(abs(s - 1) > 1e-3 for s in sums)
+            assert w.page.locator("[data-testid=mistake-wrong] td.off-sum").count() == sum(
+                abs(s - 1) > 5e-4 for s in sums
+            )
+        out = run_python(w.text("numpy-code"))
+        assert close(out["right"], right["weights"], 1e-9) and close(out["wrong"], wrong["weights"], 1e-9)
+        assert drawn_pixels(w) > 500
+        fits(w)
+    w.page.get_by_test_id("step-caveat").click()
+    w.page.wait_for_selector("[data-testid=mistakes-caveat]")
+    assert "not why" in w.text("mistakes-caveat")
+
+
+def test_a_bad_sentence_shows_the_servers_message(watched: Watched) -> None:
+    w = watched
+    w.expect_console_error("422")
+    open_chapter(w, "chapter=block&layer=1")
+    w.page.get_by_test_id("block-sentence").fill("word " * 100)
+    w.page.get_by_test_id("block-sentence").press("Enter")
+    w.page.wait_for_selector("#chapter-error:not([hidden])", timeout=30_000)
+    assert "64" in w.text("chapter-error")
