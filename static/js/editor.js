@@ -1,6 +1,8 @@
 // The grid editor: every token name and every number of Q, K and V is an input.
 // It edits state.input in place and tells main.js what changed; the server then recomputes.
-// Errors from the server are shown next to the matrix they name.
+// Errors (the server's, and main.js's typing checks) are shown next to the matrix they name,
+// with the cell named as the editor shows it (Q, row "its", column 1); a number too large for
+// a float and a d_k or d_v out of range the editor says itself, at once.
 
 import { MAX_DIM, MAX_TOKENS, parseCell } from "./state.js";
 import { el } from "./dom.js";
@@ -28,14 +30,21 @@ export class Editor {
     this.state = state;
     this.changed = changed;
     this.errorSlots = {};
+    this.serverErrors = [];
+    this.localErrors = new Map(); // "q 3 0": a message about a cell the editor found itself
+    // d_k and d_v's own message, beside their boxes
+    this.dimsError = el("p", { className: "field-error", "aria-live": "polite", dataset: { testid: "error-dims" } });
+    this.dimsError.hidden = true;
+    dims.add.after(this.dimsError);
 
     root.addEventListener("input", (e) => this.onInput(e));
     root.addEventListener("click", (e) => {
       const btn = e.target.closest("button[data-remove]");
       if (btn) this.removeToken(Number(btn.dataset.remove));
     });
-    dims.dk.addEventListener("change", () => this.resize("dk"));
-    dims.dv.addEventListener("change", () => this.resize("dv"));
+    // d_k and d_v apply as they are typed, like every other box
+    dims.dk.addEventListener("input", () => this.resize("dk"));
+    dims.dv.addEventListener("input", () => this.resize("dv"));
     dims.add.addEventListener("click", () => this.addToken());
   }
 
@@ -44,27 +53,65 @@ export class Editor {
     const input = this.state.input;
     if (!input || !t.dataset) return;
     if (t.dataset.token !== undefined) {
+      // (an empty name is refused by main.js's typingErrors, which keeps the last good drawing)
       const i = Number(t.dataset.token);
       input.tokens[i] = t.value;
       for (const label of this.root.querySelectorAll(`[data-row-label="${i}"]`)) label.textContent = t.value;
     } else if (t.dataset.matrix) {
       const { matrix, row, col } = t.dataset;
-      input[matrix][Number(row)][Number(col)] = parseCell(t.value);
+      const where = `${matrix} ${row} ${col}`;
+      const x = parseCell(t.value);
+      if (typeof x === "number" && !Number.isFinite(x)) {
+        this.localErrors.set(where, `${this.cellName(matrix, Number(row), Number(col))}: ${t.value.trim()} is too large (a number must stay within ±1.8e308).`);
+        this.showErrors(this.serverErrors);
+        return;
+      }
+      this.localErrors.delete(where);
+      input[matrix][Number(row)][Number(col)] = x;
     } else {
       return;
     }
     this.changed(false);
   }
 
+  /** A cell as the editor shows it: the matrix, the row's word (and number), the column from 1. */
+  cellName(matrix, row, col) {
+    const word = this.state.input?.tokens[row];
+    const named = word === undefined ? `row ${row + 1}` : `row “${word}” (word ${row + 1})`;
+    return `${matrix.toUpperCase()}, ${named}, column ${col + 1}`;
+  }
+
+  /** The server's message with its 0-based place (`q[3][0]: …`) named as the editor shows it. */
+  translate(msg) {
+    const at = /^([qkv])\[(\d+)\]\[(\d+)\]: (.*)$/s.exec(msg);
+    if (!at) return msg;
+    const [, m, r, c, rest] = at;
+    const box = this.root.querySelector(`input[data-matrix="${m}"][data-row="${r}"][data-col="${c}"]`);
+    const typed = box ? box.value.trim() : "";
+    let why = rest;
+    if (/valid number|finite number/i.test(rest)) why = typed === "" ? "empty: type a number" : `“${typed}” is not a number`;
+    return `${this.cellName(m, Number(r), Number(c))}: ${why}`;
+  }
+
   resize(which) {
     const input = this.state.input;
     if (!input) return;
     const box = which === "dk" ? this.dims.dk : this.dims.dv;
-    const d = Math.round(Number(box.value));
-    if (!Number.isFinite(d) || d < 1 || d > MAX_DIM) {
-      box.value = String(which === "dk" ? input.q[0].length : input.v[0].length);
+    const name = which === "dk" ? "d_k" : "d_v";
+    const now = which === "dk" ? input.q[0].length : input.v[0].length;
+    const text = box.value.trim();
+    const d = Number(text);
+    if (text === "" || !Number.isInteger(d) || d < 1 || d > MAX_DIM) {
+      // said, not silently undone: the box keeps what was typed until it is a length the page can draw
+      box.setAttribute("aria-invalid", "true");
+      this.dimsError.textContent = `${name} must be a whole number from 1 to ${MAX_DIM}${text === "" ? "" : ` (not ${text})`}; the matrices keep ${name} = ${now}.`;
+      this.dimsError.hidden = false;
       return;
     }
+    box.removeAttribute("aria-invalid");
+    this.dimsError.hidden = true;
+    this.dimsError.textContent = "";
+    if (d === now) return;
     if (which === "dk") {
       input.q = resizeRows(input.q, d);
       input.k = resizeRows(input.k, d);
@@ -86,7 +133,13 @@ export class Editor {
     const input = this.state.input;
     if (!input || input.tokens.length <= 1) return;
     for (const m of ["tokens", "q", "k", "v"]) input[m].splice(i, 1);
+    this.localErrors.clear(); // their places have moved
     this.changed(true);
+    // the grid was drawn anew: the keyboard focus goes to the next word's ✕ (or the last one),
+    // or, with one word left, to that word's box, instead of falling to the page
+    const n = input.tokens.length;
+    const next = this.root.querySelector(`button[data-remove="${Math.min(i, n - 1)}"]`);
+    (next && !next.disabled ? next : this.root.querySelector(`input[data-token="${Math.min(i, n - 1)}"]`))?.focus();
   }
 
   /** Rebuild every grid from state.input (after a structural change or a new source). */
@@ -95,6 +148,9 @@ export class Editor {
     this.root.replaceChildren();
     this.errorSlots = {};
     if (!input) return;
+    this.localErrors.clear();
+    for (const box of [this.dims.dk, this.dims.dv]) box.removeAttribute("aria-invalid");
+    this.dimsError.hidden = true;
     const n = input.tokens.length;
     this.dims.dk.value = String(input.q[0].length);
     this.dims.dv.value = String(input.v[0].length);
@@ -180,19 +236,25 @@ export class Editor {
 
   /** Show the server's error messages next to the matrix they name; mark the cell if named. */
   showErrors(errors) {
+    this.serverErrors = errors;
     for (const slot of Object.values(this.errorSlots)) {
       slot.hidden = true;
       slot.textContent = "";
     }
     for (const box of this.root.querySelectorAll("[aria-invalid]")) box.removeAttribute("aria-invalid");
-    for (const err of errors) {
+    const local = [...this.localErrors].map(([where, msg]) => {
+      const [m, r, c] = where.split(" ");
+      return { field: m, msg, cell: [m, r, c] };
+    });
+    for (const err of [...local, ...errors]) {
       const slot = this.errorSlots[err.field] ?? this.errorSlots.body;
       if (!slot) continue;
+      const msg = err.cell ? err.msg : this.translate(err.msg);
       slot.hidden = false;
-      slot.textContent = slot.textContent ? `${slot.textContent} ${err.msg}` : err.msg;
-      const at = /^([qkv])\[(\d+)\]\[(\d+)\]/.exec(err.msg);
+      slot.textContent = slot.textContent ? `${slot.textContent} ${msg}` : msg;
+      const at = err.cell ?? /^([qkv])\[(\d+)\]\[(\d+)\]/.exec(err.msg)?.slice(1);
       if (at) {
-        const box = this.root.querySelector(`input[data-matrix="${at[1]}"][data-row="${at[2]}"][data-col="${at[3]}"]`);
+        const box = this.root.querySelector(`input[data-matrix="${at[0]}"][data-row="${at[1]}"][data-col="${at[2]}"]`);
         box?.setAttribute("aria-invalid", "true");
       }
     }

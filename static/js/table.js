@@ -48,6 +48,9 @@ export class MatrixTable {
     const refill = key !== this.lastKey;
     this.lastKey = key;
 
+    // the table is drawn anew: a word button that had the keyboard focus (Enter or Space on it
+    // focused its row) gets it back in the new table, so the focus ring stays where it was used
+    const active = table.contains(document.activeElement) ? document.activeElement.dataset.testid : null;
     table.replaceChildren();
     table.classList.toggle("dense", n > 7);
     table.classList.toggle("crowded", n > 14);
@@ -134,6 +137,10 @@ export class MatrixTable {
       body.append(tr);
     }
     table.append(body);
+    if (active) {
+      const again = table.querySelector(`[data-testid="${active}"]`) ?? table.querySelector(`[data-testid="row-${focus}"]`);
+      (again ?? table).focus({ preventScroll: true });
+    }
   }
 
   /** Mark the hovered cell and its key column without rebuilding the table. */
