@@ -135,7 +135,7 @@ def test_editing_q_recomputes_and_shows_errors_inline(watched: Watched) -> None:
     box.fill("abc")
     error = w.page.get_by_test_id("error-q")
     expect(error).to_be_visible()
-    expect(error).to_contain_text(f"q[{ITS}][0]")
+    expect(error).to_contain_text("Q, row “its” (word 4), column 1")  # as the editor shows it (issue 11)
     expect(box).to_have_attribute("aria-invalid", "true")
     expect(w.page.get_by_test_id("error-banner")).to_be_visible()
     expect(cell).to_have_text("3.000")  # the last good result stays drawn
