@@ -7,6 +7,8 @@ References:
   all-MiniLM-L6-v2: 6 layers, 12 heads of size 32, hidden 384, FFN 1536, exact (erf) GELU.
 
 Post-LayerNorm blocks:  x = LN(x + Attn(x));  x = LN(x + W₂·GELU(W₁·x))
+Once a layer's q, k, v are known, everything else is row by row (a query's attention needs every
+key and value, but no other query), so blocks of rows run on the CPU's cores (nn.rows).
 Self-attention is softmax(q kᵀ/√d) v on the (h, n, d) per-head q, k, v with the "full" mask, in
 float32 as transformers computes it (nn.attend); the trace keeps q, k, v, from which
 app.attention recomputes every stage in float64 for the head a view shows.
@@ -15,12 +17,13 @@ app.attention recomputes every stage in float64 for the head a view shows.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from app.attention import Backend
-from app.model.nn import NumpyOps, ops
+from app.model.nn import PARALLEL_ROWS, NumpyOps, ops
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 from app.model.weights import Weights
@@ -60,20 +63,25 @@ def embed(ids: list[int], w: Weights, spec: ModelSpec) -> np.ndarray:
     return norm(x, w, EMB + "LayerNorm", spec, ops("numpy"))  # type: ignore[no-any-return]  # (n, C)
 
 
-def self_attention(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> tuple[Any, Any, Any, Any]:
-    """Per-head q, k, v of layer prefix p and the attention's output projection."""
-    q = o.split_heads(linear(x, w, p + "attention.self.query"), spec.heads)  # (h, n, d)
-    k = o.split_heads(linear(x, w, p + "attention.self.key"), spec.heads)  # (h, n, d)
-    v = o.split_heads(linear(x, w, p + "attention.self.value"), spec.heads)  # (h, n, d)
-    out = o.attend(q, k, v, "full")  # (h, n, d): each head's output, float32
-    return q, k, v, linear(o.merge_heads(out), w, p + "attention.output.dense")  # (n, C)
+def qkv(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> list[Any]:
+    """Per-head q, k, v of layer prefix p: 3 × (h, n, d), the three projections side by side."""
+    names = ("attention.self.query", "attention.self.key", "attention.self.value")
+
+    def one(name: str) -> Any:
+        return o.split_heads(linear(x, w, p + name), spec.heads)  # (h, n, d)
+
+    return o.parallel(one, names) if x.shape[0] >= PARALLEL_ROWS else [one(name) for name in names]
 
 
-def feed_forward(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> Any:
+def rest_of_layer(x: Any, q: Any, k: Any, v: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps, r: slice) -> Any:
+    """Rows r of the layer's output: attention of those queries over every key, then the output
+    projection, residual + LayerNorm, feed-forward, residual + LayerNorm (all row by row)."""
+    a = o.attend(q[:, r], k, v, "full", r.start)  # (h, rows, d): each head's output, float32
+    a = linear(o.merge_heads(a), w, p + "attention.output.dense")  # (rows, C)
+    y = norm(x[r] + a, w, p + "attention.output.LayerNorm", spec, o)  # (rows, C)
     act = o.activation(spec.activation)
-    return o.by_rows(
-        lambda rows: linear(act(linear(rows, w, p + "intermediate.dense")), w, p + "output.dense"), x
-    )  # (n, C)
+    f = linear(act(linear(y, w, p + "intermediate.dense")), w, p + "output.dense")  # (rows, C)
+    return norm(y + f, w, p + "output.LayerNorm", spec, o)  # (rows, C)
 
 
 def forward(
@@ -93,9 +101,8 @@ def forward(
     qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
     for i in range(len(trace.q), spec.layers if layers is None else layers):
         p = f"encoder.layer.{i}."
-        q, k, v, a = self_attention(x, w, p, spec, o)
-        x = norm(x + a, w, p + "attention.output.LayerNorm", spec, o)  # (n, C)
-        x = norm(x + feed_forward(x, w, p, spec, o), w, p + "output.LayerNorm", spec, o)  # (n, C)
+        q, k, v = qkv(x, w, p, spec, o)  # 3 × (h, n, d)
+        x = o.rows(partial(rest_of_layer, x, q, k, v, w, p, spec, o), x.shape[0])  # (n, C), by blocks of rows
         qs.append(o.numpy(q))
         ks.append(o.numpy(k))
         vs.append(o.numpy(v))

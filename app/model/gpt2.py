@@ -7,6 +7,8 @@ References:
   nanoGPT's model.py (Karpathy) for the same model in a page of code.
 
 Pre-LayerNorm blocks:  x = x + Attn(LN₁(x));  x = x + MLP(LN₂(x));  final LN_f.
+Once a block's q, k, v are known, the rest is row by row, so blocks of rows run on the CPU's
+cores (nn.rows).
 Self-attention is app.attention on the (h, n, d) per-head q, k, v with the "causal" mask:
 the model's own, so a token never sees a later one.
 """
@@ -14,6 +16,7 @@ the model's own, so a token never sees a later one.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,18 +51,20 @@ def embed(ids: list[int], w: Weights) -> np.ndarray:
     return w["wte.weight"][ids] + w["wpe.weight"][: len(ids)]  # (n, C)
 
 
-def self_attention(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> tuple[Any, Any, Any, Any]:
-    """Per-head q, k, v of block prefix p and the attention's output projection."""
-    qkv = conv1d(x, w, p + "attn.c_attn")  # (n, 3C)
+def qkv(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> list[Any]:
+    """Per-head q, k, v of block prefix p: 3 × (h, n, d), from LN₁(x)."""
+    qkv = conv1d(norm(x, w, p + "ln_1", spec, o), w, p + "attn.c_attn")  # (n, 3C)
     c = qkv.shape[-1] // 3
-    q, k, v = (o.split_heads(qkv[:, i * c : (i + 1) * c], spec.heads) for i in range(3))  # 3 × (h, n, d)
-    out = o.attend(q, k, v, "causal")  # (h, n, d): each head's output, float32
-    return q, k, v, conv1d(o.merge_heads(out), w, p + "attn.c_proj")  # (n, C)
+    return [o.split_heads(qkv[:, i * c : (i + 1) * c], spec.heads) for i in range(3)]  # 3 × (h, n, d)
 
 
-def mlp(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> Any:
+def rest_of_block(x: Any, q: Any, k: Any, v: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps, r: slice) -> Any:
+    """Rows r of the block's output: causal attention of those queries, the output projection and
+    the residual, then the MLP on LN₂ and its residual (all row by row)."""
+    a = o.attend(q[:, r], k, v, "causal", r.start)  # (h, rows, d): each head's output, float32
+    y = x[r] + conv1d(o.merge_heads(a), w, p + "attn.c_proj")  # (rows, C)
     act = o.activation(spec.activation)
-    return o.by_rows(lambda rows: conv1d(act(conv1d(rows, w, p + "mlp.c_fc")), w, p + "mlp.c_proj"), x)  # (n, C)
+    return y + conv1d(act(conv1d(norm(y, w, p + "ln_2", spec, o), w, p + "mlp.c_fc")), w, p + "mlp.c_proj")
 
 
 def forward(
@@ -81,9 +86,8 @@ def forward(
     qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
     for i in range(len(trace.q), stop):
         p = f"h.{i}."
-        q, k, v, a = self_attention(norm(x, w, p + "ln_1", spec, o), w, p, spec, o)
-        x = x + a  # (n, C)
-        x = x + mlp(norm(x, w, p + "ln_2", spec, o), w, p, spec, o)  # (n, C)
+        q, k, v = qkv(x, w, p, spec, o)  # 3 × (h, n, d)
+        x = o.rows(partial(rest_of_block, x, q, k, v, w, p, spec, o), x.shape[0])  # (n, C), by blocks of rows
         qs.append(o.numpy(q))
         ks.append(o.numpy(k))
         vs.append(o.numpy(v))

@@ -10,14 +10,19 @@ References:
 from __future__ import annotations
 
 import math
+import os
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 
 from app.attention import Backend, Mask, visible
 from app.model.weights import Weights
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 # Abramowitz & Stegun 7.1.26: erf(x) = 1 − (a1 t + … + a5 t⁵) e^(−x²), t = 1/(1 + p x), x ≥ 0.
 _P = 0.3275911
@@ -93,42 +98,109 @@ def merge_heads(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(1, 0, 2).reshape(n, h * d))  # (n, h·d)
 
 
-_ROWS = 128  # tokens per block of the feed-forward network: its n × 4C activations then stay in cache
+_ROWS = 128  # at most this many tokens per block of rows: a block's n × 4C activations then stay in cache
+PARALLEL_ROWS = 64  # sentences shorter than this run on one thread: splitting them costs more than it saves
+WORKERS = max(1, os.cpu_count() or 1)
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def single_threaded_blas() -> None:
+    """One BLAS thread per call, process-wide; the forward spreads its work over WORKERS threads itself.
+
+    OpenBLAS's own threads spin while they wait for each other: on a machine whose cores are
+    busy with other work, a 20-token forward measured 20× slower with 2 BLAS threads than with 1.
+    Threads of our own wait without spinning, and several requests at once share the cores.
+    """
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    threadpool_limits(1, user_api="blas")
+
+
+def parallel(f: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """[f(item) for item in items], spread over this thread and up to WORKERS − 1 pool threads.
+
+    The caller works too, taking items until none is left, so a pool busy with another request
+    never makes it wait for work it could do itself. NumPy releases the GIL in its loops.
+    """
+    if len(items) <= 1 or WORKERS == 1:
+        return [f(item) for item in items]
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="forward")
+        pool = _pool
+    out: list[R | None] = [None] * len(items)
+    todo = iter(range(len(items)))
+    todo_lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with todo_lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            out[i] = f(items[i])
+
+    helpers = [pool.submit(work) for _ in range(min(WORKERS, len(items)) - 1)]
+    work()
+    for h in helpers:
+        if not h.cancel():  # a helper that never started has nothing left to do
+            h.result()
+    return out  # type: ignore[return-value]  # every item was done
+
+
+def row_blocks(n: int) -> list[slice]:
+    """Blocks of rows 0 … n − 1 of about equal size, ≤ _ROWS each, a multiple of WORKERS in number
+    (for n ≥ PARALLEL_ROWS), so that the workers finish together."""
+    per = WORKERS if n >= PARALLEL_ROWS else 1
+    blocks = per * math.ceil(n / (per * _ROWS))
+    size = math.ceil(n / blocks)
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def rows(f: Callable[[slice], np.ndarray], n: int) -> np.ndarray:
+    """f(block of rows) for the row_blocks of n rows, in parallel, joined along the first axis."""
+    blocks = row_blocks(n)
+    parts = parallel(f, blocks)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)  # (n, ·)
 
 
 def by_rows(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
     """A row-wise function f applied to blocks of rows of x (n, C) and joined: the same numbers, less
-    memory traffic (a 300-token sentence's feed-forward is about 15% quicker)."""
-    if x.shape[0] <= _ROWS:
-        return f(x)
-    return np.concatenate([f(x[i : i + _ROWS]) for i in range(0, x.shape[0], _ROWS)])  # (n, ·)
+    memory traffic (a 300-token sentence's feed-forward is about 15% quicker), on WORKERS threads."""
+    return rows(lambda r: f(x[r]), x.shape[0])  # (n, ·)
 
 
-_CHUNK_CELLS = 256 * 1024  # h·n² per step of attend(): a group's n × n scores then stay in a core's cache (2 MB)
+_CHUNK_CELLS = 256 * 1024  # h·r·n per step of attend(): a group's scores then stay in a core's cache (2 MB)
 
 
-def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> np.ndarray:
-    """softmax(q kᵀ / √d_k) v for (h, n, d) float32 heads: each head's output, in float32, as torch's does.
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask, first: int = 0) -> np.ndarray:
+    """softmax(q kᵀ / √d_k) v for float32 heads: each head's output, in float32, as torch's does.
 
-    The forward pass needs nothing more of attention, so it keeps no stage: the stages a view
-    shows are app.attention's, in float64, recomputed from the trace's q, k, v for the shown head.
-    A few heads at a time, so that each group's n × n scores stay in the CPU cache.
+    q (h, r, d) holds the queries of tokens first … first + r − 1, k and v (h, n, d) every token's
+    key and value: a block of query rows needs every key but nothing of the other queries, so
+    blocks of rows can run on different threads. The forward pass needs nothing more of
+    attention, so it keeps no stage: the stages a view shows are app.attention's, in float64,
+    recomputed from the trace's q, k, v for the shown head. A few heads at a time, so that each
+    group's scores stay in the CPU cache.
     """
-    h, n, d_k = q.shape
-    out = np.empty((h, n, v.shape[-1]), dtype=np.float32)  # (h, n, d_v)
+    h, r, d_k = q.shape
+    n = k.shape[1]
+    out = np.empty((h, r, v.shape[-1]), dtype=np.float32)  # (h, r, d_v)
     scale = np.float32(1 / math.sqrt(d_k))
-    hidden = ~visible(n) if mask == "causal" else None  # (n, n)
-    step = max(1, _CHUNK_CELLS // (n * n))
+    hidden = ~visible(n)[first : first + r] if mask == "causal" else None  # (r, n)
+    step = max(1, _CHUNK_CELLS // (r * n))
     for i in range(0, h, step):
         g = slice(i, i + step)
-        s = q[g] @ np.swapaxes(k[g], -1, -2)  # (step, n, n) scores
+        s = q[g] @ np.swapaxes(k[g], -1, -2)  # (step, r, n) scores
         s *= scale
         if hidden is not None:
             s[:, hidden] = -np.inf
         s -= s.max(axis=-1, keepdims=True)
         np.exp(s, out=s)
         s /= s.sum(axis=-1, keepdims=True)  # weights
-        np.matmul(s, v[g], out=out[g])  # (step, n, d_v)
+        np.matmul(s, v[g], out=out[g])  # (step, r, d_v)
     return out
 
 
@@ -158,11 +230,14 @@ class NumpyOps:
     def merge_heads(self, x: Any) -> Any:
         return merge_heads(x)
 
-    def by_rows(self, f: Callable[[Any], Any], x: Any) -> Any:
-        return by_rows(f, x)
+    def parallel(self, f: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        return parallel(f, items)
 
-    def attend(self, q: Any, k: Any, v: Any, mask: Mask) -> Any:
-        return attend(q, k, v, mask)
+    def rows(self, f: Callable[[slice], Any], n: int) -> Any:
+        return rows(f, n)
+
+    def attend(self, q: Any, k: Any, v: Any, mask: Mask, first: int = 0) -> Any:
+        return attend(q, k, v, mask, first)
 
 
 class TorchOps(NumpyOps):
@@ -211,10 +286,15 @@ class TorchOps(NumpyOps):
         h, n, d = x.shape
         return x.transpose(0, 1).reshape(n, h * d)  # (n, h·d)
 
-    def by_rows(self, f: Callable[[Any], Any], x: Any) -> Any:
-        return f(x)
+    def parallel(self, f: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        return [f(item) for item in items]  # torch threads its own kernels
 
-    def attend(self, q: Any, k: Any, v: Any, mask: Mask) -> Any:
+    def rows(self, f: Callable[[slice], Any], n: int) -> Any:
+        return f(slice(0, n))
+
+    def attend(self, q: Any, k: Any, v: Any, mask: Mask, first: int = 0) -> Any:
+        if first != 0 or q.shape[1] != k.shape[1]:
+            raise ValueError("TorchOps.attend takes every query at once (rows() gives it all of them)")
         return self.F.scaled_dot_product_attention(q, k, v, is_causal=mask == "causal")  # (h, n, d_v)
 
 
@@ -230,3 +310,6 @@ def ops(backend: Backend) -> NumpyOps:
         if backend not in _ops:
             _ops[backend] = TorchOps() if backend == "torch" else NumpyOps()
         return _ops[backend]
+
+
+single_threaded_blas()  # on import: every forward pass and app.attention call in this process

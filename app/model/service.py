@@ -55,14 +55,14 @@ def spec_of(handle: ModelHandle) -> ModelSpec:
         raise ClientError(503, ["model"], f"the model cannot be used: {e}", "model_unavailable") from None
 
 
-def _mask(spec: ModelSpec, mask: Mask, given: bool) -> Mask:
-    """The model's own mask unless asked otherwise; a decoder is always causal."""
+def _mask(spec: ModelSpec, mask: Mask | None, given: bool) -> Mask:
+    """The model's own mask unless asked otherwise (None: the model's own); a decoder is always causal."""
     if spec.causal:
-        if given and mask != "causal":
+        if given and mask not in (None, "causal"):
             msg = f"{spec.name} is a GPT-2 decoder: its attention is causal by nature, so mask must be 'causal'"
             raise InputError("mask", msg)
         return "causal"
-    return mask
+    return mask or "full"
 
 
 def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int, limit_name: str) -> Encoded:
@@ -101,7 +101,7 @@ def sentence_attention(
     sentence: str,
     layer: LayerChoice | None,
     head: HeadChoice,
-    mask: Mask,
+    mask: Mask | None,
     mask_given: bool,
     backend: Backend,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -131,7 +131,7 @@ def sentence_attention(
 
 
 def heads_overview(
-    handle: ModelHandle, sentence: str, mask: Mask, mask_given: bool, backend: Backend
+    handle: ModelHandle, sentence: str, mask: Mask | None, mask_given: bool, backend: Backend
 ) -> dict[str, Any]:
     """Every layer's and head's weights for the small-multiples overview, rounded (see limits)."""
     spec = spec_of(handle)
@@ -188,7 +188,7 @@ def _answer(
     sentence: str,
     layer: LayerChoice | None,
     head: HeadChoice,
-    mask: Mask,
+    mask: Mask | None,
     mask_given: bool,
     backend: Backend,
     as_frame: bool,
