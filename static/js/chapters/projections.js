@@ -167,13 +167,14 @@ export default {
   numbers: (a, stepId, ctx) => {
     const t = tokenOf(a, ctx);
     const kinds = stepId === "x" ? ["x"] : stepId === "all" ? ["q", "k", "v"] : ["x", stepId];
-    return kinds.flatMap((k) => {
+    const items = [{ label: "token", value: `${t} (${a.tokens[t]})`, testid: "proj-token" }];
+    return items.concat(kinds.flatMap((k) => {
       const row = k === "x" ? a.x[t] : a[k][t];
       return [
-        { label: `${k} of ${a.tokens[t]}, coordinate 1`, value: row[0].toFixed(4), testid: `proj-${k}-0` },
-        { label: `length ‖${k}‖`, value: norm(row).toFixed(4), testid: `proj-${k}-norm` },
+        { label: `${k}[0]`, value: row[0].toFixed(4), testid: `proj-${k}-0` },
+        { label: `‖${k}‖`, value: norm(row).toFixed(4), testid: `proj-${k}-norm` },
       ];
-    });
+    }));
   },
 
   code: (a, stepId, ctx) => {

@@ -161,11 +161,12 @@ export default {
   numbers: (a) => {
     const n = a.words.length;
     return [
-      { label: "sequential steps, RNN", value: String(a.rnn_steps), testid: "rnn-steps" },
-      { label: "sequential steps, attention", value: String(a.attention_steps), testid: "attention-steps" },
-      { label: `‖∂h_1/∂x_1‖₂ (${a.words[0]})`, value: sig(a.influence[0]), testid: "rnn-influence-first" },
-      { label: `‖∂h_${n}/∂x_1‖₂ (${a.words[n - 1]})`, value: sig(a.influence[n - 1]), testid: "rnn-influence-last" },
-      { label: `attention weight ${a.words[n - 1]} → ${a.words[0]}`, value: sig(a.last_to_first), testid: "rnn-last-to-first" },
+      // short labels: each item stays on one line on a phone
+      { label: "steps, RNN", value: String(a.rnn_steps), testid: "rnn-steps" },
+      { label: "steps, attention", value: String(a.attention_steps), testid: "attention-steps" },
+      { label: "‖∂h_1/∂x_1‖₂", value: sig(a.influence[0]), testid: "rnn-influence-first" },
+      { label: `‖∂h_${n}/∂x_1‖₂`, value: sig(a.influence[n - 1]), testid: "rnn-influence-last" },
+      { label: "weight last → first", value: sig(a.last_to_first), testid: "rnn-last-to-first" },
     ];
   },
 

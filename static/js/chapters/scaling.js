@@ -161,7 +161,7 @@ export default {
         if (stepId === "spread") {
           parts.unshift(
             chart(a, [
-              { label: "measured std of q·k", value: (p) => p.std, cls: "ca-line-a" },
+              { label: "std of q·k", value: (p) => p.std, cls: "ca-line-a" },
               { label: "√d_k", value: (p) => p.sqrt_d_k, cls: "ca-line-b" },
             ], { yMax: 35, yLabel: "The spread of q·k against d_k", testid: "scaling-chart" }),
           );
@@ -169,7 +169,7 @@ export default {
           parts.unshift(
             chart(a, [
               { label: "largest weight, unscaled (mean of the queries)", value: (p) => p.mean_max_unscaled, cls: "ca-line-a" },
-              { label: "largest weight, ÷√d_k", value: (p) => p.mean_max_scaled, cls: "ca-line-b" },
+              { label: "max w, ÷√d_k", value: (p) => p.mean_max_scaled, cls: "ca-line-b" },
             ], { yMax: 1, yLabel: "The largest weight of a row against d_k", testid: "scaling-chart" }),
           );
         }
@@ -207,11 +207,11 @@ export default {
   numbers: (a) => [
     { label: "d_k", value: String(a.d_k), testid: "scaling-d-k" },
     { label: "√d_k", value: a.sqrt_d_k.toFixed(4), testid: "scaling-sqrt" },
-    { label: "measured std of q·k", value: a.std.toFixed(4), testid: "scaling-std" },
-    { label: "largest weight, unscaled", value: a.max_unscaled.toFixed(4), testid: "scaling-max-unscaled" },
-    { label: "largest weight, ÷√d_k", value: a.max_scaled.toFixed(4), testid: "scaling-max-scaled" },
-    { label: "entropy, unscaled (nats)", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
-    { label: "entropy, ÷√d_k (nats)", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
+    { label: "std of q·k", value: a.std.toFixed(4), testid: "scaling-std" },
+    { label: "max w, unscaled", value: a.max_unscaled.toFixed(4), testid: "scaling-max-unscaled" },
+    { label: "max w, ÷√d_k", value: a.max_scaled.toFixed(4), testid: "scaling-max-scaled" },
+    { label: "entropy, unscaled", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
+    { label: "entropy, ÷√d_k", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
   ],
 
   code: (a) =>

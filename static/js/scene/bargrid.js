@@ -82,7 +82,9 @@ export class BarGrid {
       }
       if (names && grid.rowNames) {
         grid.rowNames.forEach((name, r) => {
-          this.extras.push(this.stage.label(name, [gx - 0.45, 0, gz + (r + 0.5) * CELL], "stage-label ca-grid-word"));
+          // centred on its point: a longer name stands further out, so that it ends before the grid
+          const dx = 0.25 + 0.045 * name.length;
+          this.extras.push(this.stage.label(name, [gx - dx, 0, gz + (r + 0.5) * CELL], "stage-label ca-grid-word"));
         });
       }
     });

