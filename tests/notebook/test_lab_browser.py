@@ -1,0 +1,220 @@
+"""The walkthrough in real JupyterLab, in headless Chromium: the pythreejs view is drawn and answers.
+
+The test starts JupyterLab itself (a free port of 127.0.0.1, a token, a temporary root and
+temporary Jupyter/IPython folders, so nothing outside is read or written), opens
+notebooks/walkthrough.ipynb in Chromium, runs every cell, and checks: the 3-D canvas is drawn
+(not just background), an orbit drag changes it, a click on the step widget changes it (and the
+kernel's arithmetic follows), no console error but pythreejs's known DirectionalLight message,
+and no request leaves 127.0.0.1 (the page guard of tests/browser/conftest.py blocks and reports any).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Watched, watched_page
+
+pytest.importorskip("jupyterlab", reason="jupyter (jupyterlab) is not installed")
+pytest.importorskip("ipykernel", reason="jupyter (ipykernel) is not installed")
+pytest.importorskip("app.notebook", reason="the notebook extra is not installed")
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "T"
+KNOWN_ERROR = "Error setting state: t.on is not a function"  # pythreejs 2.4.2's DirectionalLight; the light works
+BACKGROUND = (0xF4, 0xF3, 0xEE)  # the scene's background, as on the page
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A JupyterLab server of this Python on a free port, serving a temporary copy of the walkthrough."""
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copy(ROOT / "notebooks" / "walkthrough.ipynb", root / "walkthrough.ipynb")
+    home = tmp_path_factory.mktemp("lab-home")
+    labconfig = home / "config" / "labconfig"
+    labconfig.mkdir(parents=True)
+    # no "get Jupyter news?" prompt (and no news fetched): nothing may leave the machine
+    disabled = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
+    (labconfig / "page_config.json").write_text(json.dumps(disabled))
+    # every cell in the DOM (no windowing), so the test reads all outputs wherever they are scrolled
+    tracker = home / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")},
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "ATTENTION_BACKEND": "numpy",
+    }
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--allow-root",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.token={TOKEN}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run the cells by command, not by menu clicks
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]
+    log = (home / "lab.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=1) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"JupyterLab did not start:\n{(home / 'lab.log').read_text()[-3000:]}")
+        time.sleep(0.2)
+    try:
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+# Pixels of PNG screenshots, read by the browser itself (no imaging library needed).
+_PIXELS = """async ([a, b, bg]) => {
+  const load = (b64) => new Promise((ok, fail) => {
+    const img = new Image();
+    img.onload = () => ok(img);
+    img.onerror = fail;
+    img.src = "data:image/png;base64," + b64;
+  });
+  const read = async (b64) => {
+    const img = await load(b64);
+    const c = document.createElement("canvas");
+    c.width = img.width;
+    c.height = img.height;
+    const ctx = c.getContext("2d");
+    ctx.drawImage(img, 0, 0);
+    return ctx.getImageData(0, 0, c.width, c.height).data;
+  };
+  const pa = await read(a);
+  const pb = b ? await read(b) : null;
+  let drawn = 0, changed = 0;
+  const total = pa.length / 4;
+  for (let i = 0; i < pa.length; i += 4) {
+    if ([0, 1, 2].some((c) => Math.abs(pa[i + c] - bg[c]) > 24)) drawn++;
+    if (pb && [0, 1, 2].reduce((s, c) => s + Math.abs(pa[i + c] - pb[i + c]), 0) > 30) changed++;
+  }
+  return { drawn: drawn / total, changed: changed / total };
+}"""
+
+
+def shot(canvas: Any) -> str:
+    return base64.b64encode(canvas.screenshot()).decode()
+
+
+def pixels(w: Watched, a: str, b: str | None = None) -> dict[str, float]:
+    result: dict[str, float] = w.page.evaluate(_PIXELS, [a, b, list(BACKGROUND)])
+    return result
+
+
+def changed_from(w: Watched, canvas: Any, before: str, timeout: float = 15) -> tuple[str, float]:
+    """Wait until the canvas looks different from `before` (the kernel's update travels, then a frame)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = shot(canvas)
+        fraction = pixels(w, now, before)["changed"]
+        if fraction > 0.005 or time.monotonic() > deadline:
+            return now, fraction
+        w.page.wait_for_timeout(250)
+
+
+def test_walkthrough_runs_in_jupyterlab_and_draws_in_3d(browser: Any, lab: str) -> None:
+    with watched_page(browser, lab) as w:
+        w.expect_console_error(KNOWN_ERROR)
+        page = w.page
+        page.goto(f"{lab}/lab/tree/walkthrough.ipynb?token={TOKEN}&reset")
+        page.wait_for_function(
+            "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel", timeout=90_000
+        )
+        for dialog in page.locator(".jp-Dialog").all():  # e.g. a kernel choice: accept what it offers
+            dialog.locator(".jp-mod-accept").click()
+        page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+        ok = page.evaluate(
+            """async () => {
+              const panel = window.jupyterapp.shell.currentWidget;
+              await panel.sessionContext.ready;
+              return await window.jupyterapp.commands.execute('notebook:run-all-cells');
+            }"""
+        )
+        assert ok is True, "a cell of the walkthrough failed"
+        outputs = page.locator(".jp-OutputArea-output pre")
+        outputs.filter(has_text="'it' -> 'animal': 0.677").wait_for(timeout=60_000)
+        text = "\n".join(outputs.all_text_contents())
+        assert "'its' -> 'cat': 0.895" in text
+        assert "'cat' -> 'the': 0.500, 'cat' -> 'cat': 0.500  (50/50)" in text
+        assert page.locator('[data-mime-type="application/vnd.jupyter.error"]').count() == 0
+
+        views = page.locator(".attention3d-view")
+        assert views.count() == 2  # the example and the sentence
+        canvas = views.first.locator("canvas").first
+        canvas.scroll_into_view_if_needed()
+        box = canvas.bounding_box()
+        assert box is not None and box["width"] == 600 and box["height"] == 420  # not squashed: aspect 600/420
+        page.wait_for_timeout(500)
+        first = shot(canvas)
+        assert pixels(w, first)["drawn"] > 0.03, "the pythreejs canvas shows only background"
+        assert pixels(w, shot(views.nth(1).locator("canvas").first))["drawn"] > 0.03
+
+        # an orbit drag turns the camera
+        canvas.scroll_into_view_if_needed()
+        box = canvas.bounding_box()
+        assert box is not None
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)
+        page.mouse.down()
+        for i in range(1, 9):
+            page.mouse.move(x + 18 * i, y + 6 * i)
+        page.mouse.up()
+        orbited, fraction = changed_from(w, canvas, first)
+        assert fraction > 0.005, f"the orbit drag did not change the drawing ({fraction:.4f} of the pixels)"
+
+        # the step widget: back to "score" (the causal links of "cat" are scores now, not weights)
+        arith = views.first.locator(".a3d-arith")
+        assert "Weights of “cat”" in arith.inner_text()
+        views.first.locator("button.widget-toggle-button", has_text="score").click()
+        arith.filter(has_text="q of “cat”").wait_for(timeout=15_000)  # the kernel redrew the panel
+        stepped, fraction = changed_from(w, canvas, orbited)
+        assert fraction > 0.002, f"changing the step did not change the drawing ({fraction:.4f} of the pixels)"
+        assert pixels(w, stepped)["drawn"] > 0.03
