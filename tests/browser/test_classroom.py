@@ -1,0 +1,255 @@
+"""The classroom in Chromium: a presenter page and two follower pages on a server of our own
+(known teacher token, its own data directory): following, the quiz, the token rules, the
+projector view, reconnection after a restart, and a follower's phone."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Watched, watched_page
+from tests.classroom.conftest import TOKEN, app_process, free_port
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def classroom_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with app_process(tmp_path_factory.mktemp("classroom")) as (base, _):
+        yield base
+
+
+def presenter(w: Watched, token: str = TOKEN) -> str:
+    """Open the teacher link, press Present; the room's code."""
+    w.page.goto(f"{w.base}/?token={token}")
+    w.wait_ready()
+    w.page.get_by_test_id("present").click()
+    w.page.wait_for_selector('[data-testid="join-address"]')
+    address = w.text("join-address")
+    return address.split("room=")[1].strip()
+
+
+def follower(w: Watched, code: str) -> None:
+    w.page.goto(f"{w.base}/?room={code}")
+    w.wait_ready()
+    w.page.wait_for_selector('[data-testid="follow-bar"][data-status="live"]')
+
+
+def params(w: Watched) -> dict[str, str]:
+    query: str = w.page.evaluate("location.search")
+    return dict(urllib.parse.parse_qsl(query.lstrip("?")))
+
+
+def wait_params(w: Watched, **expected: str) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        got = params(w)
+        if all(got.get(k) == v for k, v in expected.items()):
+            return
+        assert time.monotonic() < deadline, f"{got} never showed {expected}"
+        time.sleep(0.05)
+
+
+def count(w: Watched, n: int) -> None:
+    w.page.wait_for_selector(f'[data-testid="follower-count"][data-count="{n}"]', timeout=10_000)
+
+
+@pytest.fixture
+def three(browser: Any, classroom_server: str) -> Iterator[tuple[Watched, Watched, Watched]]:
+    with ExitStack() as stack:
+        pages = tuple(stack.enter_context(watched_page(browser, classroom_server)) for _ in range(3))
+        yield pages  # type: ignore[misc]
+
+
+def test_followers_follow_step_mask_focus_and_sentence(three: tuple[Watched, Watched, Watched]) -> None:
+    teacher, a, b = three
+    code = presenter(teacher)
+    follower(a, code)
+    follower(b, code)
+    count(teacher, 2)
+    # the presenter starts at "its" (focus 3); the followers go there
+    for w in (a, b):
+        wait_params(w, example="the-cat-ate-its-fish", step="score", focus="3")
+    teacher.page.keyboard.press("ArrowRight")  # scale
+    teacher.page.keyboard.press("ArrowRight")  # mask
+    for w in (a, b):
+        wait_params(w, step="mask")
+    teacher.page.keyboard.press("m")
+    teacher.page.keyboard.press("2")  # focus "cat"
+    for w in (a, b):
+        wait_params(w, step="mask", mask="causal", focus="1")
+        w.wait_ready(step="mask")
+    assert a.text("step-title") == teacher.text("step-title")
+    # a sentence for the real model
+    sentence = "the dog chased its ball"
+    teacher.page.get_by_test_id("present").click()  # leave the projector view: the room stays open
+    teacher.page.get_by_test_id("sentence-input").fill(sentence)
+    teacher.page.get_by_test_id("sentence-input").press("Enter")
+    for w in (a, b):
+        wait_params(w, sentence=sentence)
+    # explore, then follow again
+    a.page.get_by_test_id("follow-toggle").click()
+    assert a.page.get_by_test_id("follow-bar").get_attribute("data-following") == "false"
+    teacher.page.get_by_test_id("example-select").select_option("the-cat-ate-its-fish")
+    wait_params(b, example="the-cat-ate-its-fish")
+    time.sleep(0.5)
+    assert params(a).get("sentence") == sentence  # exploring: a stays where it was
+    a.page.get_by_test_id("follow-toggle").click()
+    wait_params(a, example="the-cat-ate-its-fish")
+
+
+def test_quiz_counts_and_reveals(three: tuple[Watched, Watched, Watched]) -> None:
+    teacher, a, b = three
+    teacher.page.goto(f"{teacher.base}/?example=the-cat-ate-its-fish&step=softmax&mask=full&focus=3")
+    code = presenter(teacher)
+    follower(a, code)
+    follower(b, code)
+    count(teacher, 2)
+    teacher.page.get_by_test_id("quiz-ask").click()
+    for w in (a, b):
+        w.page.wait_for_selector('[data-testid="quiz-word-1"]')
+        assert "“its”" in w.text("quiz-question")
+    a.page.get_by_test_id("quiz-word-1").click()  # "cat": right
+    b.page.get_by_test_id("quiz-word-4").click()  # "fish": wrong
+    assert b.page.get_by_test_id("quiz-word-1").is_disabled()  # once only
+    teacher.page.wait_for_selector('[data-testid="quiz-count-1"]:text-is("1")')
+    teacher.page.wait_for_selector('[data-testid="quiz-count-4"]:text-is("1")')
+    assert teacher.text("quiz-count-0") == "0"
+    teacher.page.get_by_test_id("quiz-reveal").click()
+    a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
+    b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
+    assert "“cat”" in b.text("quiz-result")
+    # the answer is the argmax of the weights the server computed for "its"
+    weights = [float(teacher.text(f"cell-3-{j}")) for j in range(5)]
+    assert max(range(5), key=lambda j: weights[j]) == 1
+
+
+def test_token_rules(three: tuple[Watched, Watched, Watched]) -> None:
+    teacher, a, stranger = three
+    code = presenter(teacher)
+    assert "token" not in teacher.page.url  # gone from the address bar at once
+    assert teacher.page.evaluate("sessionStorage.getItem('a3d.teacher')") == TOKEN
+    follower(a, code)
+    assert a.page.evaluate("JSON.stringify(sessionStorage)").find(TOKEN) == -1
+    assert TOKEN not in a.page.content()
+    assert a.page.get_by_test_id("present").count() == 0  # a follower gets no presenter controls
+    # a wrong token opens no room, and says why
+    stranger.expect_console_error("403")
+    stranger.page.goto(f"{stranger.base}/?token=not-the-token-0123456789")
+    stranger.wait_ready()
+    stranger.page.get_by_test_id("present").click()
+    stranger.page.wait_for_selector('[data-testid="join-panel"]:has-text("not this server")')
+    assert stranger.page.get_by_test_id("join-address").count() == 0
+
+
+def test_projector_view_fills_the_screen(watched: Watched, classroom_server: str) -> None:
+    w = watched
+    w.base = classroom_server
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{classroom_server}/?token={TOKEN}&present=1&example=the-cat-ate-its-fish&step=softmax&focus=3")
+    w.wait_ready()
+    w.page.wait_for_selector('[data-testid="join-qr"]')
+    for size in ({"width": 1280, "height": 720}, {"width": 1920, "height": 1080}):
+        w.page.set_viewport_size(size)
+        time.sleep(0.3)
+        box = w.page.evaluate(
+            """() => {
+              const r = (s) => document.querySelector(s).getBoundingClientRect();
+              const px = (s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize);
+              return { sw: document.documentElement.scrollWidth, sh: document.documentElement.scrollHeight,
+                       scene: r('#scene'), table: r('#matrix'), text: r('#step-text'), qr: r('[data-testid=join-qr]'),
+                       cell: px('#matrix td'), line: px('#step-text'), address: px('[data-testid=join-address]') };
+            }"""
+        )
+        assert box["sw"] <= size["width"] and box["sh"] <= size["height"], box
+        for part in ("scene", "table", "text", "qr"):
+            r = box[part]
+            assert r["width"] > 0 and r["bottom"] <= size["height"] and r["right"] <= size["width"], (part, r)
+        assert box["scene"]["height"] > size["height"] * 0.6
+        assert min(box["cell"], box["line"], box["address"]) >= 24
+    # the clicker keys keep walking the lesson; B blanks, H hides the numbers
+    w.page.keyboard.press("PageDown")
+    w.wait_ready(step="mix")
+    w.page.keyboard.press("b")
+    assert w.page.get_by_test_id("blank").is_visible()
+    w.page.keyboard.press("b")
+    assert not w.page.get_by_test_id("blank").is_visible()
+    w.page.keyboard.press("h")
+    assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix td')).color") == "rgba(0, 0, 0, 0)"
+    w.page.keyboard.press("h")
+    assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix td')).color") != "rgba(0, 0, 0, 0)"
+
+
+def test_follower_phone_layout(three: tuple[Watched, Watched, Watched]) -> None:
+    teacher, phone, _ = three
+    teacher.page.goto(f"{teacher.base}/?example=the-cat-ate-its-fish&step=softmax&focus=3")
+    code = presenter(teacher)
+    phone.page.set_viewport_size({"width": 390, "height": 844})
+    follower(phone, code)
+    teacher.page.get_by_test_id("quiz-ask").click()
+    phone.page.wait_for_selector('[data-testid="quiz-word-0"]')
+    layout = phone.page.evaluate(
+        """() => {
+          const r = (s) => document.querySelector(s).getBoundingClientRect();
+          const words = [...document.querySelectorAll('.cr-word')].map((b) => b.getBoundingClientRect());
+          return { sw: document.documentElement.scrollWidth, toggle: r('[data-testid=follow-toggle]'), words };
+        }"""
+    )
+    assert layout["sw"] <= 390, layout["sw"]
+    assert layout["toggle"]["height"] >= 44 and layout["toggle"]["right"] <= 390
+    for word in layout["words"]:
+        assert word["height"] >= 44 and word["right"] <= 390 and word["bottom"] <= 844
+    teacher.page.get_by_test_id("quiz-end").click()
+
+
+def test_closed_room_says_so(three: tuple[Watched, Watched, Watched]) -> None:
+    teacher, a, _ = three
+    code = presenter(teacher)
+    follower(a, code)
+    room = json.loads(teacher.page.evaluate("sessionStorage.getItem('a3d.presenter')"))
+    request = urllib.request.Request(
+        f"{teacher.base}/api/rooms/{code}", method="DELETE", headers={"authorization": f"Bearer {room['key']}"}
+    )
+    with urllib.request.urlopen(request) as r:
+        assert r.status == 204
+    a.page.wait_for_selector('[data-testid="room-closed"]:has-text("closed")')
+    assert a.page.get_by_test_id("follow-bar").get_attribute("data-status") == "closed"
+
+
+def test_reconnects_after_the_server_restarts(browser: Any, tmp_path: Path) -> None:
+    port = free_port()
+    with app_process(tmp_path, port=port) as (base, proc):
+        request = urllib.request.Request(base + "/api/rooms", method="POST", headers={"authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(request) as r:
+            room = json.loads(r.read())
+        put(base, room, {"example": "the-cat-ate-its-fish", "step": "scale", "focus": "3"})
+        with watched_page(browser, base) as w:
+            w.expect_console_error("WebSocket connection")  # Chromium logs each refused reconnection
+            follower(w, room["code"])
+            wait_params(w, step="scale")
+            proc.terminate()  # the server goes away: the page notices and keeps retrying
+            proc.wait(timeout=15)
+            w.page.wait_for_selector('[data-testid="follow-bar"][data-status="retrying"]', timeout=15_000)
+            with app_process(tmp_path, port=port) as (again, _):  # the same address, the rooms kept in SQLite
+                put(again, room, {"example": "the-cat-ate-its-fish", "step": "mix", "focus": "1"})
+                w.page.wait_for_selector('[data-testid="follow-bar"][data-status="live"]', timeout=20_000)
+                wait_params(w, step="mix", focus="1")  # caught up with what changed while it was away
+
+
+def put(base: str, room: dict[str, Any], state: dict[str, str]) -> None:
+    request = urllib.request.Request(
+        f"{base}/api/rooms/{room['code']}/state",
+        data=json.dumps(state).encode(),
+        method="PUT",
+        headers={"authorization": f"Bearer {room['presenter_key']}", "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as r:
+        assert r.status == 204
