@@ -227,7 +227,8 @@ def test_closed_room_says_so(three: tuple[Watched, Watched, Watched]) -> None:
 def test_reconnects_after_the_server_restarts(browser: Any, tmp_path: Path) -> None:
     port = free_port()
     with app_process(tmp_path, port=port) as (base, proc):
-        request = urllib.request.Request(base + "/api/rooms", method="POST", headers={"authorization": f"Bearer {TOKEN}"})
+        teacher = {"authorization": f"Bearer {TOKEN}"}
+        request = urllib.request.Request(base + "/api/rooms", method="POST", headers=teacher)
         with urllib.request.urlopen(request) as r:
             room = json.loads(r.read())
         put(base, room, {"example": "the-cat-ate-its-fish", "step": "scale", "focus": "3"})

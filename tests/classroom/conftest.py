@@ -69,7 +69,7 @@ def wait_for(url: str, proc: subprocess.Popen[bytes], seconds: float = 30) -> No
 
 @contextmanager
 def app_process(data_dir: Path, port: int | None = None, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`uvicorn app.main:app` on a free port (or `port`), with the test token and data directory; (base URL, process)."""
+    """`uvicorn app.main:app` on a free port (or `port`), the test token, the data directory; (base URL, process)."""
     port = port or free_port()
     environ = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_TEACHER_TOKEN": TOKEN}
     environ.update({"ATTENTION_DATA_DIR": str(data_dir), **env})
