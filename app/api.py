@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 import anyio
 import numpy as np
 import orjson
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import ValidationError
 
-from app import frame, limits
+from app import export, frame, limits
 from app.attention import STAGES, Backend, Stages, attention, stages
 from app.errors import ClientError
 from app.examples import EXAMPLES, Example
+from app.lesson.mistakes import with_mistake
 from app.model import service as model_service
+from app.model.loader import handle_for
 from app.schemas import (
+    ARRAY_NAMES,
+    ArrayName,
     AttentionInput,
     AttentionRequest,
     AttentionResponse,
@@ -27,6 +32,7 @@ from app.schemas import (
     checked,
 )
 from app.transport import (
+    PARSE_SLOTS,
     Answer,
     Body,
     Start,
@@ -34,6 +40,7 @@ from app.transport import (
     in_slot,
     is_json,
     media_type,
+    preferred,
     read_body,
     stream_in_slot,
 )
@@ -42,6 +49,25 @@ router = APIRouter(prefix="/api", tags=["attention"])
 _INLINE_BODY_BYTES = 64 * 1024  # bodies up to this size are parsed on the event loop
 _INLINE_CELLS = 4096  # below this many cells a request is computed on the event loop: a thread hop costs more
 _SAFE_V = 1e308  # |v| below this cannot make weights·v overflow, so a frame may stream before output exists
+CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+
+FRAME_LAYOUT = f"""
+A binary frame (`{frame.FRAME_MEDIA_TYPE}`):
+
+    bytes 0–3   "ATF1"
+    bytes 4–7   H, the header length, uint32 little-endian (H ≤ {frame.MAX_HEADER_BYTES:,})
+    bytes 8…    the header: UTF-8 JSON, space-padded so that the data starts 8-byte aligned
+    then        the arrays: little-endian, C order, each zero-padded to a multiple of 8 bytes
+
+The header is a JSON object with the other fields as in JSON plus
+`"arrays": {{name: {{"shape": [...], "offset": bytes from the start of the data, "dtype": "float64" | "float32"}}}}`.
+Names: {", ".join(frame.ARRAY_NAMES)}. Shapes: at most {frame.MAX_NDIM} whole numbers, each 0…{frame.MAX_AXIS};
+offsets: multiples of 8. Two names may share the very same bytes (with the full mask `masked` is `scaled`);
+otherwise arrays do not overlap and together cover the data exactly (no gap, no trailing bytes).
+The header nests at most {frame.MAX_HEADER_DEPTH} levels and holds no NaN or Infinity.
+A request sends q, k, v so; an answer carries −∞ (hidden cells of `masked`) as −∞.
+Anything else is a 422 whose detail says where.
+"""
 
 _ATTENTION_BODY = {
     "required": True,
@@ -49,50 +75,89 @@ _ATTENTION_BODY = {
         "application/json": {"schema": AttentionRequest.model_json_schema()},
         frame.FRAME_MEDIA_TYPE: {
             "schema": {"type": "string", "format": "binary"},
-            "description": "A binary frame (see README) with arrays q, k, v and the other fields in its header.",
+            "description": "A binary frame with arrays q, k, v and the other fields in its header." + FRAME_LAYOUT,
         },
     },
 }
 _ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": f"Every stage. With `Accept: {frame.FRAME_MEDIA_TYPE}` the same fields come as a binary frame.",
-        "content": {frame.FRAME_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+        "description": f"Every stage (or those named in `stages`). With `Accept: {frame.FRAME_MEDIA_TYPE}` "
+        "preferred over JSON (q-values honoured; a tie is JSON) the same fields come as a binary frame. "
+        "`?format=csv` gives one array as CSV, `?format=json` the JSON as a file to download." + FRAME_LAYOUT,
+        "content": {
+            frame.FRAME_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}},
+            "text/csv": {"schema": {"type": "string"}},
+        },
     },
     413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
     415: {"model": ErrorResponse, "description": "Body neither JSON nor a frame."},
     422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
     503: {"model": ErrorResponse, "description": "Sentence mode: the model's files are missing or unreadable."},
 }
+Format = Literal["json", "csv"]
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the client asked to get back: which arrays, in which encoding, as which file."""
+
+    names: tuple[ArrayName, ...]
+    kind: Literal["json", "frame", "csv"]
+    dtype: Literal["float64", "float32"]
+    filename: str | None
+
+    @property
+    def media_type(self) -> str:
+        return {"json": "application/json", "frame": frame.FRAME_MEDIA_TYPE, "csv": CSV_MEDIA_TYPE}[self.kind]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"content-disposition": f'attachment; filename="{self.filename}"'} if self.filename else {}
 
 
 @router.post(
     "/attention",
     summary="Every stage of scaled dot-product attention",
     response_model=AttentionResponse,
+    response_model_exclude_none=True,
     responses=_ATTENTION_RESPONSES,
     openapi_extra={"requestBody": _ATTENTION_BODY},
 )
-async def post_attention(request: Request) -> Response:
+async def post_attention(
+    request: Request,
+    format: Annotated[
+        Format | None,
+        Query(description="csv: one array as CSV (see stage); json: the JSON answer as a file to download."),
+    ] = None,
+    stage: Annotated[
+        ArrayName | None,
+        Query(description="With format: the array to export (CSV default: weights). Rows: queries; columns: keys."),
+    ] = None,
+) -> Response:
     """scores = q·kᵀ, scaled = scores/√d_k, masked, weights = softmax(masked), output = weights·v."""
     body = await read_body(request)
     content_type = request.headers.get("content-type", "application/json")
     if len(body) <= _INLINE_BODY_BYTES:
         req = _parse(body, content_type)
-    else:  # parsing megabytes of JSON takes a while: not on the event loop, where every client waits
-        req = await anyio.to_thread.run_sync(_parse, body, content_type)
+    else:  # parsing megabytes of JSON takes a while and ~20× the body's memory: a few at a time, off the loop
+        req = await anyio.to_thread.run_sync(_parse, body, content_type, limiter=PARSE_SLOTS)
+    del body
+    wanted = _wanted(request, req, format, stage)
     if model_service.is_sentence_request(req):  # {"sentence", "layer", "head"}: a model's own q, k, v
-        return await model_service.respond(request, req)
+        if req.mistake is not None:
+            raise InputError("mistake", "mistake goes with hand-set q, k and v, not with a sentence")
+        return await in_slot(wanted.media_type, _sentence_answer, request, req, wanted, headers=wanted.headers)
     inp = checked(req)
-    as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
     backend: Backend = request.app.state.backend
-    answer_type = frame.FRAME_MEDIA_TYPE if as_frame else "application/json"
     if inp.q.size // inp.q.shape[-1] * inp.q.shape[-2] <= _INLINE_CELLS:  # h·n·n small: microseconds of work
-        return Answer(_compute_and_encode(inp, backend, as_frame), answer_type)
+        return Answer(_compute_and_encode(inp, backend, wanted, req.mistake), wanted.media_type, None, wanted.headers)
     # weights·v cannot overflow unless |v| nears float64's end (the weights sum to 1): only then
     # must the whole output exist before the answer may start
-    if as_frame and np.abs(inp.v).max() < _SAFE_V:
-        return await stream_in_slot(answer_type, _start_frame, inp, backend)
-    return await in_slot(answer_type, _compute_and_encode, inp, backend, as_frame)
+    if wanted.kind == "frame" and req.mistake is None and np.abs(inp.v).max() < _SAFE_V:
+        return await stream_in_slot(wanted.media_type, _start_frame, inp, backend, wanted)
+    return await in_slot(
+        wanted.media_type, _compute_and_encode, inp, backend, wanted, req.mistake, headers=wanted.headers
+    )
 
 
 @router.get("/examples", summary="The built-in examples", response_model=list[ExampleOut])
@@ -139,6 +204,9 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
             if twice := sorted(set(fields) & set(arrays)):
                 msg = f"frame: {twice[0]} is sent twice, in the header's fields and as an array"
                 raise ClientError(422, ["body", twice[0]], msg, "frame_invalid")
+            if unknown := sorted(set(arrays) - {"q", "k", "v"}):
+                msg = f"frame: a request's arrays are q, k and v, not {unknown[0]}"
+                raise ClientError(422, ["body", "arrays", unknown[0]], msg, "frame_invalid")
             return AttentionRequest.model_validate({**fields, **arrays})
         if is_json(media):
             no_bools = b"true" not in body and b"false" not in body  # lets numpy convert matrices in C
@@ -153,15 +221,64 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
     )
 
 
-def _compute_and_encode(inp: AttentionInput, backend: Backend, as_frame: bool) -> Body:
-    with np.errstate(over="ignore", invalid="ignore"):
-        stages = attention(inp.q, inp.k, inp.v, inp.mask, backend)
-    _check_finite(stages)
-    fields = _fields(inp)
-    arrays = {"q": inp.q, "k": inp.k, "v": inp.v, **stages.as_dict()}
-    if as_frame:
-        return frame.parts(fields, arrays)
-    return orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)
+def _wanted(request: Request, req: AttentionRequest, format: Format | None, stage: ArrayName | None) -> Wanted:
+    """The arrays and encoding asked for, or a 422 naming the field that asks for the impossible."""
+    if stage is not None and req.stages is not None:
+        raise ClientError(422, ["query", "stage"], "send ?stage= or the body's stages, not both", "value_error")
+    names = tuple(req.stages) if req.stages is not None else ARRAY_NAMES
+    names = (stage,) if stage is not None else tuple(n for n in ARRAY_NAMES if n in names)
+    if format == "csv":
+        names = names if stage is not None or req.stages is not None else ("weights",)
+        if len(names) != 1:
+            raise InputError("stages", "format=csv exports one array: name it with ?stage= (e.g. stage=weights)")
+    if format is not None:
+        kind: Literal["json", "frame", "csv"] = format
+    else:
+        accepted = preferred(request.headers.get("accept"), ("application/json", frame.FRAME_MEDIA_TYPE))
+        kind = "frame" if accepted == frame.FRAME_MEDIA_TYPE else "json"
+    if req.dtype != "float64" and kind != "frame":
+        raise InputError("dtype", f"dtype {req.dtype!r} is for binary frame answers; {kind.upper()} is float64")
+    parts = ["attention"]
+    if req.sentence is not None:
+        parts += [
+            f"layer{req.layer if req.layer is not None else 0}",
+            f"head{req.head if req.head is not None else 'all'}",
+        ]
+    if len(names) == 1:
+        parts.append(names[0])
+    filename = f"{'-'.join(parts)}.{format}" if format else None
+    return Wanted(names, kind, req.dtype, filename)
+
+
+def _encode(fields: dict[str, Any], arrays: dict[str, np.ndarray], wanted: Wanted) -> Body:
+    chosen: dict[str, np.ndarray] = {name: arrays[name] for name in wanted.names}
+    if wanted.kind == "frame":
+        return frame.parts(fields, chosen, wanted.dtype)
+    if wanted.kind == "csv":
+        name = wanted.names[0]
+        return export.stage_csv(name, chosen[name], fields["tokens"])
+    return orjson.dumps({**fields, **chosen}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) -> Body:
+    """Run in a worker thread, in a compute slot: the model's stages, encoded (JSON can take a second)."""
+    handle = handle_for(getattr(request.app.state, "model_dir", None))
+    backend: Backend = request.app.state.backend
+    fields, arrays = model_service.sentence_attention(
+        handle, req.sentence or "", req.layer, req.head, req.mask, req.mask is not None, backend
+    )
+    return _encode(fields, arrays, wanted)
+
+
+def _compute_and_encode(inp: AttentionInput, backend: Backend, wanted: Wanted, mistake: Any = None) -> Body:
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if mistake is None:
+            computed = attention(inp.q, inp.k, inp.v, inp.mask, backend)
+        else:
+            computed = with_mistake(inp.q, inp.k, inp.v, inp.mask, mistake)
+    _check_finite(computed)
+    fields = _fields(inp) | ({"mistake": mistake} if mistake else {})
+    return _encode(fields, {"q": inp.q, "k": inp.k, "v": inp.v, **computed.as_dict()}, wanted)
 
 
 def _fields(inp: AttentionInput) -> dict[str, Any]:
@@ -171,6 +288,8 @@ def _fields(inp: AttentionInput) -> dict[str, Any]:
 
 def _check_finite(s: Stages) -> None:
     _check_scores(s.scores)
+    if not np.isfinite(s.weights).all():  # a mistake's softmax of overflowing scaled scores
+        raise InputError("q", "q·k scores are too large for the softmax in float64: make q or k smaller")
     if not np.isfinite(s.output).all():
         raise InputError("v", "weights·v overflows float64 (beyond ±1.8e308): make v smaller")
 
@@ -180,26 +299,37 @@ def _check_scores(scores: np.ndarray) -> None:
         raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
 
 
-def _start_frame(inp: AttentionInput, backend: Backend) -> Start:
-    """A frame answer that leaves while it is computed: the header, q, k, v and the checked scores
-    now; scaled, masked (unless it is scaled), weights and output as each is made."""
+def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start:
+    """A frame answer that leaves while it is computed: the header, the asked-for q, k, v and the
+    checked scores now; scaled, masked (unless it is scaled), weights and output as each is made.
+    Stages after the last one asked for are not computed."""
     with np.errstate(over="ignore", invalid="ignore"):
         computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
         _, scores = next(computed)
     _check_scores(scores)
-    fields = _fields(inp)
-    shapes = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "scores": scores.shape}
-    shapes |= {"scaled": scores.shape, "masked": scores.shape, "weights": scores.shape, "output": inp.v.shape}
-    same_as = {"masked": "scaled"} if inp.mask == "full" else {}
-    ready = [frame.header(fields, shapes, same_as)]
-    for a in (inp.q, inp.k, inp.v, scores):
-        ready += frame.data(a)
-    size = sum(map(len, ready)) + sum(8 * math.prod(shapes[s]) for s in STAGES[1:] if s not in same_as)
+    names = wanted.names
+    every = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "output": inp.v.shape}
+    every |= {s: scores.shape for s in STAGES[:-1]}
+    shapes: dict[str, tuple[int, ...]] = {name: every[name] for name in names}
+    same_as = {"masked": "scaled"} if inp.mask == "full" and {"masked", "scaled"} <= set(names) else {}
+    given = {"q": inp.q, "k": inp.k, "v": inp.v, "scores": scores}
+    ready = [frame.header(_fields(inp), shapes, same_as, wanted.dtype)]
+    for name in names:
+        if name in given:
+            ready += frame.data(given[name], wanted.dtype)
+    itemsize = frame.DTYPES[wanted.dtype].itemsize
+    size = sum(map(len, ready))
+    size += sum(-(-itemsize * math.prod(shapes[s]) // 8) * 8 for s in STAGES[1:] if s in names and s not in same_as)
+    last = max((STAGES.index(name) for name in names if name in STAGES), default=0)
 
     def later() -> Iterator[memoryview]:
+        if last == 0:
+            return
         with np.errstate(over="ignore", invalid="ignore"):
             for name, a in computed:
-                if name not in same_as:
-                    yield from frame.data(a)
+                if name in names and name not in same_as:
+                    yield from frame.data(a, wanted.dtype)
+                if STAGES.index(name) == last:
+                    return
 
     return ready, later(), size

@@ -13,6 +13,7 @@ MAX_CELLS = 12 * 512 * 512  # h·n·n, cells of each n×n stage (3,145,728: 12 h
 MAX_TOKEN_CHARS = 100  # characters in one token label
 MAX_BODY_BYTES = 32 * 1024 * 1024  # request body, JSON or binary frame
 COMPUTE_SLOTS = 2  # requests computing at once; the rest wait their turn
+PARSE_SLOTS = 2  # large bodies parsed into numbers at once (a 6 MB JSON body briefly takes ~100 MB as lists)
 
 # Sentence mode (app/model): a pretrained model's own attention for a typed sentence.
 # Tokens per sentence are capped by the model's context and MAX_TOKENS (512 for all-MiniLM-L6-v2).

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -20,6 +21,7 @@ from app.classroom import routes as classroom_routes
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.lesson import model_routes as lesson_model_routes
 from app.lesson import routes as lesson_routes
+from app.middleware import Compress, HeadAsGet
 from app.model import routes as model_routes
 from app.schemas import ErrorResponse
 from app.security import SecurityHeaders, csp, script_hash
@@ -30,7 +32,10 @@ Every stage of scaled dot-product self-attention, by name:
 `weights` = row-wise softmax, `output` = weights·V.
 
 Large tables travel faster as a binary frame: send or accept `application/x-attention-frame`
-(layout in the README). Every limit is listed in the README and in each field's description.
+(its layout is in POST /api/attention's request body and answer). Every limit is listed in the
+README and in each field's description. Every client error (4xx) has one shape:
+`{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`. Text answers are gzip-compressed
+for clients that accept it (frames never are); HEAD works on every GET route.
 """
 
 
@@ -42,9 +47,8 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
         description=DESCRIPTION,
         docs_url=None,
         redoc_url=None,
-        # FastAPI's own body reading answers 400 for a body it cannot decode at all (not UTF-8, say)
-        responses={400: {"model": ErrorResponse, "description": "The body could not be decoded."}},
     )
+    _one_error_schema(app)
     app.state.backend = _backend(backend or os.environ.get("ATTENTION_BACKEND") or default_backend())
     app.state.model_dir = model or os.environ.get("ATTENTION_MODEL") or None
     errors.install(app)
@@ -55,6 +59,8 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     app.include_router(classroom_routes.router)
     app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(Compress)
+    app.add_middleware(HeadAsGet)  # outermost: HEAD is GET to everything inside
 
     assets = Assets()
     templates = Jinja2Templates(directory=TEMPLATES_DIR)
@@ -90,6 +96,40 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
         return page
 
     return app
+
+
+def _one_error_schema(app: FastAPI) -> None:
+    """The schema documents the error body the app really sends (app.errors): FastAPI's default
+    HTTPValidationError (with "input" and "ctx") is replaced by ErrorResponse everywhere."""
+    make = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = make()
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components.update(ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}")["$defs"])
+            components["ErrorResponse"] = {
+                k: v for k, v in ErrorResponse.model_json_schema(ref_template="#/components/schemas/{model}").items()
+                if k != "$defs"
+            }  # fmt: skip
+            _replace_refs(schema, "#/components/schemas/HTTPValidationError", "#/components/schemas/ErrorResponse")
+            components.pop("HTTPValidationError", None)
+            components.pop("ValidationError", None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _replace_refs(node: Any, old: str, new: str) -> None:
+    if isinstance(node, dict):
+        if node.get("$ref") == old:
+            node["$ref"] = new
+        for value in node.values():
+            _replace_refs(value, old, new)
+    elif isinstance(node, list):
+        for value in node:
+            _replace_refs(value, old, new)
 
 
 def _backend(name: str) -> Backend:

@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 
 from app import limits
 from app.attention import Mask
+from app.lesson.mistakes import Mistake
 
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 _LEAVES: dict[int, TypeAdapter[Any]] = {2: TypeAdapter(list[list[Number]]), 3: TypeAdapter(list[list[list[Number]]])}
@@ -113,12 +114,34 @@ Matrix = Annotated[
 ]
 Token = Annotated[str, StringConstraints(max_length=limits.MAX_TOKEN_CHARS)]
 Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
-Layer = Annotated[int, Strict(), Field(ge=0)] | Literal["mean"]
-Head = Annotated[int, Strict(), Field(ge=0)] | Literal["mean"]
+
+
+def _int_or_mean(value: Any, info: ValidationInfo) -> int | Literal["mean"] | None:
+    """A 0-based index or "mean", with one plain message for anything else (no validator internals)."""
+    if value is None or value == "mean" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value  # type: ignore[no-any-return]
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "…"
+    raise PydanticCustomError("int_or_mean", f'{info.field_name} must be a whole number ≥ 0 or "mean", not {shown}')
+
+
+IntOrMean = Annotated[
+    Any,
+    PlainValidator(_int_or_mean),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"const": "mean"}, {"type": "null"}]}),
+]
 MaskField = Annotated[
     Literal["full", "causal"],
     Field(description="full: every query sees every key (BERT). causal: query i sees keys 0..i only (GPT)."),
 ]
+MaskOrDefault = Annotated[
+    Literal["full", "causal"] | None,
+    Field(
+        description="full: every query sees every key (BERT). causal: query i sees keys 0..i only (GPT). "
+        "null or omitted: the default (full; in sentence mode the model's own mask), as in /api/heads."
+    ),
+]
+ArrayName = Literal["q", "k", "v", "scores", "scaled", "masked", "weights", "output"]
+ARRAY_NAMES: tuple[ArrayName, ...] = ("q", "k", "v", "scores", "scaled", "masked", "weights", "output")
 _SHAPES = (
     f"One row per token: n × d (one head) or h × n × d (heads first). Finite numbers only; "
     f"n ≤ {limits.MAX_TOKENS}, h ≤ {limits.MAX_HEADS}, d ≤ {limits.MAX_DIM}, "
@@ -152,16 +175,34 @@ class AttentionRequest(BaseModel):
     q: Matrix = Field(None, description="Queries. " + _SHAPES + " Required unless sentence is sent.")
     k: Matrix = Field(None, description="Keys: the same shape as q.")
     v: Matrix = Field(None, description="Values: the same rows as q; d_v may differ from d_k.")
-    mask: MaskField = "full"
+    mask: MaskOrDefault = None
     # Sentence mode (app/model): a pretrained model's own q, k, v instead of hand-set ones.
     sentence: Sentence | None = Field(
         None,
         description=f"Instead of tokens, q, k, v: text for the model (default all-MiniLM-L6-v2) to read; "
         f"≤ {limits.MAX_SENTENCE_CHARS:,} characters and ≤ the model's max_tokens (GET /api/model).",
     )
-    layer: Layer | None = Field(None, description="With sentence: 0-based layer, or 'mean' over layers (default 0).")
-    head: Head | None = Field(
+    layer: IntOrMean = Field(None, description="With sentence: 0-based layer, or 'mean' over layers (default 0).")
+    head: IntOrMean = Field(
         None, description="With sentence: 0-based head, 'mean' over heads, or omitted for all heads (a head axis)."
+    )
+    stages: list[ArrayName] | None = Field(
+        None,
+        min_length=1,
+        max_length=len(ARRAY_NAMES),
+        description="The arrays to answer, of q, k, v, scores, scaled, masked, weights, output "
+        "(default: all of them). The other fields always come.",
+    )
+    dtype: Literal["float64", "float32"] = Field(
+        "float64",
+        description="Binary frame answers only: float32 halves the bytes. JSON and CSV are always float64.",
+    )
+    mistake: Mistake | None = Field(
+        None,
+        description="Hand-set q, k, v only: answer the same fields computed with a classic mistake. "
+        "no-scale: scaled = scores (no ÷√d_k). softmax-columns: softmax over each column (axis −2) instead of "
+        "each row. mask-after-softmax: softmax of the unmasked scaled scores, then hidden keys set to 0 "
+        "(masked = scaled; rows no longer sum to 1).",
     )
 
 
@@ -208,7 +249,7 @@ def checked(req: AttentionRequest) -> AttentionInput:
     tokens = req.tokens if req.tokens is not None else [f"t{i}" for i in range(n)]
     if len(tokens) != n:
         raise InputError("tokens", f"tokens has {len(tokens)} labels but q has {n} rows")
-    return AttentionInput(tokens, q, k, v, req.mask)
+    return AttentionInput(tokens, q, k, v, req.mask or "full")
 
 
 class AttentionResponse(BaseModel):
@@ -217,19 +258,29 @@ class AttentionResponse(BaseModel):
     tokens: list[str]
     mask: Literal["full", "causal"]
     d_k: int = Field(description="Length of a query/key vector; scaled = scores / √d_k.")
-    q: list[Any] = Field(description="The queries used, as sent.")
-    k: list[Any] = Field(description="The keys used, as sent.")
-    v: list[Any] = Field(description="The values used, as sent.")
-    scores: list[Any] = Field(description="q·kᵀ: one row per query, one column per key (n × n).")
-    scaled: list[Any] = Field(description="scores / √d_k.")
-    masked: list[Any] = Field(description="scaled with −∞ where the mask hides a key, written as null.")
-    weights: list[Any] = Field(description="Row-wise softmax of masked: each row sums to 1; hidden keys get 0.")
-    output: list[Any] = Field(description="weights · v: each query's mix of the values (n × d_v).")
+    # The arrays: every one unless the request names some in "stages".
+    q: list[Any] | None = Field(None, description="The queries used, as sent.")
+    k: list[Any] | None = Field(None, description="The keys used, as sent.")
+    v: list[Any] | None = Field(None, description="The values used, as sent.")
+    scores: list[Any] | None = Field(None, description="q·kᵀ: one row per query, one column per key (n × n).")
+    scaled: list[Any] | None = Field(None, description="scores / √d_k.")
+    masked: list[Any] | None = Field(None, description="scaled with −∞ where the mask hides a key, written as null.")
+    weights: list[Any] | None = Field(
+        None, description="Row-wise softmax of masked: each row sums to 1; hidden keys get 0."
+    )
+    output: list[Any] | None = Field(None, description="weights · v: each query's mix of the values (n × d_v).")
+    mistake: Literal["no-scale", "softmax-columns", "mask-after-softmax"] | None = Field(
+        None, description="Echoed when the request asked for a mistake."
+    )
     # Sentence mode only (app/model): q, k, v above are the model's own for that layer and head.
     model: str | None = Field(None, description="Sentence mode: the model's name.")
     kind: Literal["bert", "gpt2"] | None = Field(None, description="Sentence mode: encoder (bert) or decoder (gpt2).")
     words: list[int | None] | None = Field(None, description="Sentence mode: word index per token, null for [CLS].")
-    spans: list[list[int] | None] | None = Field(None, description="Sentence mode: [start, end) characters per token.")
+    spans: list[list[int] | None] | None = Field(
+        None,
+        description="Sentence mode: [start, end) of each token in the sentence, counted in Unicode code points "
+        "(Python str indices; JavaScript strings count UTF-16 units: use Array.from(sentence)); null for [CLS].",
+    )
     layer: int | Literal["mean"] | None = Field(None, description="Sentence mode: the layer shown, or 'mean'.")
     head: int | Literal["mean"] | None = Field(None, description="Sentence mode: the head shown, 'mean', or null: all.")
     mean_over: list[Literal["heads", "layers"]] | None = Field(None, description="Sentence mode: the axes averaged.")

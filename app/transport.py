@@ -1,7 +1,10 @@
 """How bodies come in and answers go out.
 
 - read_body: a request body, refused with 413 as soon as it passes MAX_BODY_BYTES;
-  media_type / is_json / body_error: reading its Content-Type, and its validation errors as 422s.
+  media_type / is_json / body_error: reading its Content-Type, and its validation errors as 422s;
+  preferred: which of the offered media types the Accept header prefers (q-values honoured).
+- PARSE_SLOTS: PARSE_SLOTS large bodies may be parsed into numbers at once (parsing JSON is most of
+  a request's memory); the rest wait, holding only their bytes.
 - SLOTS: COMPUTE_SLOTS requests may compute and send a big answer at once; the rest wait.
 - in_slot / Answer: run the work in a worker thread holding a slot until its answer is sent,
   so at most COMPUTE_SLOTS big answers are in memory however many clients ask.
@@ -26,6 +29,7 @@ from app import limits
 from app.errors import ClientError
 
 SLOTS = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
+PARSE_SLOTS = anyio.CapacityLimiter(limits.PARSE_SLOTS)
 T = TypeVar("T")
 
 
@@ -55,6 +59,45 @@ def is_json(media: str) -> bool:
     return media in ("application/json", "") or media.endswith("+json")
 
 
+def _quality(accept: str, media: str) -> tuple[float, int]:
+    """The q-value the Accept header gives media, and how specific the range that gave it was
+    (2: the type itself, 1: type/*, 0: */*, -1: not accepted at all)."""
+    kind = media.split("/")[0]
+    best = (0.0, -1)
+    for item in accept.split(","):
+        parts = [p.strip() for p in item.split(";")]
+        rng = parts[0].lower()
+        specific = 2 if rng == media else 1 if rng == f"{kind}/*" else 0 if rng == "*/*" else -1
+        if specific < best[1] or specific < 0:
+            continue
+        q = 1.0
+        for param in parts[1:]:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = min(max(float(value), 0.0), 1.0)
+                except ValueError:
+                    q = 0.0
+        if q != q:  # NaN
+            q = 0.0
+        best = (q, specific) if specific > best[1] else (max(q, best[0]), specific)
+    return best
+
+
+def preferred(accept: str | None, offers: tuple[str, ...]) -> str:
+    """The offer the client prefers: the highest q-value, a named type over a wildcard, then the first
+    offer (so "*/*" or no Accept at all gets offers[0]). A type matched only by a wildcard never wins
+    over offers[0]; q=0 means "not this one"."""
+    if not accept:
+        return offers[0]
+    eligible = []
+    for i, media in enumerate(offers):
+        q, specific = _quality(accept, media)
+        if q > 0 and (specific == 2 or i == 0):
+            eligible.append((q, -i, media))
+    return max(eligible)[2] if eligible else offers[0]
+
+
 def body_error(e: ValidationError) -> RequestValidationError:
     """A model's validation errors as the API reports them: located in the body (422)."""
     return RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()])
@@ -67,10 +110,16 @@ class Answer(Response):
     """A response sent as its body lies in memory, buffer by buffer (a frame's arrays are sent
     from the arrays themselves), that can hand its compute slot back once sent or abandoned."""
 
-    def __init__(self, body: Body, media_type: str, release: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        body: Body,
+        media_type: str,
+        release: Callable[[], None] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self._parts = [memoryview(body)] if isinstance(body, bytes) else body
         size = sum(len(p) for p in self._parts)
-        super().__init__(None, media_type=media_type, headers={"content-length": str(size)})
+        super().__init__(None, media_type=media_type, headers={**(headers or {}), "content-length": str(size)})
         self._release = release
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -96,10 +145,12 @@ async def _borrowed(work: Callable[..., T], *args: Any) -> tuple[T, Callable[[],
         raise
 
 
-async def in_slot(media_type: str, encode: Callable[..., Body], *args: Any) -> Response:
+async def in_slot(
+    media_type: str, encode: Callable[..., Body], *args: Any, headers: dict[str, str] | None = None
+) -> Response:
     """Run encode(*args) in a worker thread holding one of the SLOTS until its answer is sent."""
     content, release = await _borrowed(encode, *args)
-    return Answer(content, media_type, release)
+    return Answer(content, media_type, release, headers)
 
 
 class StreamedAnswer(Response):

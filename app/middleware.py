@@ -1,0 +1,145 @@
+"""Two pure-ASGI wrappers around the whole app.
+
+- HeadAsGet: HEAD on any GET route (the page, /docs, static files, the API's GETs) answers as GET
+  would, with the same status and headers (Content-Length included) and no body.
+- Compress: gzip for text answers (HTML, JavaScript, CSS, JSON, SVG, CSV) when the client accepts
+  it. Never binary frames, never an answer that streams without a Content-Length, nothing already
+  encoded, nothing under MIN_BYTES (not worth it) or over MAX_BYTES (gzip would hold the event loop
+  or a thread for seconds: large tables should be frames). Bodies over THREAD_BYTES are compressed in
+  a worker thread so that the event loop keeps serving the other clients.
+"""
+
+from __future__ import annotations
+
+import gzip
+
+import anyio.to_thread
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+COMPRESSED_TYPES = (
+    "text/html",
+    "text/css",
+    "text/javascript",
+    "application/javascript",
+    "application/json",
+    "image/svg+xml",
+    "text/csv",
+    "text/plain",
+)
+MIN_BYTES = 500
+MAX_BYTES = 16 * 1024 * 1024
+THREAD_BYTES = 256 * 1024
+LEVEL = 6
+
+
+class HeadAsGet:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        done = anyio.Event()
+
+        async def no_body(message: Message) -> None:
+            if done.is_set():
+                return
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+                done.set()
+            await send(message)
+
+        async def receive_until_done() -> Message:
+            if done.is_set():  # a streaming GET stops once the (empty) answer is complete
+                return {"type": "http.disconnect"}
+            return await receive()
+
+        await self.app({**scope, "method": "GET"}, receive_until_done, no_body)
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding header allows gzip (by name or by *, with q > 0)."""
+    named, star = None, None
+    for item in accept_encoding.split(","):
+        name, *params = (p.strip().lower() for p in item.split(";"))
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if name in ("gzip", "x-gzip"):
+            named = q
+        elif name == "*":
+            star = q
+    chosen = named if named is not None else star
+    return chosen is not None and chosen > 0
+
+
+def _gzip(body: bytes) -> bytes:
+    return gzip.compress(body, LEVEL, mtime=0)
+
+
+def _compressible(headers: list[tuple[bytes, bytes]]) -> bool:
+    h = {k.lower(): v for k, v in headers}
+    media = h.get(b"content-type", b"").split(b";")[0].strip().decode("latin-1").lower()
+    size = h.get(b"content-length", b"")
+    return (
+        (media in COMPRESSED_TYPES or media.endswith("+json"))
+        and b"content-encoding" not in h
+        and size.isdigit()
+        and MIN_BYTES <= int(size) <= MAX_BYTES
+    )
+
+
+class Compress:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        accept = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"accept-encoding"), "")
+        if not accepts_gzip(accept):
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def gzip_send(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                if _compressible(list(message.get("headers", []))):
+                    start = message  # held until the whole body is here
+                    return
+                await send(message)
+                return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(bytes(message.get("body", b"")))
+            if message.get("more_body", False):
+                return
+            body = b"".join(chunks)
+            chunks.clear()
+            if len(body) > THREAD_BYTES:
+                packed = await anyio.to_thread.run_sync(_gzip, body)
+            else:
+                packed = _gzip(body)
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-length", b"vary")]
+            vary = [v for k, v in start.get("headers", []) if k.lower() == b"vary"]
+            headers += [
+                (b"content-encoding", b"gzip"),
+                (b"content-length", str(len(packed)).encode()),
+                (b"vary", b", ".join([*vary, b"accept-encoding"])),
+            ]
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": packed, "more_body": False})
+
+        await self.app(scope, receive, gzip_send)
