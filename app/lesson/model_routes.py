@@ -117,6 +117,7 @@ class ModelHeadsResponse(BaseModel):
     tokens: list[str]
     ids: list[int]
     layer: int
+    layers: int
     heads: int
     head_size: int
     mask: Literal["full", "causal"]
@@ -294,6 +295,7 @@ def _model_heads(handle: ModelHandle, sentence: str, layer: int, backend: Backen
             "tokens": encoded.tokens,
             "ids": encoded.ids,
             "layer": layer,
+            "layers": spec.layers,
             "heads": spec.heads,
             "head_size": spec.head_size,
             "mask": "causal" if spec.causal else "full",

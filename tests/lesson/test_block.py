@@ -186,3 +186,24 @@ def test_api_block_model_missing_is_503(tmp_path: Path) -> None:
     client = TestClient(create_app(backend="numpy", model=str(tmp_path / "nothing")))
     r = client.post("/api/block", json={"sentence": "hi", "layer": 0})
     assert r.status_code == 503 and r.json()["detail"][0]["type"] == "model_unavailable"
+
+
+def test_worst_difference_from_transformers(minilm: ModelHandle, hf_minilm: Any) -> None:
+    """The figure the README quotes: over the model tests' sentences and every layer, the largest
+    difference of heads × W_O and of a layer's output from transformers (run with -s to print it)."""
+    model = minilm.model()
+    worst_o = worst_h = 0.0
+    for sentence in SENTENCES:
+        ids = minilm.encode(sentence).ids
+        x = embed(ids, model.weights, model.spec)
+        for layer in range(model.spec.layers):
+            out, seen = _hooked(
+                hf_minilm, ids, {"attention": (hf_minilm.encoder.layer[layer].attention.output.dense, False)}
+            )
+            b = block(x, model.weights, model.spec, layer)
+            worst_o = max(worst_o, float(np.abs(b.heads.output - seen["attention"]).max()))
+            worst_h = max(worst_h, float(np.abs(b.vectors["output"] - out.hidden_states[layer + 1][0].numpy()).max()))
+            x = b.vectors["output"]
+    print(f"\nheads × W_O vs transformers' attention.output.dense: max |diff| = {worst_o:.1e}")
+    print(f"block output vs transformers' hidden_states, every layer: max |diff| = {worst_h:.1e}")
+    assert worst_o < TOL and worst_h < TOL

@@ -50,9 +50,9 @@ const STEPS = [
     short: "attention",
     text: (a, ctx) => {
       const t = tokenOf(a, ctx);
-      const pre = a.kind === "gpt2" ? "GPT-2 first normalises its input (ln_1), then " : "";
+      const pre = a.kind === "gpt2" ? "GPT-2 first normalises its input (ln_1), then every head" : "Every head";
       return (
-        `${pre}every head attends as in the chapter on heads; their outputs are concatenated and multiplied by W_O. ` +
+        `${pre} attends as in the chapter on heads; their outputs are concatenated and multiplied by W_O. ` +
         `What comes out is not the new vector yet: it is a change to add. For ${quote(a.tokens[t])} that change has length ` +
         `${norm(a, "attention", t)}, next to ${norm(a, "input", t)} for the input.`
       );

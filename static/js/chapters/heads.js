@@ -202,7 +202,8 @@ const STEPS = [
         `${m.heads} × ${m.head_size} = ${c} numbers per token and multiplied by the model's own output projection ` +
         `(${m.w_o_name}, ${c} × ${m.output[0].length}, plus its bias). The result is exactly what the model adds back ` +
         `to its input at this point (the tests compare it with transformers' own attention output, within 1e-4). ` +
-        `Each head looks elsewhere: for ${quote(m.tokens[f])}, head 1 gives ${fixed3(m.weights[1][f][j])} to ${quote(m.tokens[j])}.`
+        `Each head looks elsewhere: for ${quote(m.tokens[f])}, head 1 (counting from 0, as the rest of the page does) gives ` +
+        `${fixed3(m.weights[1][f][j])} to ${quote(m.tokens[j])}.`
       );
     },
   },
@@ -307,7 +308,8 @@ function mount(ctx) {
     if (stepId === "model") {
       const m = a.model;
       items.push(sentenceBox(ctx.params.sentence, (s) => ctx.setParams({ sentence: s, token: "" }), "heads-sentence"));
-      items.push(picker("layer", [0, 1, 2, 3, 4, 5].map((l) => [l, String(l)]), ctx.params.layer, (v) => ctx.setParams({ layer: v }), "heads-layer"));
+      const layers = m?.layers ?? 6;
+      items.push(picker("layer", Array.from({ length: layers }, (_, l) => [l, String(l)]), ctx.params.layer, (v) => ctx.setParams({ layer: v }), "heads-layer"));
       if (m) items.push(picker("token", m.tokens.map((t, i) => [i, `${i}: ${t}`]), modelFocus(a, ctx), (v) => ctx.setParams({ token: v }), "heads-token"));
     } else {
       items.push(picker("heads", [2, 3, 4].map((h) => [h, String(h)]), ctx.params.heads, (v) => ctx.setParams({ heads: v }), "heads-heads"));
@@ -386,7 +388,7 @@ function mount(ctx) {
     heads.append(
       matrixTable(rows, {
         caption: `z of ${quote(m.tokens[t])}, first ${show} of ${m.head_size} numbers per head`,
-        rowNames: m.z.map((_, i) => `head ${i + 1}`),
+        rowNames: m.z.map((_, i) => `head ${i}`), // the real model's heads count from 0, as everywhere on the page
         colNames: Array.from({ length: show }, (_, i) => String(i + 1)),
       }),
     );
@@ -397,9 +399,9 @@ function mount(ctx) {
     });
     body.replaceChildren(scroller(heads), scroller(out));
     grids?.update(
-      m.weights.map((w, i) => ({ title: `head ${i + 1}`, weights: w })),
+      m.weights.map((w, i) => ({ title: `head ${i}`, weights: w })),
       m.tokens,
-      { focus: t, perRow: 4 },
+      { focus: t, perRow: 6 },
     );
   }
 

@@ -9,6 +9,7 @@ import { heatRgb } from "../format.js";
 const CELL = 0.5; // width of a cell
 const GAP = 1.1; // space between grids
 const HEIGHT = 1.6; // height of a weight of 1
+const WHITE = new THREE.Color(1, 1, 1);
 
 export class HeadGrids {
   /** @param stage a Stage (scene/stage.js) */
@@ -28,7 +29,7 @@ export class HeadGrids {
   /**
    * @param grids [{ title, weights: n × n (null: hidden) }]
    * @param tokens the words of rows and columns
-   * @param opts { focus: row to outline, perRow: grids per row of the layout, scale: height of 1 }
+   * @param opts { focus: the row kept bright (the others paler), perRow: grids per row of the layout, scale: height of 1 }
    */
   update(grids, tokens, { focus = null, perRow = 4, scale = 1 } = {}) {
     const n = tokens.length;
@@ -43,7 +44,8 @@ export class HeadGrids {
       this.group.add(this.mesh);
     }
     const size = n * CELL;
-    const cols = Math.min(perRow, grids.length);
+    const narrow = this.stage.container.clientWidth < 520; // a phone: two grids a row, so each stays readable
+    const cols = Math.min(narrow ? Math.min(2, perRow) : perRow, grids.length);
     const rows = Math.ceil(grids.length / cols);
     const width = cols * size + (cols - 1) * GAP;
     const depth = rows * size + (rows - 1) * GAP * 1.4;
@@ -67,6 +69,7 @@ export class HeadGrids {
           this.mesh.setMatrixAt(i, m);
           const [R, G, B] = hidden ? [200, 200, 200] : heatRgb(Math.min(1, Math.abs(w)));
           colour.setRGB(R / 255, G / 255, B / 255, THREE.SRGBColorSpace);
+          if (focus !== null && r !== focus) colour.lerp(WHITE, 0.5); // the focused word's row stands out
           this.mesh.setColorAt(i, colour);
           i++;
         }
@@ -103,7 +106,7 @@ export class HeadGrids {
     const cam = this.stage.camera;
     const t = Math.tan((cam.fov * Math.PI) / 360);
     const h = d * 0.75 + HEIGHT * 0.6; // the floor seen at a slant, plus the columns
-    const dist = Math.max(h / 2 / t, w / 2 / (t * cam.aspect)) * 1.05;
+    const dist = Math.max(h / 2 / t, w / 2 / (t * cam.aspect)) * 1.15;
     this.stage.look([0, dist * 0.62, dist * 0.8], [0, HEIGHT * 0.25, 0]);
   }
 
