@@ -27,6 +27,7 @@ pytest:
 bench: setup-test
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.model
+	$(BIN)/python -m bench.rooms
 
 setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json
 setup-test: setup $(VENV)/.installed-test chromium redis-server
