@@ -41,13 +41,18 @@ def free_port() -> int:
         return port
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(10)
+
+
 def start_server(stack: ExitStack, data: Path, **env: str) -> str:
     port = free_port()
     environ = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_TEACHER_TOKEN": TOKEN}
     environ["ATTENTION_DATA_DIR"] = str(data)
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env={**environ, **env})
-    stack.callback(lambda: (proc.terminate(), proc.wait(10)))
+    stack.callback(stop, proc)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -67,7 +72,7 @@ def start_redis(stack: ExitStack) -> str:
     port = free_port()
     cmd = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    stack.callback(lambda: (proc.terminate(), proc.wait(10)))
+    stack.callback(stop, proc)
     time.sleep(0.3)
     return f"redis://127.0.0.1:{port}/0"
 
@@ -117,7 +122,7 @@ async def run(bases: list[str], followers: int, changes: int, gap: float) -> dic
     for n in range(changes):
         sent[n] = time.perf_counter()
         url = f"{bases[0]}/api/rooms/{code}/state"
-        await loop.run_in_executor(None, lambda n=n, url=url: request("PUT", url, {**state, "focus": str(n)}, key))
+        await loop.run_in_executor(None, request, "PUT", url, {**state, "focus": str(n)}, key)
         await asyncio.sleep(gap)
     await asyncio.sleep(2.0)  # stragglers
     done.set()
