@@ -77,11 +77,15 @@ export function identityGroups(n) {
   return Array.from({ length: n }, (_, i) => [i]);
 }
 
-/** The word as typed in the sentence (via spans), or the joined pieces when spans are missing. */
-function groupLabel(data, sentence, members) {
+/**
+ * The word as typed in the sentence (via spans), or the joined pieces when spans are missing.
+ * `chars`: the sentence as code points (the API's spans count code points, as Python does; a JS
+ * string counts UTF-16 units, so "🍕".length is 2).
+ */
+function groupLabel(data, chars, members) {
   const first = data.spans?.[members[0]];
   const last = data.spans?.[members[members.length - 1]];
-  if (first && last && sentence) return sentence.slice(first[0], last[1]);
+  if (first && last && chars) return chars.slice(first[0], last[1]).join("");
   return members.map((i) => data.tokens[i].replace(/^##/, "")).join("");
 }
 
@@ -97,7 +101,8 @@ const meanRows = (rows, members) =>
  */
 export function mergeView(data, drawn, sentence) {
   const groups = wordGroups(data);
-  const tokens = groups.map((m) => groupLabel(data, sentence, m));
+  const chars = sentence ? Array.from(sentence) : null;
+  const tokens = groups.map((m) => groupLabel(data, chars, m));
   const weights = groups.map((qi) =>
     groups.map((kj) => qi.reduce((s, a) => s + kj.reduce((t, b) => t + data.weights[a][b], 0), 0) / qi.length),
   );

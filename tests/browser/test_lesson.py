@@ -1,0 +1,250 @@
+"""The lesson's frame in real headless Chromium: every chapter by URL and by the contents list
+(desktop, tablet, phone), ← → within a chapter and PageDown/PageUp across chapters, the NumPy
+panel's code run in a plain Python and compared with the API, and predict-first."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import urllib.request
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import ROOT, Watched
+
+pytestmark = pytest.mark.browser
+
+CHAPTERS = ["rnn", "projections", "steps", "scaling", "masks", "heads", "positions", "block", "mistakes"]
+ATTENTION = {"steps", "masks"}
+VIEWPORTS = {"desktop": (1280, 720), "tablet": (768, 1024), "phone": (390, 844)}
+SEED_INPUT = {  # the-cat-ate-its-fish, as app/examples.py serves it
+    "tokens": ["the", "cat", "ate", "its", "fish"],
+    "q": [[1.5, 0], [0, 1.2], [1.2, 0], [2, 0], [0, 1.5]],
+    "k": [[0, 0], [3, 0], [0, 3], [0.5, 0], [1, 0.5]],
+    "v": [[0, 0], [1, 0], [0, 0.5], [0.3, 0], [0, 1]],
+}
+
+
+def written(chapter: str) -> bool:
+    return (ROOT / "static/js/chapters" / f"{chapter}.js").exists()
+
+
+def query(w: Watched) -> dict[str, list[str]]:
+    return parse_qs(urlparse(w.page.url).query)
+
+
+def ready(w: Watched, **attrs: str | int) -> None:
+    sel = '#app[data-ready="true"]' + "".join(f'[data-{k}="{v}"]' for k, v in attrs.items())
+    w.page.wait_for_selector(sel, timeout=20_000)
+
+
+def api(base: str, path: str, body: dict[str, Any]) -> Any:
+    req = urllib.request.Request(base + path, json.dumps(body).encode(), {"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def run_python(code: str) -> Any:
+    """Run the panel's code in a plain Python (the venv's, which has NumPy); its last line is JSON."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def close(a: Any, b: Any, tol: float = 1e-6) -> bool:
+    """Nested lists equal within tol; None (JSON's −∞) only where the other has None."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b, strict=True))
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), abs_tol=tol)
+
+
+def no_sideways_scroll(w: Watched) -> None:
+    width = w.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= w.page.viewport_size["width"] + 1, f"the page is {width} px wide"
+
+
+# ---- every chapter, by URL and by the contents list ------------------------------------------
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_opens_by_url_and_by_the_contents_list(watched: Watched, chapter: str) -> None:
+    if not written(chapter):
+        pytest.skip(f"static/js/chapters/{chapter}.js is not written yet (another engineer's): the page says 'coming'")
+    w = watched
+    for name, (width, height) in VIEWPORTS.items():
+        w.page.set_viewport_size({"width": width, "height": height})
+        w.page.goto(f"{w.base}/?chapter={chapter}")
+        ready(w, chapter=chapter)
+        title = w.page.get_by_test_id("step-title" if chapter in ATTENTION else "chapter-title")
+        expect(title).to_be_visible()
+        assert title.inner_text().strip(), f"{chapter} has no title on the {name}"
+        expect(w.page.get_by_test_id("chapter-name")).to_contain_text(f"Chapter {CHAPTERS.index(chapter) + 1} of 9")
+        assert w.page.locator("#lesson-numbers li").count() >= 1, f"{chapter}: no numbers on the {name}"
+        assert "import numpy as np" in w.text("numpy-code")
+        expect(w.page.get_by_test_id("chapter-coming")).to_be_hidden()
+        no_sideways_scroll(w)
+
+    # the contents list, from another chapter, on a phone
+    start = "masks" if chapter == "steps" else "steps"
+    w.page.goto(f"{w.base}/?chapter={start}")
+    ready(w, chapter=start)
+    expect(w.page.get_by_test_id("contents")).to_be_hidden()
+    w.page.get_by_test_id("chapters-toggle").click()
+    expect(w.page.get_by_test_id("chapters-toggle")).to_have_attribute("aria-expanded", "true")
+    link = w.page.get_by_test_id(f"chapter-link-{chapter}")
+    expect(link).to_be_visible()
+    link.click()
+    ready(w, chapter=chapter)
+    expect(w.page.get_by_test_id("contents")).to_be_hidden()
+    assert query(w).get("chapter", ["steps"]) == [chapter]
+
+
+def test_a_chapter_not_written_yet_says_coming(watched: Watched) -> None:
+    missing = [c for c in CHAPTERS if not written(c)]
+    if not missing:
+        pytest.skip("every chapter is written")
+    w = watched
+    w.page.goto(f"{w.base}/?chapter={missing[0]}")
+    ready(w, chapter=missing[0])
+    expect(w.page.get_by_test_id("chapter-coming")).to_be_visible()
+    w.page.get_by_test_id("chapters-toggle").click()
+    expect(w.page.get_by_test_id(f"chapter-link-{missing[0]}")).to_contain_text("coming")
+
+
+def test_arrows_stay_in_a_chapter_and_page_keys_walk_the_lesson(watched: Watched) -> None:
+    w = watched
+    w.goto("?chapter=masks")
+    ready(w, chapter="masks", step="full", mask="full")
+    for step, mask in (("causal", "causal"), ("weights", "causal"), ("difference", "causal")):
+        w.page.keyboard.press("ArrowRight")
+        ready(w, chapter="masks", step=step, mask=mask)
+    assert query(w)["step"] == ["difference"]
+    w.page.keyboard.press("ArrowRight")  # the chapter's last step stays
+    ready(w, chapter="masks", step="difference")
+    expect(w.page.get_by_test_id("next-step")).to_be_disabled()
+    # causal: "cat" splits 50/50 (weights step, by URL)
+    w.page.goto(f"{w.base}/?chapter=masks&step=weights&focus=1")
+    ready(w, chapter="masks", step="weights", mask="causal")
+    assert w.row(1) == [0.5, 0.5, 0, 0, 0]
+
+    # PageUp from the first step of masks goes to the last step of the chapter before it
+    w.page.goto(f"{w.base}/?chapter=masks&step=full")
+    ready(w, chapter="masks", step="full")
+    w.page.keyboard.press("PageUp")
+    before = CHAPTERS[CHAPTERS.index("masks") - 1]
+    ready(w, chapter=before)
+    if written(before):
+        last = w.page.locator("#step-list button").last.get_attribute("data-step")
+        ready(w, chapter=before, step=last or "")
+    # PageDown from steps' last step: the next chapter; PageUp: back to "mix"
+    w.goto("?step=mix")
+    ready(w, chapter="steps", step="mix")
+    w.page.keyboard.press("PageDown")
+    ready(w, chapter="scaling")
+    assert query(w)["chapter"] == ["scaling"]
+    w.page.keyboard.press("PageUp")
+    ready(w, chapter="steps", step="mix")
+    w.page.keyboard.press("PageUp")
+    ready(w, chapter="steps", step="softmax")
+
+
+# ---- the NumPy panel ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mask", ["full", "causal"])
+def test_the_numpy_panel_of_steps_runs_and_agrees_with_the_api(watched: Watched, mask: str) -> None:
+    w = watched
+    answer = api(w.base, "/api/attention", {**SEED_INPUT, "mask": mask})
+    stage = {"score": "scores", "scale": "scaled", "mask": "masked", "softmax": "weights", "mix": "output"}
+    w.goto(f"?step=score&mask={mask}&focus=3")
+    for i, step in enumerate(stage):
+        if i:
+            w.page.keyboard.press("ArrowRight")
+        ready(w, step=step, mask=mask)
+        out = run_python(w.text("numpy-code"))
+        assert out["step"] == step
+        assert close(out[stage[step]], answer[stage[step]]), f"{step}/{mask}: {out} vs the API"
+
+
+def test_the_numpy_panel_of_masks_runs_and_agrees_with_the_api(watched: Watched) -> None:
+    w = watched
+    full = api(w.base, "/api/attention", {**SEED_INPUT, "mask": "full"})
+    causal = api(w.base, "/api/attention", {**SEED_INPUT, "mask": "causal"})
+    w.goto("?chapter=masks&step=full")
+    ready(w, chapter="masks", step="full")
+    assert close(run_python(w.text("numpy-code"))["masked"], full["masked"])
+    w.page.keyboard.press("ArrowRight")
+    ready(w, chapter="masks", step="causal", mask="causal")
+    assert close(run_python(w.text("numpy-code"))["masked"], causal["masked"])
+    w.page.keyboard.press("ArrowRight")
+    ready(w, chapter="masks", step="weights")
+    assert close(run_python(w.text("numpy-code"))["weights"], causal["weights"])
+    w.page.keyboard.press("ArrowRight")
+    ready(w, chapter="masks", step="difference")
+    out = run_python(w.text("numpy-code"))
+    assert close(out["full"], full["weights"]) and close(out["causal"], causal["weights"])
+    pairs = zip(causal["weights"], full["weights"], strict=True)
+    change = [[c - f for c, f in zip(rc, rf, strict=True)] for rc, rf in pairs]
+    assert close(out["change"], change)
+    # the panel's code is what the Copy button puts on the clipboard
+    w.page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=w.base)
+    w.page.get_by_test_id("numpy-copy").click()
+    expect(w.page.get_by_test_id("numpy-status")).to_contain_text("Copied")
+    assert w.page.evaluate("navigator.clipboard.readText()") == w.text("numpy-code")
+
+
+def test_the_numpy_panel_follows_edits(watched: Watched) -> None:
+    w = watched
+    w.goto("?step=softmax&focus=3")
+    cell = w.page.get_by_test_id("edit-q-3-0")
+    cell.fill("1")
+    w.wait_ready(step="softmax")
+    q = [[1.5, 0], [0, 1.2], [1.2, 0], [1, 0], [0, 1.5]]  # "its" now asks with [1, 0]
+    edited = {**SEED_INPUT, "q": q}
+    answer = api(w.base, "/api/attention", {**edited, "mask": "full"})
+    expect(w.page.get_by_test_id("numpy-code")).to_contain_text("[1, 0]")
+    assert close(run_python(w.text("numpy-code"))["weights"], answer["weights"])
+
+
+# ---- predict first -------------------------------------------------------------------------------
+
+
+def test_predict_first_holds_the_weights_until_a_guess(watched: Watched) -> None:
+    w = watched
+    w.goto("?step=mask&focus=3")
+    w.page.get_by_test_id("predict-toggle").check()
+    assert query(w)["predict"] == ["1"]
+    w.page.keyboard.press("ArrowRight")
+    ready(w, step="softmax", predict="waiting")
+    expect(w.page.get_by_test_id("predict-prompt")).to_contain_text("“its”")
+    assert w.number("cell-3-1") == pytest.approx(4.243)  # the scores still, not the weights
+    w.page.get_by_test_id("predict-key-4").click()  # "fish"
+    ready(w, step="softmax", predict="true")
+    result = w.text("predict-result")
+    assert "“fish”" in result and "0.053" in result and "“cat” (0.895)" in result and "number 2 of 5" in result
+    assert w.number("cell-3-1") == pytest.approx(0.895)
+    w.page.keyboard.press("ArrowRight")  # one guess serves the mix step too
+    ready(w, step="mix", predict="true")
+    # another word asks again; a column of the table is a guess
+    w.page.keyboard.press("2")
+    ready(w, focus=1, predict="waiting")
+    w.page.get_by_test_id("col-2").click()  # "cat" looks most at "ate" (0.738)
+    ready(w, focus=1, predict="true")
+    assert "right, it gets 0.738" in w.text("predict-result")
+    # under the causal mask, a hidden key is not offered
+    w.page.keyboard.press("m")
+    ready(w, mask="causal", predict="waiting")
+    assert w.page.locator("#predict-keys button").count() == 2
+
+
+def test_predict_first_from_the_url(watched: Watched) -> None:
+    w = watched
+    w.goto("?step=softmax&focus=3&predict=1")
+    ready(w, predict="waiting")
+    expect(w.page.get_by_test_id("predict-toggle")).to_be_checked()
