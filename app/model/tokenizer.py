@@ -1,7 +1,9 @@
 """Sentences to token ids with the model's own tokenizer.json (the `tokenizers` library).
 
 Tokens are shown as the model sees them: BERT's [CLS], word pieces with ## and [SEP];
-GPT-2's byte-level pieces decoded to text (a leading space marks the start of a word).
+GPT-2's byte-level pieces decoded to text (a leading space marks the start of a word), where a
+piece holds only part of a multi-byte character ("🍕" is 4 bytes, often 2 or 3 pieces) its
+loose bytes are shown as the bytes they are, "<0xF0><0x9F>", as tokenizer viewers do.
 Each token also gets its word index (None for special tokens), so a view can merge the
 pieces of a word, and its character span in the sentence (None for special tokens).
 The file's own padding and truncation settings are switched off: the API counts tokens.
@@ -9,7 +11,9 @@ The file's own padding and truncation settings are switched off: the API counts 
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders
@@ -33,6 +37,38 @@ class Encoded:
         return sum(w is not None for w in self.words)
 
 
+def _hex_bytes(e: UnicodeError) -> tuple[str, int]:
+    """A codecs error handler: bytes that are not whole UTF-8 characters as <0xXX> each."""
+    if not isinstance(e, UnicodeDecodeError):
+        raise e
+    return "".join(f"<0x{b:02X}>" for b in e.object[e.start : e.end]), e.end
+
+
+codecs.register_error("attention3d-hex-bytes", _hex_bytes)
+
+
+@cache
+def _byte_of() -> dict[str, int]:
+    """GPT-2's byte-level alphabet back to bytes: the printable bytes stand for themselves, the
+    others for chr(256 + i) in order (Radford et al. 2019, encoder.py bytes_to_unicode)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    out = {chr(b): b for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            out[chr(256 + extra)] = b
+            extra += 1
+    return out
+
+
+def byte_level_text(piece: str) -> str:
+    """A byte-level piece as text; bytes that do not make whole characters shown as <0xXX>."""
+    table = _byte_of()
+    if not all(c in table for c in piece):  # an added token such as <|endoftext|> is its own text
+        return piece
+    return bytes(table[c] for c in piece).decode("utf-8", errors="attention3d-hex-bytes")
+
+
 class TextTokenizer:
     def __init__(self, path: Path) -> None:
         try:
@@ -52,10 +88,7 @@ class TextTokenizer:
         enc = self._tok.encode(sentence)
         ids = list(enc.ids)
         special = [bool(s) for s in enc.special_tokens_mask]
-        if self._byte_level:
-            tokens = [self._tok.decode([i], skip_special_tokens=False) for i in ids]
-        else:
-            tokens = list(enc.tokens)
+        tokens = [byte_level_text(t) for t in enc.tokens] if self._byte_level else list(enc.tokens)
         words = [None if s else w for w, s in zip(enc.word_ids, special, strict=True)]
         spans: list[tuple[int, int] | None] = [
             None if s else (int(a), int(b)) for (a, b), s in zip(enc.offsets, special, strict=True)
