@@ -11,21 +11,14 @@ and no request leaves 127.0.0.1 (the page guard of tests/browser/conftest.py blo
 from __future__ import annotations
 
 import base64
-import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.browser.conftest import Watched, watched_page
+from tests.notebook.lab import run_walkthrough, running_lab
 
 pytest.importorskip("jupyterlab", reason="jupyter (jupyterlab) is not installed")
 pytest.importorskip("ipykernel", reason="jupyter (ipykernel) is not installed")
@@ -33,82 +26,14 @@ pytest.importorskip("app.notebook", reason="the notebook extra is not installed"
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-TOKEN = "T"
 KNOWN_ERROR = "Error setting state: t.on is not a function"  # pythreejs 2.4.2's DirectionalLight; the light works
 BACKGROUND = (0xF4, 0xF3, 0xEE)  # the scene's background, as on the page
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A JupyterLab server of this Python on a free port, serving a temporary copy of the walkthrough."""
-    root = tmp_path_factory.mktemp("lab")
-    shutil.copy(ROOT / "notebooks" / "walkthrough.ipynb", root / "walkthrough.ipynb")
-    home = tmp_path_factory.mktemp("lab-home")
-    labconfig = home / "config" / "labconfig"
-    labconfig.mkdir(parents=True)
-    # no "get Jupyter news?" prompt (and no news fetched): nothing may leave the machine
-    disabled = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
-    (labconfig / "page_config.json").write_text(json.dumps(disabled))
-    # every cell in the DOM (no windowing), so the test reads all outputs wherever they are scrolled
-    tracker = home / "settings" / "@jupyterlab" / "notebook-extension"
-    tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")},
-        "HOME": str(home),
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "IPYTHONDIR": str(home / "ipython"),
-        "ATTENTION_BACKEND": "numpy",
-    }
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--allow-root",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.token={TOKEN}",
-        f"--ServerApp.root_dir={root}",
-        "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run the cells by command, not by menu clicks
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
-    ]
-    log = (home / "lab.log").open("w")
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"JupyterLab did not start:\n{(home / 'lab.log').read_text()[-3000:]}")
-        time.sleep(0.2)
-    try:
+    with running_lab(tmp_path_factory.mktemp("lab")) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 # Pixels of PNG screenshots, read by the browser itself (no imaging library needed).
@@ -164,24 +89,10 @@ def test_walkthrough_runs_in_jupyterlab_and_draws_in_3d(browser: Any, lab: str) 
     with watched_page(browser, lab) as w:
         w.expect_console_error(KNOWN_ERROR)
         page = w.page
-        page.goto(f"{lab}/lab/tree/walkthrough.ipynb?token={TOKEN}&reset")
-        page.wait_for_function(
-            "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel", timeout=90_000
-        )
-        for dialog in page.locator(".jp-Dialog").all():  # e.g. a kernel choice: accept what it offers
-            dialog.locator(".jp-mod-accept").click()
-        page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
-        ok = page.evaluate(
-            """async () => {
-              const panel = window.jupyterapp.shell.currentWidget;
-              await panel.sessionContext.ready;
-              return await window.jupyterapp.commands.execute('notebook:run-all-cells');
-            }"""
-        )
-        assert ok is True, "a cell of the walkthrough failed"
+        run_walkthrough(page, lab)
         outputs = page.locator(".jp-OutputArea-output pre")
-        outputs.filter(has_text="'it' -> 'animal': 0.677").wait_for(timeout=60_000)
         text = "\n".join(outputs.all_text_contents())
+        assert "'it' -> 'animal': 0.677" in text
         assert "'its' -> 'cat': 0.895" in text
         assert "'cat' -> 'the': 0.500, 'cat' -> 'cat': 0.500  (50/50)" in text
         assert page.locator('[data-mime-type="application/vnd.jupyter.error"]').count() == 0
