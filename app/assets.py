@@ -37,11 +37,13 @@ SOURCES = ("js/**/*.js", "css/**/*.css")  # what the bundle is built from (scrip
 
 
 class Bundle(NamedTuple):
-    """Versioned URLs of the built page: its script, its style sheet, and the export's viewer."""
+    """Versioned URLs of the built page: its script, its style sheet, and the export's viewer.
+    fresh: built from the sources as they are now (else only the viewer and styles are used)."""
 
     app: str
     styles: str
     viewer: str | None
+    fresh: bool
 
 
 class Assets:
@@ -70,13 +72,16 @@ class Assets:
         return hashlib.sha256(lines.encode()).hexdigest()
 
     def bundle(self) -> Bundle | None:
-        """The built page, if static/dist holds one made from the sources as they are now."""
+        """The built page in static/dist, if there is one, and whether it is fresh."""
         try:
             manifest = json.loads((self.root / "dist" / "manifest.json").read_text())
-            if manifest.get("sources") != self.sources_hash():
-                return None
             viewer = manifest.get("viewer.js")
-            return Bundle(self.url(manifest["app.js"]), self.url(manifest["styles.css"]), viewer and self.url(viewer))
+            return Bundle(
+                self.url(manifest["app.js"]),
+                self.url(manifest["styles.css"]),
+                viewer and self.url(viewer),
+                manifest.get("sources") == self.sources_hash(),
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 

@@ -68,8 +68,8 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
 
     @app.get("/", include_in_schema=False, response_class=HTMLResponse)
     async def index(request: Request) -> HTMLResponse:
-        bundle = assets.bundle()  # the built page, unless a source changed since it was built
-        import_map = "" if bundle else assets.import_map()
+        bundle = assets.bundle()  # the built page; served unless a source changed since it was built
+        import_map = "" if bundle and bundle.fresh else assets.import_map()
         context = {
             "bundle": bundle,
             "import_map": import_map,

@@ -6,7 +6,7 @@ import { arrayTable } from "./table-data.js";
 
 const NS = "http://www.w3.org/2000/svg";
 const CELL = 56;
-const FONT = "font-family: system-ui, sans-serif";
+const FONT = "system-ui, sans-serif"; // presentation attributes, not style="": the page's CSP forbids inline styles
 
 function node(tag, attrs = {}, text = null) {
   const e = document.createElementNS(NS, tag);
@@ -27,16 +27,16 @@ export function heatmapSvg(answer, name, title) {
   const svg = node("svg", { xmlns: NS, width, height, viewBox: `0 0 ${width} ${height}`, role: "img" });
   svg.append(node("title", {}, title));
   svg.append(node("rect", { width, height, fill: "#ffffff" }));
-  svg.append(node("text", { x: 8, y: 22, style: `${FONT}; font-size: 15px; font-weight: 600`, fill: "#111" }, title));
+  svg.append(node("text", { x: 8, y: 22, "font-family": FONT, "font-size": 15, "font-weight": 600, fill: "#111" }, title));
   t.cols.forEach((c, j) => {
     const x = labelW + j * CELL + CELL / 2;
     const y = top - 8;
-    svg.append(node("text", { x, y, transform: `rotate(-45 ${x} ${y})`, style: `${FONT}; font-size: 13px`, fill: "#111" }, c));
+    svg.append(node("text", { x, y, transform: `rotate(-45 ${x} ${y})`, "font-family": FONT, "font-size": 13, fill: "#111" }, c));
   });
   t.matrix.forEach((row, i) => {
     const y = top + i * CELL;
     svg.append(
-      node("text", { x: labelW - 8, y: y + CELL / 2 + 5, "text-anchor": "end", style: `${FONT}; font-size: 13px`, fill: "#111" }, t.rows[i]),
+      node("text", { x: labelW - 8, y: y + CELL / 2 + 5, "text-anchor": "end", "font-family": FONT, "font-size": 13, fill: "#111" }, t.rows[i]),
     );
     const levels = rowLevels(row, mode);
     row.forEach((x, j) => {
@@ -46,7 +46,7 @@ export function heatmapSvg(answer, name, title) {
       svg.append(
         node(
           "text",
-          { x: cx + CELL / 2 - 1, y: y + CELL / 2 + 4, "text-anchor": "middle", style: `${FONT}; font-size: 12px`, fill: inkFor(rgb) },
+          { x: cx + CELL / 2 - 1, y: y + CELL / 2 + 4, "text-anchor": "middle", "font-family": FONT, "font-size": 12, fill: inkFor(rgb) },
           fixed3(x),
         ),
       );
@@ -58,8 +58,8 @@ export function heatmapSvg(answer, name, title) {
     svg.append(node("rect", { x: labelW + s * 10, y: barY, width: 10, height: 14, fill: rgbCss(heatRgb(s / 19)) }));
   }
   const scaleText = mode === "weight" ? "0 → 1 (the weight itself)" : "each row's smallest → largest";
-  svg.append(node("text", { x: labelW + 210, y: barY + 12, style: `${FONT}; font-size: 12px`, fill: "#111" }, `less → more: ${scaleText}`));
-  svg.append(node("text", { x: 8, y: barY + 40, style: `${FONT}; font-size: 12px`, fill: "#333" }, "rows: queries · columns: keys"));
+  svg.append(node("text", { x: labelW + 210, y: barY + 12, "font-family": FONT, "font-size": 12, fill: "#111" }, `less → more: ${scaleText}`));
+  svg.append(node("text", { x: 8, y: barY + 40, "font-family": FONT, "font-size": 12, fill: "#333" }, "rows: queries · columns: keys"));
   return svg;
 }
 

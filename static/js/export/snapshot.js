@@ -20,8 +20,8 @@ export function scenePicture(view, scale = 2) {
   const rect = shown.getBoundingClientRect();
   const w = Math.round(rect.width * scale);
   const h = Math.round(rect.height * scale);
-  const band = 54 * scale;
   const out = document.createElement("canvas");
+  const band = legendHeight(out.getContext("2d"), w, scale);
   out.width = w;
   out.height = h + band;
   const ctx = out.getContext("2d");
@@ -57,22 +57,40 @@ function drawLabels(ctx, canvas, rect, scale) {
   }
 }
 
+/** Where the legend's items go, wrapping to a new line when the picture is narrow: [[x, y, kind, text]]. */
+function legendPlaces(ctx, width, s) {
+  ctx.font = `${13 * s}px system-ui, sans-serif`;
+  const places = [];
+  let x = 12 * s;
+  let y = 16 * s;
+  for (const [kind, text] of LEGEND) {
+    const w = ctx.measureText(text).width + 38 * s;
+    if (x > 12 * s && x + w > width) {
+      x = 12 * s;
+      y += 22 * s;
+    }
+    places.push([x, y, kind, text]);
+    x += w;
+  }
+  return places;
+}
+
+function legendHeight(ctx, width, s) {
+  const places = legendPlaces(ctx, width, s);
+  return places[places.length - 1][1] + 40 * s;
+}
+
 function drawLegend(ctx, view, top, width, scale) {
   const s = scale;
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";
-  ctx.font = `${13 * s}px system-ui, sans-serif`;
-  let x = 12 * s;
-  const y = top + 16 * s;
-  for (const [kind, text] of LEGEND) {
+  const places = legendPlaces(ctx, width, s);
+  for (const [x, y, kind, text] of places) {
     ctx.fillStyle = hex(KIND_COLOURS[kind]);
-    ctx.fillRect(x, y - 6 * s, 12 * s, 12 * s);
+    ctx.fillRect(x, top + y - 6 * s, 12 * s, 12 * s);
     ctx.fillStyle = "#111";
-    ctx.fillText(text, x + 17 * s, y);
-    x += ctx.measureText(text).width + 38 * s;
-    if (x > width - 120 * s) break;
+    ctx.fillText(text, x + 17 * s, top + y);
   }
   const what = view.stage === "weights" ? "the weight (a share of the query's attention)" : `the ${view.stage ?? "value"}, within the row`;
-  const line = `Links: thicker and darker = larger ${what}.${view.title ? `  ${view.title}` : ""}`;
-  ctx.fillText(line, 12 * s, top + 40 * s);
+  ctx.fillText(`Links: thicker and darker = larger ${what}.`, 12 * s, top + places[places.length - 1][1] + 24 * s);
 }
