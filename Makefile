@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server clean
+.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server clean notebook
 
 run: setup
 	$(BIN)/attention3d --host $(HOST) --port $(PORT)
@@ -23,6 +23,11 @@ typecheck:
 
 pytest:
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The notebook view in JupyterLab (README: "The notebook view"); as root add LAB_ARGS=--allow-root.
+notebook: setup
+	$(BIN)/pip install -q -e '.[notebook]' jupyterlab==4.6.6
+	$(BIN)/jupyter lab --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(LAB_ARGS) notebooks/walkthrough.ipynb
 
 bench: setup-test
 	$(BIN)/python -m bench.api
