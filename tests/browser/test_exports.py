@@ -160,7 +160,7 @@ def test_standalone_html_works_offline_from_a_file(watched: Watched, browser: An
         page.goto(path.as_uri())
         page.wait_for_selector('body[data-ready="true"]', timeout=10_000)
         page.wait_for_function("Number(document.querySelector('#scene').dataset.frames || 0) > 0")
-        assert page.locator("#matrix td").first.inner_text() == "0.000"  # its·the = 0
+        assert page.locator('[data-testid="cell-3-1"]').inner_text() == "6.000"  # its·cat = 2·3 + 0·0
         before = page.locator("canvas").first.screenshot()
         page.keyboard.press("ArrowRight")
         page.keyboard.press("ArrowRight")
