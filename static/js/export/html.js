@@ -30,7 +30,8 @@ export function isAttention(answer) {
  * @param picture  a PNG data: URL of the 3-D view (for chapters without the attention view)
  */
 export async function standaloneHtml(view, answers, assets, picture = null) {
-  const title = `Attention, in 3D: ${view.title ?? view.chapter ?? "a view"}`;
+  const words = view.answer?.tokens ? `“${view.answer.tokens.join(" ")}”` : null;
+  const title = `Attention, in 3D: ${(answers && words) || view.title || view.chapter || "a view"}`;
   const styles = await text(assets.styles);
   if (answers) {
     const viewer = await text(assets.viewer);

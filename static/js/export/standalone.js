@@ -45,7 +45,10 @@ function render() {
   const answer = data.answers[view.mask];
   drawn[view.mask] ??= sceneData(answer);
   view.focus = Math.min(view.focus, answer.tokens.length - 1);
-  for (const b of steps.children) b.setAttribute("aria-pressed", String(b.dataset.step === step.id));
+  for (const b of steps.children) {
+    b.classList.toggle("current", b.dataset.step === step.id);
+    b.setAttribute("aria-pressed", String(b.dataset.step === step.id));
+  }
   for (const mask of ["full", "causal"]) $(`mask-${mask}`).setAttribute("aria-pressed", String(mask === view.mask));
   $("step-title").textContent = step.title;
   $("step-text").textContent = stepText(step, view.mask);
