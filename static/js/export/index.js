@@ -44,6 +44,7 @@ function view() {
 
 /** The array the picker names, else the view's current stage, else the answer's first array. */
 function chosen(v) {
+  if (picker.value === ALL) throw new Error("pick one array for this format (the whole answer is JSON only)");
   const names = arrayNames(v.answer);
   if (names.includes(picker.value)) return picker.value;
   if (names.includes(v.stage)) return v.stage;
@@ -51,6 +52,7 @@ function chosen(v) {
   return names[0];
 }
 
+const ALL = "*"; // the picker's choice for the whole answer (JSON)
 const stem = (v, ...more) => fileName("attention", v.chapter, v.sentence ? "sentence" : v.example, v.step, ...more);
 
 async function exportPng() {
@@ -87,6 +89,10 @@ async function exportCsv() {
 
 async function exportJson() {
   const v = view();
+  if (picker.value === ALL) {
+    save(new Blob([JSON.stringify(v.answer, null, 1)], { type: "application/json" }), `${stem(v, "answer")}.json`);
+    return;
+  }
   const name = chosen(v);
   const t = arrayTable(v.answer, name);
   const out = { stage: name, tokens: v.answer.tokens ?? null, mask: v.answer.mask ?? v.mask ?? null, rows: t.rows, columns: t.cols, values: v.answer[name] };
@@ -127,10 +133,13 @@ function fillPicker() {
   const v = currentView();
   const names = v?.answer ? arrayNames(v.answer) : [];
   const follow = names.includes(v?.stage) ? v.stage : names[0];
-  const keep = picked && names.includes(picker.value) ? picker.value : follow;
-  if (names.join() !== [...picker.options].map((o) => o.value).join()) picker.replaceChildren(...names.map((n) => new Option(n, n)));
-  if (keep) picker.value = keep;
-  bar.hidden = !names.length;
+  const keep = picked && [...names, ALL].includes(picker.value) ? picker.value : (follow ?? ALL);
+  const values = [...names, ALL];
+  if (values.join() !== [...picker.options].map((o) => o.value).join()) {
+    picker.replaceChildren(...names.map((n) => new Option(n, n)), new Option("the whole answer (JSON)", ALL));
+  }
+  picker.value = keep;
+  bar.hidden = !v?.answer;
 }
 
 if (bar) {

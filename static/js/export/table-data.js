@@ -1,10 +1,16 @@
 // The arrays of an answer that can be exported, and their rows and columns as labels.
 // Every number is the server's own, written with the shortest text that reads back the same.
 
-/** Names of the numeric arrays (2-D, or 3-D with a leading head axis) in an answer, in its order. */
+/** Names of the numeric arrays (1-D, 2-D, or 3-D with a leading head axis) in an answer, in its order. */
 export function arrayNames(answer) {
   if (!answer) return [];
-  return Object.keys(answer).filter((name) => depth(answer[name]) >= 2);
+  return Object.keys(answer).filter((name) => depth(answer[name]) >= 1);
+}
+
+/** The words of an answer: `tokens`, or `words` where a chapter names them so. */
+function labelsOf(answer) {
+  const words = Array.isArray(answer.tokens) ? answer.tokens : Array.isArray(answer.words) ? answer.words : null;
+  return words && words.every((w) => typeof w === "string") ? words : null;
 }
 
 function depth(x) {
@@ -20,15 +26,17 @@ function depth(x) {
 
 /** { heads: [matrix, …] | null, matrix (the first head or the only one), rows, cols } for one array. */
 export function arrayTable(answer, name) {
-  const a = answer[name];
-  const tokens = Array.isArray(answer.tokens) ? answer.tokens.map(String) : null;
-  const threeD = depth(a) === 3;
+  const d = depth(answer[name]);
+  const a = d === 1 ? [answer[name]] : answer[name]; // a 1-D array is one row
+  const tokens = d === 1 ? [name] : labelsOf(answer);
+  const threeD = d === 3;
   const heads = threeD ? a : [a];
   const first = heads[0];
   const n = first.length;
   const m = first[0].length;
   const rows = tokens && tokens.length === n ? tokens : first.map((_, i) => String(i));
   const cols = tokens && tokens.length === m && m === n ? tokens : first[0].map((_, j) => String(j));
+  if (d === 1) return { heads: null, matrix: first, rows, cols, square: false };
   return { heads: threeD ? heads : null, matrix: first, rows, cols, square: m === n && Boolean(tokens) };
 }
 
