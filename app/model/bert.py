@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from app.attention import Backend
 from app.model.nn import PARALLEL_ROWS, NumpyOps, ops
 from app.model.spec import ModelSpec
@@ -52,15 +50,15 @@ def norm(x: Any, w: W, name: str, spec: ModelSpec, o: NumpyOps) -> Any:
     return o.layer_norm(x, w[name + ".weight"], w[name + ".bias"], spec.eps)
 
 
-def embed(ids: list[int], w: Weights, spec: ModelSpec) -> np.ndarray:
-    """Token + position + token-type (all 0: one sentence) embeddings, then LayerNorm (NumPy)."""
+def embed(ids: list[int], w: W, spec: ModelSpec, o: NumpyOps) -> Any:
+    """Token + position + token-type (all 0: one sentence) embeddings, then LayerNorm."""
     n = len(ids)
     x = (
         w[EMB + "word_embeddings.weight"][ids]  # (n, C)
         + w[EMB + "position_embeddings.weight"][:n]  # (n, C)
         + w[EMB + "token_type_embeddings.weight"][0]  # (C,)
     )
-    return norm(x, w, EMB + "LayerNorm", spec, ops("numpy"))  # type: ignore[no-any-return]  # (n, C)
+    return norm(x, w, EMB + "LayerNorm", spec, o)  # (n, C)
 
 
 def qkv(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> list[Any]:
@@ -96,8 +94,8 @@ def forward(
     the same ids, when given: a view of layer L needs only the layers up to L."""
     o = ops(backend)
     w = o.weights(weights)
-    trace = start or Trace([], [], [], [embed(ids, weights, spec)])
-    x = o.array(trace.hidden[-1])  # (n, C)
+    x = o.array(start.hidden[-1]) if start else embed(ids, w, spec, o)  # (n, C)
+    trace = start or Trace([], [], [], [o.numpy(x)])
     qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
     for i in range(len(trace.q), spec.layers if layers is None else layers):
         p = f"encoder.layer.{i}."

@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from app.attention import Backend
 from app.model.nn import NumpyOps, ops
 from app.model.spec import ModelSpec
@@ -47,7 +45,7 @@ def norm(x: Any, w: W, name: str, spec: ModelSpec, o: NumpyOps) -> Any:
     return o.layer_norm(x, w[name + ".weight"], w[name + ".bias"], spec.eps)
 
 
-def embed(ids: list[int], w: Weights) -> np.ndarray:
+def embed(ids: list[int], w: W) -> Any:
     return w["wte.weight"][ids] + w["wpe.weight"][: len(ids)]  # (n, C)
 
 
@@ -81,8 +79,8 @@ def forward(
     o = ops(backend)
     w = o.weights(weights)
     stop = spec.layers if layers is None else layers
-    trace = start or Trace([], [], [], [embed(ids, weights)])
-    x = o.array(trace.hidden[-1])  # (n, C)
+    x = o.array(start.hidden[-1]) if start else embed(ids, w)  # (n, C)
+    trace = start or Trace([], [], [], [o.numpy(x)])
     qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
     for i in range(len(trace.q), stop):
         p = f"h.{i}."

@@ -275,8 +275,9 @@ class TorchOps(NumpyOps):
         return self.F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
 
     def activation(self, name: str) -> Callable[[Any], Any]:
-        exact = ACTIVATIONS[name] is gelu
-        return lambda x: self.F.gelu(x, approximate="none" if exact else "tanh")
+        if name not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {name!r}")
+        return lambda x: self.F.gelu(x, approximate="none" if name == "gelu" else "tanh")
 
     def split_heads(self, x: Any, heads: int) -> Any:
         n, width = x.shape
