@@ -179,3 +179,21 @@ def test_standalone_html_works_offline_from_a_file(watched: Watched, browser: An
         context.close()
     assert not outside, outside
     assert not errors, errors
+
+
+def test_a_chapters_numbers_and_picture_export(watched: Watched, tmp_path: Path) -> None:
+    """Another chapter than the walkthrough: the RNN's hidden states as CSV (the server's numbers,
+    one row per word) and its 3D view as a PNG."""
+    w = watched
+    w.page.goto(w.base + "/?chapter=rnn")
+    w.page.wait_for_selector("#chapter-text:not(:empty)", timeout=30_000)
+    w.page.get_by_test_id("export-stage").select_option("h")
+    rows = list(csv.reader(io.StringIO(_download(w, "CSV", tmp_path).read_text(encoding="utf-8"))))
+    with urllib.request.urlopen(
+        urllib.request.Request(w.base + "/api/rnn", b"{}", {"content-type": "application/json"})
+    ) as r:
+        answer = json.load(r)
+    assert [r[0] for r in rows[1:]] == answer["words"]
+    assert [[float(x) for x in r[1:]] for r in rows[1:]] == answer["h"]
+    info = _png(w, _download(w, "PNG", tmp_path).read_bytes())
+    assert info["colours"] > 20 and all(info["legend"])
