@@ -245,3 +245,28 @@ def test_a_bad_sentence_shows_the_servers_message(watched: Watched) -> None:
     w.page.get_by_test_id("block-sentence").press("Enter")
     w.page.wait_for_selector("#chapter-error:not([hidden])", timeout=30_000)
     assert "64" in w.text("chapter-error")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?chapter=heads&step=heads&heads=3",
+        "?chapter=heads&step=wo",
+        "?chapter=heads&step=model",
+        "?chapter=block&step=order",
+        "?chapter=mistakes&step=softmax-columns",
+    ],
+)
+def test_no_accessibility_violations(browser: Any, server: str, query: str) -> None:
+    """axe-core at WCAG 2.x A and AA on each chapter (contrast of the shaded tables included)."""
+    from tests.browser.test_axe import AXE, _violations
+
+    if not AXE.exists():
+        pytest.skip("axe-core is not installed (npm ci)")
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True, reduced_motion="reduce")
+    page = context.new_page()
+    page.base = server
+    try:
+        assert _violations(page, query, '#app[data-ready="true"] #chapter-text:not(:empty)') == []
+    finally:
+        context.close()

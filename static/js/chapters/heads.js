@@ -4,7 +4,7 @@
 // GET /api/multihead/example and POST /api/multihead/model.
 
 import { el } from "../dom.js";
-import { fixed3, heatRgb, inkFor, rgbCss, short } from "../format.js";
+import { fixed3, heatRgb, rgbCss, short } from "../format.js";
 import { pyMatrix, pyNum, pyStr, pyStrings } from "../pycode.js";
 import { HeadGrids } from "../scene/headgrids.js";
 
@@ -41,7 +41,7 @@ export function matrixTable(rows, { rowNames = null, colNames = null, shade = fa
       if (shade && x !== null) {
         const rgb = heatRgb(Math.abs(x) / max);
         td.style.background = rgbCss(rgb);
-        td.style.color = inkFor(rgb);
+        td.style.color = ink(rgb);
       }
       tr.append(td);
     });
@@ -53,9 +53,21 @@ export function matrixTable(rows, { rowNames = null, colNames = null, shade = fa
 
 /** A labelled box that scrolls sideways on a phone instead of overflowing. */
 export function scroller(...children) {
-  const div = el("div", { className: "mini-scroll" });
+  // focusable, so that a keyboard can scroll it too (WCAG: scrollable regions need keyboard access)
+  const div = el("div", { className: "mini-scroll", tabindex: "0", role: "region" });
   div.append(...children);
+  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || "table");
   return div;
+}
+
+/** Black or white text on an rgb background, whichever contrasts more (≥ 4.5:1 for any background). */
+function ink([r, g, b]) {
+  const lin = (c) => {
+    const s = c / 255;
+    return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  };
+  const lum = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  return (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) ? "#000" : "#fff";
 }
 
 /** A <select> bound to a chapter parameter. */
