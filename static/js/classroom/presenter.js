@@ -123,8 +123,11 @@ export class Presenter {
     const qr = el("img", { className: "cr-qr", src: `/api/rooms/${this.room.code}/qr.svg`, alt: `QR code of ${shown}` });
     qr.dataset.testid = "join-qr";
     this.count = el("p", { className: "cr-count", dataset: { testid: "follower-count" } });
-    const address = el("p", { className: "cr-address", dataset: { testid: "join-address" } }, shown);
-    const parts = [qr, el("p", { className: "cr-join-title" }, "Join on your phone"), address, this.count];
+    const address = el("p", { className: "cr-address", dataset: { testid: "join-address" } });
+    const cut = shown.indexOf("/?");
+    address.append(el("span", {}, shown.slice(0, cut)), el("wbr"), el("span", {}, shown.slice(cut)));
+    const code = el("p", { className: "cr-code", dataset: { testid: "join-code" } }, this.room.code);
+    const parts = [qr, el("p", { className: "cr-join-title" }, "Join on your phone"), address, code, this.count];
     if (local) parts.push(el("p", { className: "cr-warn" }, "Students cannot reach this: start with --host 0.0.0.0"));
     this.join.replaceChildren(...parts);
     this.drawCount();
