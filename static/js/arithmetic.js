@@ -62,7 +62,7 @@ export function arithmetic(step, data, i) {
         lines.push(
           hidden(j)
             ? { key: tokens[j], text: `−∞ → 0 (hidden)`, hidden: true }
-            : { key: tokens[j], text: `${fixed3(data.masked[i][j])} → ${fixed3(w)}  (${(w * 100).toFixed(1)} %)` },
+            : { key: tokens[j], text: `${fixed3(data.masked[i][j])} → ${fixed3(w)}  (${(w * 100).toFixed(1)}\u202f%)` },
         );
       }
       check = `Row check: ${parts.join(" + ")} = ${fixed3(sum)}`;

@@ -58,7 +58,8 @@ export class MatrixTable {
     if (step.output) notes.push("z: each query's output");
     notes.push(`${data.mask} mask`);
     if (win) notes.push(`rows and columns ${from + 1}–${to} of ${n}, around the focused word`);
-    const caption = el("caption", {}, `${CAPTIONS[step.stage]} (${notes.join(", ")})`);
+    const caption = el("caption", {}, `${CAPTIONS[step.stage]} `);
+    caption.append(el("span", { className: "notes" }, `(${notes.join(", ")})`));
     table.append(caption);
 
     const head = el("thead");

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.conftest import Watched, watched_page
 
@@ -130,3 +131,120 @@ def test_phone_sentence_fits(browser: Any, server: str, size: tuple[int, int]) -
         )
         assert not {"[CLS]", "[SEP]", "it", "tired"} & set(cut), cut
         assert w.page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+# ---- a projector: 1280 × 720 -------------------------------------------------------------------
+
+FOLD = """() => {
+  const bottom = (el) => el.getBoundingClientRect().bottom;
+  const rows = [...document.querySelectorAll('#matrix tbody tr')];
+  const cut = [...document.querySelectorAll('#matrix caption, #matrix th, #matrix th button, #matrix caption .notes')]
+    .filter((e) => e.scrollWidth > e.clientWidth + 1 && !e.closest('thead th[data-col]'))
+    .map((e) => e.textContent);
+  return {
+    arith: bottom(document.querySelector('.arith')),
+    lastRow: bottom(rows[rows.length - 1]),
+    height: innerHeight,
+    cut,
+  };
+}"""
+
+
+@pytest.mark.parametrize("step", ["score", "scale", "mask", "softmax", "mix"])
+def test_projector_shows_the_arithmetic_without_scrolling(watched: Watched, step: str) -> None:
+    """Issue 11, item 6: the worked arithmetic (and at the score step the table's last row) on
+    the first screen at 1280×720; no caption or row header clipped."""
+    w = watched
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.goto(f"?focus=3&step={step}")
+    w.wait_ready(step=step)
+    seen = w.page.evaluate(FOLD)
+    assert seen["arith"] <= seen["height"], seen
+    if step == "score":
+        assert seen["lastRow"] <= seen["height"], seen
+    assert seen["cut"] == [], seen["cut"]
+
+
+def test_projector_softmax_caption_and_a_six_letter_word(watched: Watched) -> None:
+    """ "full" of the softmax caption was clipped, and a 6-letter word clipped the Σ row column."""
+    w = watched
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.goto("?focus=3&step=softmax")
+    w.page.get_by_test_id("edit-token-4").fill("kitten")
+    expect(w.page.get_by_test_id("row-4")).to_contain_text("kitten")
+    w.wait_ready(step="softmax")
+    caption = w.page.locator("#matrix caption")
+    expect(caption).to_contain_text("full mask")
+    seen = w.page.evaluate(FOLD)
+    assert seen["cut"] == [], seen["cut"]
+    box = w.page.evaluate(
+        "(() => { const c = document.querySelector('#matrix caption').getBoundingClientRect();"
+        " const w = document.querySelector('.table-wrap').getBoundingClientRect();"
+        " const s = document.querySelector('[data-testid=rowsum-3]').getBoundingClientRect();"
+        " return [c.right, w.right, s.right]; })()"
+    )
+    assert box[0] <= box[1] + 1 and box[2] <= box[1] + 1, box  # caption and Σ row inside the box
+
+
+# ---- phones: a compact head, Back / Next in reach, a table that says it scrolls -------------
+
+
+@pytest.mark.parametrize("size", PHONES)
+def test_phone_head_is_compact_and_steps_are_in_reach(watched: Watched, size: tuple[int, int]) -> None:
+    width, height = size
+    w = watched
+    w.page.set_viewport_size({"width": width, "height": height})
+    w.goto("?focus=3&step=scale")
+    top = w.page.evaluate("document.getElementById('scene').getBoundingClientRect().top")
+    assert top <= 400, top  # was ~830: header and step buttons took the first screen
+    # every step's button in one row, none wider than the screen
+    steps = w.page.evaluate(
+        "[...document.querySelectorAll('#step-list button')]"
+        ".map(b => b.getBoundingClientRect()).map(r => [r.top, r.right])"
+    )
+    assert len({round(t) for t, _ in steps}) == 1 and max(r for _, r in steps) <= width, steps
+    # Back and Next stay at the bottom of the screen wherever the page is scrolled
+    w.page.evaluate("window.scrollTo(0, document.body.scrollHeight / 2)")
+    for testid in ("prev-step", "next-step"):
+        r = w.page.get_by_test_id(testid).bounding_box()
+        assert r is not None and height - 90 <= r["y"] and r["y"] + r["height"] <= height, (testid, r)
+    w.page.get_by_test_id("next-step").click()
+    w.wait_ready(step="mask")
+    assert w.page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+@pytest.mark.parametrize("size", PHONES)
+def test_phone_table_caption_sticky_headers_and_arithmetic(watched: Watched, size: tuple[int, int]) -> None:
+    width, height = size
+    w = watched
+    w.page.set_viewport_size({"width": width, "height": height})
+    w.goto(f"?sentence={quote(ANIMAL)}&step=softmax")
+    w.wait_ready(mode="sentence", step="softmax")
+    seen = w.page.evaluate(
+        """() => {
+      const cap = document.querySelector('#matrix caption').getBoundingClientRect();
+      const wrap = document.querySelector('.table-wrap');
+      const sticky = (s) => getComputedStyle(document.querySelector(s)).position;
+      return {
+        captionRight: cap.right, width: innerWidth,
+        scrolls: wrap.scrollWidth > wrap.clientWidth,
+        sign: getComputedStyle(wrap).backgroundImage,
+        head: sticky('#matrix thead th[data-col]'), word: sticky('#matrix tbody th'),
+      };
+    }"""
+    )
+    assert seen["captionRight"] <= seen["width"], seen  # the caption wraps on the screen
+    assert seen["scrolls"] and "gradient" in seen["sign"], seen  # it scrolls, and shows that it does
+    assert seen["head"] == "sticky" and seen["word"] == "sticky", seen
+    # scrolled sideways, the words stay in view
+    w.page.evaluate("document.querySelector('.table-wrap').scrollLeft = 400")
+    left = w.page.evaluate("document.querySelector('[data-testid=row-10]').closest('th').getBoundingClientRect().left")
+    assert 0 <= left <= 40, left
+    # the arithmetic never wraps inside "(1.3 %)": each weight's line is one line
+    w.goto("?focus=3&step=softmax")
+    w.wait_ready(step="softmax")
+    heights = w.page.evaluate(
+        "[...document.querySelectorAll('#arith-lines li')].map(li => li.getBoundingClientRect().height"
+        " / parseFloat(getComputedStyle(li).lineHeight))"
+    )
+    assert heights and max(heights) < 1.5, heights
