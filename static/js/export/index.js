@@ -157,5 +157,10 @@ if (bar) {
   whenReady(() => {
     fillPicker();
     onViewChange(() => fillPicker());
+    // a chapter's answer arrives after its view changed: refill when the page says it is drawn
+    new MutationObserver(() => fillPicker()).observe(document.getElementById("app"), {
+      attributes: true,
+      attributeFilter: ["data-ready", "data-step"],
+    });
   });
 }
