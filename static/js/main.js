@@ -8,7 +8,6 @@
 
 import { getExample, Recomputer } from "./api.js";
 import { arithmetic } from "./arithmetic.js";
-import { renderCompare } from "./compare.js";
 import { el } from "./dom.js";
 import { Editor } from "./editor.js";
 import { provideView, viewChanged } from "./hub.js";
@@ -17,20 +16,24 @@ import { installKeys } from "./keys.js";
 import { Lesson } from "./lesson.js";
 import { ANIMAL, ANIMAL_VIEW, identityGroups, mergeView, modelInfo, sentenceBothMasks, sliceView } from "./model.js";
 import * as predict from "./predict.js";
+import { installPredict, renderPredict } from "./predictview.js";
+import { renderArithmetic, renderBanner, renderComparison, renderNotes, renderSceneNote, typingErrors } from "./panels.js";
 import { drawing } from "./projection.js";
 import { Stage } from "./scene/stage.js";
 import { SceneView } from "./scene/view.js";
 import { SentenceParts } from "./sentence.js";
-import { renderAt } from "./snapshot.js";
 import { ATTENTION_CHAPTERS, createState, current, MASKS, MAX_SENTENCE, readUrl, urlFor, writeUrl } from "./state.js";
 import { STEP_IDS, stepById } from "./steps.js";
 import { MatrixTable } from "./table.js";
+import { describeView, drawnSignal } from "./viewhub.js";
 import "./classroom/index.js";
 import "./export/index.js";
 
 const $ = (id) => document.getElementById(id);
 const root = $("app");
 const DEFAULT_EXAMPLE = root.dataset.defaultExample;
+const drawn = drawnSignal(root); // applyView() resolves once the page is drawn
+const settle = () => drawn.settle();
 /** Where an example opens when the URL names no focus: seed 003 walks through "its". */
 const OPENING_WORD = { "the-cat-ate-its-fish": "its" };
 const state = createState(DEFAULT_EXAMPLE);
@@ -76,7 +79,7 @@ const editor = new Editor($("editor-grids"), { dk: $("dk-input"), dv: $("dv-inpu
   removing = null;
   state.focus = Math.min(state.focus, n - 1);
   if (structural) editor.build();
-  renderNotes();
+  renderNotes(state);
   recompute(structural);
 });
 
@@ -151,24 +154,6 @@ function drawingFor(data) {
     drawings.set(data, d);
   }
   return d;
-}
-
-/** What the page can refuse before asking the server: cells that are not numbers, unnamed words. */
-function typingErrors(input) {
-  const errors = [];
-  input.tokens.forEach((t, i) => {
-    if (String(t).trim() === "") errors.push({ field: "tokens", msg: `Word ${i + 1} has no name: type one (it labels its row and column).` });
-  });
-  for (const m of ["q", "k", "v"]) {
-    input[m].forEach((row, r) =>
-      row.forEach((x, c) => {
-        if (typeof x !== "number") {
-          errors.push({ field: m, msg: x === "" ? `${m}[${r}][${c}]: empty; type a number` : `${m}[${r}][${c}]: “${x}” is not a number` });
-        }
-      }),
-    );
-  }
-  return errors;
 }
 
 function recompute(immediate = false) {
@@ -282,64 +267,7 @@ installKeys({
   escape: () => lesson.toggleContents(false),
 });
 
-// ---- predict first -----------------------------------------------------------------------
-
-predict.setPredictFirst(state.predict);
-predict.setRedraw(() => {
-  state.predict = predict.isPredictFirst();
-  render();
-});
-$("predict-toggle").addEventListener("change", (e) => predict.setPredictFirst(e.target.checked));
-// a column of the table is a guess while the page waits for one
-$("matrix").addEventListener(
-  "click",
-  (e) => {
-    const btn = e.target.closest('button[data-testid^="col-"]');
-    if (!btn || !predict.question()) return;
-    e.stopPropagation();
-    predict.guess(Number(btn.dataset.focus));
-  },
-  true,
-);
-
-/** The question's id: the view (source, head, mask) and the focused word. */
-function questionId(row) {
-  const source = state.sentence ? `s:${state.sentence}|${state.layer}|${state.head}|${state.merge}` : `e:${state.example}|${JSON.stringify(state.input)}`;
-  return `${source}|${state.mask}|${row}`;
-}
-
-/** Is the page holding the weights back for a guess? Draws the predict box either way. */
-function renderPredict(step, view, row) {
-  const box = $("predict-box");
-  $("predict-toggle").checked = state.predict;
-  const on = state.predict && step.stage === "weights" && Boolean(view);
-  box.hidden = !on;
-  if (!on) {
-    predict.ask(null);
-    return false;
-  }
-  const id = questionId(row);
-  const guess = predict.guessFor(id);
-  const word = view.tokens[row];
-  if (guess === null) {
-    $("predict-prompt").textContent = `Predict first: which word will “${word}” attend to most? Pick one below, or click its column in the table.`;
-    const keys = view.tokens.map((t, j) =>
-      view.masked[row][j] === null ? null : el("button", { type: "button", dataset: { testid: `predict-key-${j}`, key: String(j) } }, t),
-    );
-    $("predict-keys").replaceChildren(...keys.filter(Boolean));
-    for (const b of $("predict-keys").querySelectorAll("button")) b.addEventListener("click", () => predict.guess(Number(b.dataset.key)));
-    $("predict-result").textContent = "";
-    box.classList.add("waiting");
-    predict.ask({ id, focus: row, word, tokens: [...view.tokens], masked: [...view.masked[row]] });
-    return true;
-  }
-  predict.ask(null);
-  box.classList.remove("waiting");
-  $("predict-prompt").textContent = `Your prediction for “${word}”:`;
-  $("predict-keys").replaceChildren();
-  $("predict-result").textContent = predict.verdict(view.weights[row], guess, view.tokens, view.masked[row]).text;
-  return false;
-}
+installPredict(state, () => render());
 
 // ---- sources: a built-in example or a typed sentence -----------------------------------
 
@@ -396,7 +324,7 @@ function loadSentence(text, fresh) {
   state.errors = [];
   state.heads = null;
   editor.build();
-  renderNotes();
+  renderNotes(state);
   render();
   sentence.ensureModel();
   recompute(true);
@@ -408,7 +336,7 @@ function afterNewInput() {
   state.hover = null;
   state.result = null;
   editor.build();
-  renderNotes();
+  renderNotes(state);
   recompute(true);
 }
 
@@ -470,49 +398,6 @@ $("sentence-input").addEventListener("focus", () => {
 
 // ---- drawing ---------------------------------------------------------------------------
 
-function renderNotes() {
-  const note = $("editor-note");
-  $("editor").classList.toggle("model-mode", inSentenceMode());
-  if (inSentenceMode()) {
-    note.textContent =
-      "The numbers of a typed sentence are the real model's (32 per vector, 6 layers × 12 heads), " +
-      "so there is nothing to edit here: pick an example above to set Q, K and V by hand.";
-  } else if (state.edited) {
-    note.textContent =
-      "You have edited the numbers: the page recomputes as you type, and the address bar keeps " +
-      "your edits, so a copied link shows exactly this.";
-  } else {
-    note.textContent = "Every number of the example is editable: change one and watch the table and the links follow.";
-  }
-  $("example-select").value = state.example && !state.edited ? state.example : "";
-  if (state.sentence) $("sentence-input").value = state.sentence;
-}
-
-function renderSceneNote(data, window, merged = false) {
-  const dk = data.d_k;
-  const dv = data.v[0].length;
-  if (inSentenceMode()) {
-    const d = drawingFor(data);
-    const pct = (x) => `${Math.round(x * 100)} %`;
-    const parts = [
-      `q and k drawn by PCA over this head's queries and keys: the first two components explain ${pct(d.qk ?? 1)} of their variance; ` +
-        `v (and z) by their own PCA (${pct(d.vz ?? 1)}). Arrows start at each word and show where its vector sits relative to the mean.` +
-        ` The table and the arithmetic use all ${dk} numbers; hover a word for them.`,
-    ];
-    if (merged) parts.push("A merged word's arrows are the means of its pieces'.");
-    if (data.mean_over?.length) parts.push(`For a mean, q, k and v are the means of the ${data.mean_over.join(" and ")}' vectors (a summary for drawing).`);
-    if (window) parts.push(`The 3D view shows ${window.count} of the ${window.n} rows (${window.from}–${window.to}, around the focused one); the table has all.`);
-    $("scene-note").textContent = parts.join(" ");
-    return;
-  }
-  $("scene-note").textContent =
-    dk > 2 || dv > 2
-      ? `These vectors have d_k = ${dk} and d_v = ${dv} coordinates; the arrows show only the first two ` +
-        "(x to the right, y up). The table and the arithmetic use all of them."
-      : "Each vector has two coordinates, drawn in the plane of its row: x to the right, y up " +
-        "(q and k share one scale, v and z another).";
-}
-
 /** The hovered or focused row's vectors, every number (sentence mode). */
 function renderVectors() {
   const box = $("vector-info");
@@ -528,18 +413,6 @@ function renderVectors() {
     const row = shownGroups.findIndex((g) => g.includes(state.focus));
     renderInspect(box, data, { query: tokensOf(Math.max(0, row)), key: null, why: "focus" });
   }
-}
-
-function renderBanner(data) {
-  const banner = $("error-banner");
-  let text = "";
-  if (state.errors.length) {
-    const messages = state.errors.map((e) => e.msg).join(" ");
-    if (inSentenceMode()) text = data ? `${messages} (The page still shows the last answer.)` : messages;
-    else text = data ? "That edit cannot be computed yet (see the message by the editor below); the page still shows the last valid numbers." : messages;
-  } else if (state.notice) text = state.notice;
-  banner.hidden = !text;
-  banner.textContent = text;
 }
 
 function render() {
@@ -573,17 +446,17 @@ function render() {
     btn.setAttribute("aria-pressed", String(btn.dataset.mask === state.mask));
     btn.disabled = Boolean(state.result && !state.result[btn.dataset.mask]);
   }
-  renderBanner(data);
+  renderBanner(state, data);
   sentence.renderBar(data, mergedNow, slow);
   // predict first: the weights wait for a guess; until then the view shows the masked scores
-  const waiting = renderPredict(step, view, focusRow);
+  const waiting = renderPredict(state, step, view, focusRow);
   const shownStep = waiting ? stepById("mask") : step;
   if (view) {
     const rows = view.tokens.length;
     const from = rows > TABLE_MAX ? Math.min(rows - TABLE_MAX, Math.max(0, focusRow - TABLE_MAX / 2)) : 0;
     table.update({ focus: focusRow, hover: state.hover }, view, shownStep, rows > TABLE_MAX ? { from, to: from + TABLE_MAX } : null);
     renderArithmetic(arithmetic(shownStep, view, focusRow));
-    renderComparison(focusRow);
+    renderComparison(state, focusRow, drawingFor);
     const n = view.tokens.length;
     let sceneData = view;
     let window = null;
@@ -593,7 +466,7 @@ function render() {
       sceneData = sliceView(view, sceneOffset, sceneOffset + SCENE_MAX);
       window = { n, count: SCENE_MAX, from: sceneOffset + 1, to: sceneOffset + SCENE_MAX };
     }
-    renderSceneNote(data, window, Boolean(view.merged));
+    renderSceneNote(state, data, inSentenceMode() ? drawingFor(data) : null, window, Boolean(view.merged));
     lastScene = { data: sceneData, step: shownStep, focus: focusRow - sceneOffset };
     if (scene) scene.update({ ...lastScene, hover: sceneHover(state.hover) }, true);
     renderVectors();
@@ -622,55 +495,7 @@ function render() {
   viewChanged();
 }
 
-function renderArithmetic(arith) {
-  $("arith-title").textContent = arith.title;
-  const lines = arith.lines.map((line, j) => {
-    const li = el("li", { dataset: { testid: `arith-${j}` }, ...(line.hidden ? { className: "hidden-key" } : {}) });
-    li.append(el("span", { className: "arith-key" }, line.key), el("span", { className: "arith-text" }, line.text));
-    return li;
-  });
-  $("arith-lines").replaceChildren(...lines);
-  $("arith-check").textContent = arith.check;
-  $("arith-check").hidden = !arith.check;
-}
-
-const COMPARE_MAX = 20; // rows the side-by-side tables can show readably
-
-function renderComparison(focusRow) {
-  const box = $("compare-tables");
-  const { full, causal } = state.result;
-  if (!full || !causal) {
-    box.replaceChildren(document.createTextNode("This model is a decoder: it only ever runs with its causal mask."));
-    return;
-  }
-  const merged = inSentenceMode() && state.merge;
-  const asShown = (d) => (merged ? mergeView(d, drawingFor(d), state.sentence) : d);
-  const f = asShown(full);
-  if (f.tokens.length > COMPARE_MAX) {
-    box.replaceChildren(
-      document.createTextNode(`${f.tokens.length} rows are too many to compare side by side; press M to switch the table between the masks.`),
-    );
-    return;
-  }
-  const rowOf = merged ? Math.max(0, f.merged.groups.findIndex((g) => g.includes(state.focus))) : focusRow;
-  renderCompare(box, { full: f, causal: asShown(causal) }, rowOf);
-}
-
 // ---- the view, for the classroom and the exports (hub.js) ---------------------------------
-
-let waiters = []; // resolve functions of applyView() calls, until the page is drawn
-
-function settle() {
-  for (const resolve of waiters.splice(0)) resolve();
-}
-
-function whenDrawn() {
-  if (root.dataset.ready === "true") return Promise.resolve();
-  return new Promise((resolve) => {
-    waiters.push(resolve);
-    setTimeout(resolve, 20_000); // a view that never settles (a server error) still resolves
-  });
-}
 
 /** The view as URL parameters (strings), with the chapter and step always named. */
 function viewParams() {
@@ -682,13 +507,7 @@ function viewParams() {
 async function applyView(params) {
   const next = createState(DEFAULT_EXAMPLE);
   readUrl(next, typeof params === "string" ? params : new URLSearchParams(params).toString());
-  state.predict = next.predict;
-  predict.setRedraw(() => {});
   predict.setPredictFirst(next.predict);
-  predict.setRedraw(() => {
-    state.predict = predict.isPredictFirst();
-    render();
-  });
   if (ATTENTION_CHAPTERS.includes(next.chapter)) {
     const headChanged = next.layer !== state.layer || next.head !== state.head;
     Object.assign(state, { step: next.step, mask: next.mask, focus: next.focus, hover: null, layer: next.layer, head: next.head, merge: next.merge });
@@ -706,32 +525,20 @@ async function applyView(params) {
   }
   const keepMask = new URLSearchParams(typeof params === "string" ? params : new URLSearchParams(params).toString()).has("mask");
   await lesson.go(next.chapter, next.chapter === "steps" ? next.step : next.chapterStep, next.chapterParams, { keepMask });
-  return whenDrawn();
+  return drawn.whenDrawn();
 }
 
 function currentView() {
   const attention = attentionOn();
-  const stage = lesson.stage;
-  const three = attention ? scene : stage;
-  const title = attention ? $("step-title").textContent : $("chapter-title").textContent;
-  const text = attention ? $("step-text").textContent : $("chapter-text").textContent;
-  return {
-    chapter: state.chapter,
-    step: lesson.stepId() ?? state.step,
+  return describeView({
+    state,
+    lesson,
+    attention,
+    three: attention ? scene : lesson.stage,
     stage: attention ? stepById(state.step).stage : (lesson.stepId() ?? null),
-    mask: state.mask,
-    focus: state.focus,
     tokens: attention ? (shownView?.tokens ?? null) : (lesson.answer?.tokens ?? null),
     answer: attention ? current(state) : lesson.answer,
-    result: attention ? state.result : null,
-    title,
-    text,
-    numbers: [...$("lesson-numbers").querySelectorAll("li")].map((li) => li.textContent),
-    code: lesson.code,
-    canvas: three?.renderer.domElement ?? null,
-    labels: three?.labels.domElement ?? null,
-    renderScene: (scale = 1) => (three ? renderAt(three.renderer, three.scene, three.camera, scale) : null),
-  };
+  });
 }
 
 provideView({ state: viewParams, apply: applyView, current: currentView });
