@@ -37,6 +37,7 @@ from app.transport import (
     Body,
     Start,
     body_error,
+    declared_size,
     in_slot,
     is_json,
     media_type,
@@ -135,13 +136,17 @@ async def post_attention(
     ] = None,
 ) -> Response:
     """scores = q·kᵀ, scaled = scores/√d_k, masked, weights = softmax(masked), output = weights·v."""
-    body = await read_body(request)
     content_type = request.headers.get("content-type", "application/json")
-    if len(body) <= _INLINE_BODY_BYTES:
-        req = _parse(body, content_type)
-    else:  # parsing megabytes of JSON takes a while and ~20× the body's memory: a few at a time, off the loop
-        req = await anyio.to_thread.run_sync(_parse, body, content_type, limiter=PARSE_SLOTS)
-    del body
+    declared = declared_size(request)
+    if declared is not None and declared <= _INLINE_BODY_BYTES:
+        req = _parse(await read_body(request), content_type)
+    else:  # a large body is read only once one of the PARSE_SLOTS is free (until then it waits in the
+        # client's socket, not in our memory), then parsed off the event loop: parsing megabytes of
+        # JSON takes a while and several times the body's memory
+        async with PARSE_SLOTS:
+            body = await read_body(request)
+            req = await anyio.to_thread.run_sync(_parse, body, content_type)
+            del body
     wanted = _wanted(request, req, format, stage)
     if model_service.is_sentence_request(req):  # {"sentence", "layer", "head"}: a model's own q, k, v
         if req.mistake is not None:

@@ -45,6 +45,7 @@ MAX_HEADER_BYTES = 1 << 20  # 512 tokens × 100 characters of labels fit many ti
 MAX_HEADER_DEPTH = 8  # {"arrays": {"q": {"shape": [..]}}} is 4 levels deep; fields are shallower
 MAX_NDIM = 4
 MAX_AXIS = max(limits.MAX_TOKENS, limits.MAX_DIM, limits.MAX_HEADS)
+MAX_OFFSET = 1 << 40  # answers are larger than requests (MAX_BODY_BYTES): the body itself bounds it
 
 Axis = Annotated[int, Strict(), Field(ge=0, le=MAX_AXIS)]
 
@@ -55,7 +56,7 @@ class ArraySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     shape: list[Axis] = Field(max_length=MAX_NDIM)
-    offset: Annotated[int, Strict(), Field(ge=0, le=limits.MAX_BODY_BYTES, multiple_of=8)]
+    offset: Annotated[int, Strict(), Field(ge=0, le=MAX_OFFSET, multiple_of=8)]
     dtype: Dtype = "float64"
 
 

@@ -28,19 +28,21 @@ from starlette.types import Receive, Scope, Send
 from app import limits
 from app.errors import ClientError
 
+CHUNK = 1 << 20  # an answer goes out at most this many bytes at a time: the server's send buffer stays small
 SLOTS = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
 PARSE_SLOTS = anyio.CapacityLimiter(limits.PARSE_SLOTS)
 T = TypeVar("T")
 
 
 async def read_body(request: Request) -> bytes:
-    """The body, refused with 413 as soon as it passes the limit (declared or streamed)."""
+    """The body, refused with 413 as soon as it passes the limit (declared or streamed).
+
+    The bytes are not kept on the request (as request.body() would): once parsed they can go.
+    """
     too_big = ClientError(413, ["body"], f"the body is larger than {limits.MAX_BODY_BYTES:,} bytes", "too_large")
     declared = request.headers.get("content-length", "")
-    if declared.isdigit():  # the server delivers exactly this many bytes
-        if int(declared) > limits.MAX_BODY_BYTES:
-            raise too_big
-        return await request.body()
+    if declared.isdigit() and int(declared) > limits.MAX_BODY_BYTES:
+        raise too_big
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
@@ -48,6 +50,12 @@ async def read_body(request: Request) -> bytes:
             raise too_big
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def declared_size(request: Request) -> int | None:
+    """The Content-Length the client declared, if any."""
+    declared = request.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() else None
 
 
 def media_type(content_type: str) -> str:
@@ -125,9 +133,10 @@ class Answer(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            last = len(self._parts) - 1
-            for i, part in enumerate(self._parts):
-                await send({"type": "http.response.body", "body": part, "more_body": i < last})
+            pieces = [part[i : i + CHUNK] for part in self._parts for i in range(0, max(len(part), 1), CHUNK)]
+            last = len(pieces) - 1
+            for i, piece in enumerate(pieces):
+                await send({"type": "http.response.body", "body": piece, "more_body": i < last})
         finally:
             if self._release is not None:
                 self._release()
@@ -184,10 +193,12 @@ class StreamedAnswer(Response):
                 tasks.start_soon(run_producer)
                 await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
                 for part in self._ready:
-                    await send({"type": "http.response.body", "body": part, "more_body": True})
+                    for i in range(0, len(part), CHUNK):
+                        await send({"type": "http.response.body", "body": part[i : i + CHUNK], "more_body": True})
                 async with taken:
                     async for part in taken:
-                        await send({"type": "http.response.body", "body": part, "more_body": True})
+                        for i in range(0, len(part), CHUNK):
+                            await send({"type": "http.response.body", "body": part[i : i + CHUNK], "more_body": True})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             self._release()

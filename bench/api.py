@@ -1,12 +1,18 @@
 """API speed and memory, as ratios against a reference measured in the same run.
 
-    .venv/bin/python -m bench.api            (make bench)
+    .venv/bin/python -m bench.api            (make bench) both parts
+    .venv/bin/python -m bench.api speed      1 and 2
+    .venv/bin/python -m bench.api memory     3
 
 1. a 5-token request end to end  vs  a hello-world endpoint of the same app      goal ≤ 1.2×
-2. n = 512, 8 heads, d_k = 64, every stage delivered to a client (binary frame)
-   vs  the bare NumPy computation of the same stages                              goal ≤ 1.5×
-   (JSON, which every client can read, is reported beside it)
-3. peak memory of the largest request the limits allow, per request and for a class of 30
+2. n = 512, 8 heads, d_k = 64, delivered to a client  vs  the bare NumPy computation of the stages:
+   only the weights, float32, as a binary frame                                   goal ≤ 1.2×
+   every stage, float64, as a binary frame                                        goal ≤ 1.5×
+   (every stage as JSON, which every client can read, is reported beside them)
+3. memory under a class's worst case: a real server process (uvicorn, its own process), 30 clients
+   at once each POSTing 8 heads × 512 tokens × d 64 (as JSON, then as frames) and reading the whole
+   answer; the server's resident memory (VmRSS in /proc, Linux) sampled every 10 ms: peak − rest.
+   goal: growth ≤ 1 GB
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import os
 import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
-import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
@@ -26,12 +34,10 @@ import orjson
 import uvicorn
 from fastapi import Request
 
-from app import frame, limits
-from app.api import _compute_and_encode
+from app import frame
 from app.attention import STAGES
 from app.examples import EXAMPLES
 from app.main import create_app
-from app.schemas import AttentionRequest, checked
 
 
 def best_of(fn: Callable[[], object], repeat: int, warmup: int = 2) -> float:
@@ -126,7 +132,7 @@ def bare_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
     return [scores, scaled, scaled, weights, weights @ v]
 
 
-def main() -> None:
+def speed() -> None:
     server, port = serve()
     conn = http.client.HTTPConnection("127.0.0.1", port)
     rows: list[tuple[str, float, str, float, float | None]] = []
@@ -160,9 +166,19 @@ def main() -> None:
         fresh = http.client.HTTPConnection("127.0.0.1", port)
         return dict(json.loads(request(fresh, "POST", "/api/attention", body, json_h)))
 
+    def weights_f32() -> np.ndarray:
+        body = frame.encode({"mask": "full", "stages": ["weights"], "dtype": "float32"}, {"q": q, "k": k, "v": v})
+        headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
+        fresh = http.client.HTTPConnection("127.0.0.1", port)
+        return frame.decode(request(fresh, "POST", "/api/attention", body, headers))[1]["weights"]
+
     got = via_frame()
     assert np.array_equal(got["weights"], bare_numpy(q, k, v)[3])
-    rows.append(("n=512, 8 heads, d_k=64, all stages, frame", best_of(via_frame, 7), "bare NumPy stages", ref, 1.5))
+    assert np.array_equal(weights_f32(), bare_numpy(q, k, v)[3].astype(np.float32))
+    t_f32, t_all = in_turn(weights_f32, via_frame, rounds=7, calls=1)
+    ref = best_of(lambda: bare_numpy(q, k, v), 7)
+    rows.append(("n=512, 8 heads, d_k=64, weights, float32 frame", t_f32, "bare NumPy stages", ref, 1.2))
+    rows.append(("n=512, 8 heads, d_k=64, all stages, frame", t_all, "bare NumPy stages", ref, 1.5))
     size = sum(
         len(p) for p in frame.parts({}, {"q": q, "k": k, "v": v, **dict(zip(STAGES, bare_numpy(q, k, v), strict=True))})
     )
@@ -177,30 +193,102 @@ def main() -> None:
         verdict = "" if goal is None else f"≤ {goal}× {'met' if t / t_ref <= goal else 'MISSED'}"
         print(f"{name:48} {t * 1e3:8.2f}   {ref_name:22} {t_ref * 1e3:8.2f}   {t / t_ref:5.2f}×  {verdict}")
 
-    # Memory: the largest request the limits allow (12 heads × 512 tokens, d = 42: 774,144 inputs).
-    h, n, d = limits.MAX_CELLS // (512 * 512), 512, limits.MAX_INPUT_VALUES // (3 * 12 * 512)
-    big = {
-        "q": rng.standard_normal((h, n, d)),
-        "k": rng.standard_normal((h, n, d)),
-        "v": rng.standard_normal((h, n, d)),
+
+def rss(pid: int) -> int:
+    """Resident memory of a process, in bytes (Linux /proc)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def memory(clients: int = 30) -> None:
+    """Peak RSS of a real server process while `clients` send the heaviest request at once."""
+    h, n, d = 8, 512, 64
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((h, n, d)) for _ in range(3))
+    bodies = {
+        "JSON": (orjson.dumps({"q": q, "k": k, "v": v}, option=orjson.OPT_SERIALIZE_NUMPY), "application/json"),
+        "frame": (frame.encode({}, {"q": q, "k": k, "v": v}), frame.FRAME_MEDIA_TYPE),
     }
-    body = orjson.dumps(big, option=orjson.OPT_SERIALIZE_NUMPY)
-    print(f"\nlargest allowed request: {h} heads × {n} tokens × d {d}; JSON body {len(body) / 2**20:.1f} MiB")
-    for as_frame in (False, True):
-        tracemalloc.start()
-        inp = checked(AttentionRequest.model_validate_json(body))
-        out = _compute_and_encode(inp, "numpy", as_frame)
-        size = len(out) if isinstance(out, bytes) else sum(len(p) for p in out)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        slots, waiting = limits.COMPUTE_SLOTS, 30 - limits.COMPUTE_SLOTS
-        total = slots * peak + waiting * limits.MAX_BODY_BYTES
+    for name, (body, media) in bodies.items():
+        measure(name, body, media, clients, (h, n, d))
+
+
+def measure(name: str, body: bytes, media: str, clients: int, shape: tuple[int, int, int]) -> None:
+    """Start a server process, send body from `clients` clients at once, print its RSS at rest and peak."""
+    h, n, d = shape
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen([*cmd, "--no-access-log"], env=env)
+    try:
+        for _ in range(600):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        small = orjson.dumps({"q": [[1.0]], "k": [[1.0]], "v": [[1.0]]})
+        request(http.client.HTTPConnection("127.0.0.1", port), "POST", "/api/attention", small, {})
+        time.sleep(0.5)
+        rest = rss(server.pid)
+        peak, stop = rest, threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not stop.is_set():
+                peak = max(peak, rss(server.pid))
+                time.sleep(0.01)
+
+        sizes: list[int] = []
+        barrier = threading.Barrier(clients)
+
+        def client() -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            barrier.wait()
+            conn.request("POST", "/api/attention", body=body, headers={"content-type": media, "accept": media})
+            r = conn.getresponse()
+            size = 0
+            while chunk := r.read(1 << 20):  # read and drop: the client keeps nothing
+                size += len(chunk)
+            assert r.status == 200, r.status
+            sizes.append(size)
+            conn.close()
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=client) for _ in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = time.perf_counter() - t0
+        stop.set()
+        sampler.join()
+        assert len(sizes) == clients
         print(
-            f"  {'frame' if as_frame else 'JSON '} answer {size / 2**20:6.1f} MiB, "
-            f"peak {peak / 2**20:6.0f} MiB per request; "
-            f"30 at once: {slots} computing + {waiting} bodies waiting ≤ {total / 2**30:.1f} GiB"
+            f"{clients} clients at once, {h} heads × {n} × d {d} as {name:5}: body {len(body) / 2**20:5.1f} MiB, "
+            f"answer {sizes[0] / 2**20:6.1f} MiB; server RSS at rest {rest / 2**20:4.0f} MiB, "
+            f"peak {peak / 2**20:5.0f} MiB, growth {(peak - rest) / 2**20:5.0f} MiB "
+            f"({'≤ 1 GB: met' if peak - rest <= 1e9 else '> 1 GB: MISSED'}); all answered in {took:.1f} s"
         )
-        del out, inp
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def main() -> None:
+    part = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if part in ("speed", "all"):
+        speed()
+    if part in ("memory", "all"):
+        print()
+        memory()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+import orjson
 import pytest
 from fastapi.testclient import TestClient
 
@@ -134,3 +135,70 @@ async def _client_leaves() -> None:
     assert left.group_contains(OSError, match="client went away")
     assert transport.SLOTS.borrowed_tokens == 0
     assert len(made) < 100  # the producer stopped too
+
+
+def test_a_large_body_is_read_only_once_a_parse_slot_is_free() -> None:
+    run_async(_waits_for_a_parse_slot)
+
+
+async def _waits_for_a_parse_slot() -> None:
+    from app.main import create_app
+
+    app = create_app(backend="numpy")
+    body = orjson.dumps({"q": _rows(300, 40), "k": _rows(300, 40), "v": _rows(300, 40)})
+    assert len(body) > 64 * 1024
+    reads: list[int] = []
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        reads.append(1)
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/api/attention",
+        "raw_path": b"/api/attention",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 1),
+        "root_path": "",
+    }
+    holders = [object() for _ in range(int(transport.PARSE_SLOTS.total_tokens))]
+    for holder in holders:
+        await transport.PARSE_SLOTS.acquire_on_behalf_of(holder)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(app, scope, receive, send)
+        await anyio.sleep(0.3)
+        assert reads == [] and sent == []  # every parse slot is taken: the body stays with the client
+        transport.PARSE_SLOTS.release_on_behalf_of(holders.pop())
+    assert reads and sent[0]["status"] == 200
+    for holder in holders:
+        transport.PARSE_SLOTS.release_on_behalf_of(holder)
+    assert transport.PARSE_SLOTS.borrowed_tokens == 0
+
+
+def test_answers_leave_in_chunks_of_at_most_a_mebibyte() -> None:
+    run_async(_chunks)
+
+
+async def _chunks() -> None:
+    payload = bytes(range(256)) * (5 * 4096 + 7)  # 5 MiB and a bit
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    await transport.Answer(payload, "application/json")({"type": "http"}, receive, send)
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert len(bodies) == 6 and all(len(m["body"]) <= transport.CHUNK for m in bodies)
+    assert b"".join(bytes(m["body"]) for m in bodies) == payload and bodies[-1]["more_body"] is False
