@@ -116,6 +116,16 @@ def fits(w: Watched) -> None:
             a, b = boxes[i], boxes[j]
             overlap = min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
             assert not overlap, f"boxes {i} and {j} overlap: {a} {b}"
+    labels = w.page.evaluate(
+        """() => [...document.querySelectorAll('#chapter-stage .stage-label')]
+            .filter((e) => e.style.display !== 'none' && e.textContent.trim())
+            .map((e) => { const r = e.getBoundingClientRect(); return [e.textContent, r.left, r.top, r.right, r.bottom]; })"""
+    )
+    for i in range(len(labels)):
+        for j in range(i + 1, len(labels)):
+            a, b = labels[i][1:], labels[j][1:]
+            overlap = min(a[2], b[2]) - max(a[0], b[0]) > 2 and min(a[3], b[3]) - max(a[1], b[1]) > 2
+            assert not overlap, f"3D labels {labels[i][0]!r} and {labels[j][0]!r} overlap"
 
 
 def param(w: Watched, name: str) -> str:

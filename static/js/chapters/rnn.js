@@ -141,15 +141,10 @@ export default {
     const out = el("div", { className: "ca-out" });
     ctx.panel.append(form, note, out);
     const chain = ctx.stage ? new RnnChain(ctx.stage) : null;
-    let looked = false;
     return {
       update(answer, stepId) {
         input.value = answer.words.join(" ");
         out.replaceChildren(table(answer, stepId));
-        if (chain && !looked) {
-          ctx.stage.look(...chain.view());
-          looked = true;
-        }
         chain?.update(answer, { influence: stepId === "fade", links: stepId === "direct" });
       },
       dispose() {

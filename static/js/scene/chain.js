@@ -38,6 +38,14 @@ export class RnnChain {
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.4 });
     this.linkMaterial = new THREE.MeshStandardMaterial({ color: KIND_COLOURS.z, roughness: 0.5 });
     this.items = []; // meshes and labels of the last update
+    this.last = null; // the last update's arguments, to lay out again when the view changes size
+    this.fitted = ""; // the view's size the camera was placed for
+    this.size = "";
+    this.resizer = new ResizeObserver(() => {
+      const size = `${stage.container.clientWidth}x${stage.container.clientHeight}`;
+      if (this.last && size !== this.size) this.update(...this.last);
+    });
+    this.resizer.observe(stage.container);
   }
 
   clearItems() {
@@ -79,6 +87,13 @@ export class RnnChain {
   }
 
   update(answer, { influence = false, links = false } = {}) {
+    this.last = [answer, { influence, links }];
+    this.size = `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+    const shape = this.aspect() >= 1.3 ? "wide" : "narrow";
+    if (this.fitted !== shape) {
+      this.stage.look(...this.view()); // the camera follows the layout (side by side, or stacked)
+      this.fitted = shape;
+    }
     this.clearItems();
     const { h, words, weights } = answer;
     const n = words.length;
@@ -104,6 +119,13 @@ export class RnnChain {
     origin.position.copy(at([0, 0, 0]));
     const named = new Set(n <= 8 ? [...Array(n).keys()] : [0, n - 1]);
     const spots = new LabelSpots(this.stage); // a label that would cover another moves aside
+    const title = `RNN: ${n} steps in order`;
+    this.label(title, [cx, cy + CUBE + 0.5, 0], "stage-label ca-grid-title");
+    spots.reserve([cx, cy + CUBE + 0.5, 0], title);
+    const attTitle = "attention: 1 step";
+    const attAt = [rx, ry + 0.35 + 0.3 * ROW + 0.45, 0];
+    this.label(attTitle, attAt, "stage-label ca-grid-title");
+    spots.reserve(attAt, attTitle);
     h.forEach((row, t) => {
       const rel = answer.influence[t] / top;
       const mesh = this.add(new THREE.Mesh(this.sphere, this.material.clone()));
@@ -116,7 +138,7 @@ export class RnnChain {
         this.label(text, spots.place(mesh.position, text), "stage-label ca-word");
       }
     });
-    this.label(`RNN: ${n} steps in order`, [cx, cy + CUBE + 0.5, 0], "stage-label ca-grid-title");
+
     // attention: the last word links to every word in one step
     const xs = words.map((_, j) => rx - ROW / 2 + (n === 1 ? 0 : (j * ROW) / (n - 1)));
     const last = weights[n - 1];
@@ -127,7 +149,11 @@ export class RnnChain {
       dot.material.color.setHex(j === n - 1 ? KIND_COLOURS.q : KIND_COLOURS.k);
       dot.scale.setScalar(0.09);
       dot.position.set(xs[j], ry, 0);
-      if (showWords.has(j)) this.label(w, [xs[j], ry - 0.35, 0]);
+      if (showWords.has(j)) {
+        // under its dot; a word that would cover its neighbour's goes one line lower
+        const at = spots.place(new THREE.Vector3(xs[j], ry, 0), w, 8.5, [[0, -1.1], [0, -2.2], [0, -3.3]]);
+        this.label(w, at);
+      }
       if (j === n - 1) return;
       const a = new THREE.Vector3(xs[n - 1], ry, 0);
       const b = new THREE.Vector3(xs[j], ry, 0);
@@ -138,13 +164,17 @@ export class RnnChain {
       const radius = 0.012 + (links ? 0.07 : 0.035) * (last[j] / wmax);
       const tube = this.add(new THREE.Mesh(new THREE.TubeGeometry(curve, 24, radius, 8, false), this.linkMaterial));
       tube.name = `link-${j}`;
-      if (links && (n <= 5 || j === 0)) this.label(last[j].toFixed(3), [mid.x, ry + rise / 2 + 0.05, 0], "stage-label ca-weight");
+      if (links && (n <= 5 || j === 0)) {
+        const text = last[j].toFixed(3);
+        this.label(text, spots.place(new THREE.Vector3(mid.x, ry + rise / 2 + 0.05, 0), text, 7.5), "stage-label ca-weight");
+      }
     });
-    this.label("attention: 1 step", [rx, ry + 0.35 + 0.3 * ROW + 0.45, 0], "stage-label ca-grid-title");
+
     this.stage.requestRender();
   }
 
   dispose() {
+    this.resizer.disconnect();
     this.clearItems();
     this.arrows.dispose();
     this.group.removeFromParent();

@@ -28,6 +28,13 @@ export class TokenProjection {
     this.group.add(this.arrows.group);
     this.dashMaterial = new THREE.LineDashedMaterial({ color: 0x8a877c, dashSize: 0.12, gapSize: 0.08 });
     this.items = [];
+    this.last = null; // the last update's arguments: labels are placed again when the view changes size
+    this.size = "";
+    this.resizer = new ResizeObserver(() => {
+      const size = `${stage.container.clientWidth}x${stage.container.clientHeight}`;
+      if (this.last && size !== this.size) this.update(...this.last);
+    });
+    this.resizer.observe(stage.container);
     for (const [i, d] of [[1, 0, 0], [0, 1, 0], [0, 0, 1]].entries()) {
       stage.label(`coord ${i + 1}`, d.map((v) => v * (REACH + 0.25)), "stage-label ca-axis");
     }
@@ -48,6 +55,8 @@ export class TokenProjection {
    * @param kind "x" (x alone), "q", "k", "v" (x and that product), or "all" (x, q, k, v)
    */
   update(answer, token, kind) {
+    this.last = [answer, token, kind];
+    this.size = `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
     this.clearItems();
     const rows = { x: answer.x[token], q: answer.q[token], k: answer.k[token], v: answer.v[token] };
     const len3 = (r) => Math.hypot(r[0], r[1], r[2]);
@@ -74,6 +83,7 @@ export class TokenProjection {
   }
 
   dispose() {
+    this.resizer.disconnect();
     this.clearItems();
     this.arrows.dispose();
     this.group.removeFromParent();
