@@ -267,7 +267,6 @@ export class Lesson {
     const k = CHAPTER_IDS.indexOf(this.chapterId);
     $("chapter-name").textContent = `Chapter ${k + 1} of ${CHAPTERS.length}: ${this.title()}`;
     const next = CHAPTERS[k + 1];
-    $("next-chapter").hidden = !next;
     if (next) $("next-chapter").lastChild.textContent = ` ${next.title}`;
     this.markStepper();
   }
@@ -282,8 +281,11 @@ export class Lesson {
       else btn.removeAttribute("aria-current");
     }
     const i = this.stepIndex();
+    const last = i >= steps.length - 1;
     $("prev-step").disabled = i <= 0;
-    $("next-step").disabled = i >= steps.length - 1;
+    $("next-step").disabled = last;
+    // at a chapter's last step, the way on is the next chapter
+    $("next-chapter").hidden = !last || CHAPTER_IDS.indexOf(this.chapterId) >= CHAPTER_IDS.length - 1;
   }
 
   // ---- the attention chapters (drawn by main.js) ----------------------------------------
