@@ -119,7 +119,10 @@ def fits(w: Watched) -> None:
     labels = w.page.evaluate(
         """() => [...document.querySelectorAll('#chapter-stage .stage-label')]
             .filter((e) => e.style.display !== 'none' && e.textContent.trim())
-            .map((e) => { const r = e.getBoundingClientRect(); return [e.textContent, r.left, r.top, r.right, r.bottom]; })"""
+            .map((e) => {
+                const r = e.getBoundingClientRect();
+                return [e.textContent, r.left, r.top, r.right, r.bottom];
+            })"""
     )
     for i in range(len(labels)):
         for j in range(i + 1, len(labels)):
