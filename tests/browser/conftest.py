@@ -94,15 +94,23 @@ def server() -> Iterator[str]:
         yield base
 
 
+_LAUNCHED: list[Any] = []  # the session's one Chromium; tests/notebook/conftest.py imports this fixture too
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no chromium at {CHROMIUM} (set CHROMIUM=...)")
+    if _LAUNCHED:  # another directory's copy of this fixture started it (Playwright's sync API runs once)
+        yield _LAUNCHED[0]
+        return
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        _LAUNCHED.append(b)
         yield b
+        _LAUNCHED.clear()
         b.close()
 
 
