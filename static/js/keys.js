@@ -17,7 +17,7 @@ export function isTextField(t) {
   return t.tagName === "INPUT" && TYPING_INPUTS.has((t.getAttribute("type") ?? "text").toLowerCase());
 }
 
-/** `on`: { step(delta), walk(delta), mask(), focus(i), escape() }. */
+/** `on`: { step(delta), walk(delta), mask(), focus(i), escape() → true when it closed something }. */
 export function installKeys(on) {
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -28,8 +28,10 @@ export function installKeys(on) {
     else if (e.key === "PageUp") on.walk(-1);
     else if (e.key === "m" || e.key === "M") on.mask();
     else if (/^[1-9]$/.test(e.key)) on.focus(Number(e.key) - 1);
-    else if (e.key === "Escape") on.escape();
-    else return;
+    else if (e.key === "Escape") {
+      if (on.escape()) e.preventDefault(); // only when it closed something of ours (a dialog keeps its Escape)
+      return;
+    } else return;
     e.preventDefault();
   });
 }

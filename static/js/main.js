@@ -264,7 +264,11 @@ installKeys({
   walk: (d) => lesson.walk(d),
   mask: () => setMask(state.mask === "full" ? "causal" : "full"),
   focus: (i) => setFocus(i),
-  escape: () => lesson.toggleContents(false),
+  escape: () => {
+    const open = !$("contents").hidden;
+    if (open) lesson.toggleContents(false);
+    return open;
+  },
 });
 
 installPredict(state, () => render());

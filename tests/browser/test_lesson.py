@@ -248,3 +248,16 @@ def test_predict_first_from_the_url(watched: Watched) -> None:
     w.goto("?step=softmax&focus=3&predict=1")
     ready(w, predict="waiting")
     expect(w.page.get_by_test_id("predict-toggle")).to_be_checked()
+
+
+def test_the_numpy_panel_of_a_real_sentence_runs_and_agrees_with_the_api(watched: Watched) -> None:
+    w = watched
+    sentence = "the dog chased its ball"
+    w.goto(f"?sentence={sentence.replace(' ', '%20')}&layer=2&head=5&step=softmax&mask=causal&focus=4")
+    ready(w, mode="sentence", step="softmax", layer=2, head=5)
+    answer = api(w.base, "/api/attention", {"sentence": sentence, "layer": 2, "head": 5, "mask": "causal"})
+    out = run_python(w.text("numpy-code"))
+    assert close(out["weights"], answer["weights"], tol=1e-5)
+    w.page.keyboard.press("ArrowRight")
+    ready(w, mode="sentence", step="mix")
+    assert close(run_python(w.text("numpy-code"))["output"], answer["output"], tol=1e-5)
