@@ -2,6 +2,8 @@
 off the page and compared with the API's, the 3D view drawn, the NumPy panel's code run in a plain
 Python and compared with the API, on a desktop (1280×720) and a phone (390×844)."""
 
+# ruff: noqa: F811  (the model tests' GPT-2 fixture is imported by name, then requested as an argument)
+
 from __future__ import annotations
 
 import base64
@@ -10,11 +12,13 @@ import math
 import subprocess
 import sys
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Watched
+from tests.browser.conftest import Watched, running_server, watched_page
+from tests.model.conftest import tiny_gpt2_dir  # noqa: F401  (a fixture: a tiny random GPT-2 saved offline)
 
 pytestmark = pytest.mark.browser
 
@@ -270,3 +274,28 @@ def test_no_accessibility_violations(browser: Any, server: str, query: str) -> N
         assert _violations(page, query, '#app[data-ready="true"] #chapter-text:not(:empty)') == []
     finally:
         context.close()
+
+
+def test_a_gpt2_model_has_its_own_pre_ln_order(
+    browser: Any, tiny_gpt2_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a GPT-2 model (--model), the block follows its pre-LN order and the heads step its 2 heads × c_proj."""
+    monkeypatch.setenv("ATTENTION_MODEL", str(tiny_gpt2_dir))
+    with running_server() as base, watched_page(browser, base) as w:
+        blk = post(base, "/api/block", {"sentence": "The quick brown fox", "layer": 1})
+        assert blk["order"] == ["input", "ln_1", "attention", "residual", "ln_2", "mlp", "output"]
+        open_chapter(w, "chapter=block&step=attention&layer=1&sentence=The%20quick%20brown%20fox&tok=2")
+        flow = [w.text(f"block-point-{name}") for name in blk["order"]]
+        assert [f.split(" ")[0] for f in flow] == blk["order"]
+        assert w.text("block-norm-ln_1") == f3(blk["norms"]["ln_1"][2])
+        assert w.text("block-norm-attention") == f3(blk["norms"]["attention"][2])
+        w.page.get_by_test_id("step-order").click()
+        w.page.wait_for_selector("[data-testid=block-table-output]")
+        assert "pre-LN" in w.text("chapter-text") and w.page.locator("[data-testid=block-whatif-table]").count() == 0
+        assert drawn_pixels(w) > 500
+
+        real = post(base, "/api/multihead/model", {"sentence": "The quick brown fox", "layer": 0})
+        open_chapter(w, "chapter=heads&step=model&layer=0&sentence=The%20quick%20brown%20fox&tok=1")
+        assert w.text("heads-model-width") == str(len(real["concat"][0]))
+        for j in range(min(8, len(real["output"][1]))):
+            assert w.text(f"heads-model-out-0-{j}") == f3(real["output"][1][j])

@@ -20,8 +20,8 @@ const POINTS = {
 };
 
 function tokenOf(a, ctx) {
-  const f = Number(ctx.params.token);
-  if (ctx.params.token !== "" && Number.isInteger(f) && f >= 0 && f < a.tokens.length) return f;
+  const f = Number(ctx.params.tok);
+  if (ctx.params.tok !== "" && Number.isInteger(f) && f >= 0 && f < a.tokens.length) return f;
   const it = a.tokens.indexOf("it");
   return it >= 0 ? it : Math.min(1, a.tokens.length - 1);
 }
@@ -238,9 +238,9 @@ function mount(ctx) {
       const t = tokenOf(a, ctx);
       const current = stepId === "order" ? ["input", "output"] : POINTS[a.kind][stepId];
       controls.replaceChildren(
-        sentenceBox(ctx.params.sentence, (s) => ctx.setParams({ sentence: s, token: "" }), "block-sentence"),
+        sentenceBox(ctx.params.sentence, (s) => ctx.setParams({ sentence: s, tok: "" }), "block-sentence"),
         picker("layer", Array.from({ length: a.layers }, (_, l) => [l, String(l)]), a.layer, (v) => ctx.setParams({ layer: v }), "block-layer"),
-        picker("token", a.tokens.map((w, i) => [i, `${i}: ${w}`]), t, (v) => ctx.setParams({ token: v }), "block-tokenpick"),
+        picker("token", a.tokens.map((w, i) => [i, `${i}: ${w}`]), t, (v) => ctx.setParams({ tok: v }), "block-tokenpick"),
       );
       flow.replaceChildren(
         ...a.order.map((name) => {
@@ -295,7 +295,7 @@ export default {
   id: "block",
   title: "The transformer block",
   summary: "One layer of the real model, point by point: attention, add, LayerNorm, feed-forward, add, LayerNorm.",
-  params: { sentence: ANIMAL, layer: "3", token: "" },
+  params: { sentence: ANIMAL, layer: "3", tok: "" },
   steps: STEPS,
   async load(ctx) {
     return ctx.post("/api/block", { sentence: ctx.params.sentence, layer: Number(ctx.params.layer) || 0 });

@@ -143,7 +143,7 @@ function focusOf(answer, ctx) {
 function modelFocus(answer, ctx) {
   const m = answer.model;
   if (!m) return 0;
-  const f = ctx.params.token === "" ? NaN : Number(ctx.params.token);
+  const f = ctx.params.tok === "" ? NaN : Number(ctx.params.tok);
   if (Number.isInteger(f) && f >= 0 && f < m.tokens.length) return f;
   const it = m.tokens.indexOf("it");
   return it >= 0 ? it : 0;
@@ -201,7 +201,7 @@ const STEPS = [
   },
   {
     id: "model",
-    title: "A real model: 12 heads, then its own W_O",
+    title: "A real model: all its heads, then its own W_O",
     short: "real model",
     text: (a, ctx) => {
       const m = a.model;
@@ -319,10 +319,10 @@ function mount(ctx) {
     const items = [];
     if (stepId === "model") {
       const m = a.model;
-      items.push(sentenceBox(ctx.params.sentence, (s) => ctx.setParams({ sentence: s, token: "" }), "heads-sentence"));
+      items.push(sentenceBox(ctx.params.sentence, (s) => ctx.setParams({ sentence: s, tok: "" }), "heads-sentence"));
       const layers = m?.layers ?? 6;
       items.push(picker("layer", Array.from({ length: layers }, (_, l) => [l, String(l)]), ctx.params.layer, (v) => ctx.setParams({ layer: v }), "heads-layer"));
-      if (m) items.push(picker("token", m.tokens.map((t, i) => [i, `${i}: ${t}`]), modelFocus(a, ctx), (v) => ctx.setParams({ token: v }), "heads-token"));
+      if (m) items.push(picker("token", m.tokens.map((t, i) => [i, `${i}: ${t}`]), modelFocus(a, ctx), (v) => ctx.setParams({ tok: v }), "heads-token"));
     } else {
       items.push(picker("heads", [2, 3, 4].map((h) => [h, String(h)]), ctx.params.heads, (v) => ctx.setParams({ heads: v }), "heads-heads"));
       items.push(picker("mask", [["full", "full"], ["causal", "causal"]], ctx.params.mask, (v) => ctx.setParams({ mask: v }), "heads-mask"));
@@ -435,7 +435,7 @@ export default {
   id: "heads",
   title: "Many heads, then W_O",
   summary: "Several attentions side by side, glued together and mixed by W_O; then a real model's 12 heads.",
-  params: { heads: "2", seed: "7", mask: "full", word: "1", sentence: ANIMAL, layer: "3", token: "" },
+  params: { heads: "2", seed: "7", mask: "full", word: "1", sentence: ANIMAL, layer: "3", tok: "" },
   steps: STEPS,
   async load(ctx) {
     const p = ctx.params;
