@@ -159,6 +159,7 @@ export class Lesson {
   toggleContents(open = null) {
     const nav = $("contents");
     const show = open ?? nav.hidden;
+    if (!show && nav.contains(document.activeElement)) $("chapters-toggle").focus(); // the focus stays in sight
     nav.hidden = !show;
     $("chapters-toggle").setAttribute("aria-expanded", String(show));
     if (show) (nav.querySelector('[aria-current="page"]') ?? nav.querySelector("a"))?.focus();

@@ -97,6 +97,11 @@ def test_every_chapter_opens_by_url_and_by_the_contents_list(watched: Watched, c
     expect(w.page.get_by_test_id("contents")).to_be_hidden()
     w.page.get_by_test_id("chapters-toggle").click()
     expect(w.page.get_by_test_id("chapters-toggle")).to_have_attribute("aria-expanded", "true")
+    w.page.keyboard.press("Escape")  # closes, and the focus goes back to the button
+    expect(w.page.get_by_test_id("contents")).to_be_hidden()
+    expect(w.page.get_by_test_id("chapters-toggle")).to_be_focused()
+    w.page.keyboard.press("Enter")
+    expect(w.page.get_by_test_id("contents")).to_be_visible()
     link = w.page.get_by_test_id(f"chapter-link-{chapter}")
     expect(link).to_be_visible()
     link.click()
