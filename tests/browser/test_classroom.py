@@ -166,7 +166,8 @@ def test_projector_view_fills_the_screen(watched: Watched, classroom_server: str
               const px = (s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize);
               return { sw: document.documentElement.scrollWidth, sh: document.documentElement.scrollHeight,
                        scene: r('#scene'), table: r('#matrix'), text: r('#step-text'), qr: r('[data-testid=join-qr]'),
-                       cell: px('#matrix td'), line: px('#step-text'), address: px('[data-testid=join-address]') };
+                       cell: px('#matrix tbody td'), line: px('#step-text'),
+                       address: px('[data-testid=join-address]') };
             }"""
         )
         assert box["sw"] <= size["width"] and box["sh"] <= size["height"], box
@@ -183,9 +184,9 @@ def test_projector_view_fills_the_screen(watched: Watched, classroom_server: str
     w.page.keyboard.press("b")
     assert not w.page.get_by_test_id("blank").is_visible()
     w.page.keyboard.press("h")
-    assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix td')).color") == "rgba(0, 0, 0, 0)"
+    assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix tbody td')).color") == "rgba(0, 0, 0, 0)"
     w.page.keyboard.press("h")
-    assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix td')).color") != "rgba(0, 0, 0, 0)"
+    assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix tbody td')).color") != "rgba(0, 0, 0, 0)"
 
 
 def test_follower_phone_layout(three: tuple[Watched, Watched, Watched]) -> None:
@@ -254,3 +255,66 @@ def put(base: str, room: dict[str, Any], state: dict[str, str]) -> None:
     )
     with urllib.request.urlopen(request) as r:
         assert r.status == 204
+
+
+def test_record_save_replay_export_and_import_a_lesson(watched: Watched, classroom_server: str, tmp_path: Path) -> None:
+    w = watched
+    w.base = classroom_server
+    w.page.goto(f"{classroom_server}/?token={TOKEN}&example=the-cat-ate-its-fish&step=score&mask=full&focus=3")
+    w.wait_ready(step="score")
+    w.page.locator("[data-testid=lessons] summary").click()
+    w.page.wait_for_selector("[data-testid=lesson-select] option", state="attached")  # the ready-made lesson is listed
+    assert "the cat ate its fish" in w.page.get_by_test_id("lesson-select").inner_text()
+    w.page.get_by_test_id("lesson-note").fill("q·k for its")
+    w.page.get_by_test_id("lesson-add").click()
+    w.page.get_by_test_id("next-step").click()
+    w.wait_ready(step="scale")
+    w.page.get_by_test_id("lesson-note").fill("divide by root 2")
+    w.page.get_by_test_id("lesson-add").click()
+    w.page.get_by_test_id("lesson-title").fill("Two steps")
+    w.page.get_by_test_id("lesson-save").click()
+    w.page.wait_for_selector("[data-testid=lesson-status]:has-text('Saved as lesson')")
+    # export it as a file, import it back
+    with w.page.expect_download() as download:
+        w.page.get_by_test_id("lesson-export").click()
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert exported["title"] == "Two steps"
+    assert [v["note"] for v in exported["views"]] == ["q·k for its", "divide by root 2"]
+    assert [v["state"]["step"] for v in exported["views"]] == ["score", "scale"]
+    file = tmp_path / "lesson.json"
+    file.write_text(json.dumps({**exported, "title": "Two steps, imported"}))
+    w.page.get_by_test_id("lesson-import").set_input_files(str(file))
+    w.page.wait_for_selector("[data-testid=lesson-status]:has-text('Imported as lesson')")
+    with urllib.request.urlopen(classroom_server + "/api/lessons") as r:
+        titles = [lesson["title"] for lesson in json.loads(r.read())]
+    assert "Two steps" in titles and "Two steps, imported" in titles
+    # replay with the clicker
+    w.page.goto(f"{classroom_server}/?example=the-cat-ate-its-fish&step=mix&focus=0")  # the token stays in the tab
+    w.wait_ready(step="mix")
+    w.page.locator("[data-testid=lessons] summary").click()
+    w.page.wait_for_selector("[data-testid=lesson-select] option", state="attached")
+    w.page.get_by_test_id("lesson-select").select_option(label="Two steps (2 views)")
+    w.page.get_by_test_id("lesson-play").click()
+    w.wait_ready(step="score")
+    wait_params(w, step="score", focus="3")
+    assert w.text("lesson-view-note") == "q·k for its"
+    w.page.keyboard.press("PageDown")
+    wait_params(w, step="scale")
+    assert w.text("lesson-view-note") == "divide by root 2"
+    w.page.keyboard.press("PageUp")
+    wait_params(w, step="score")
+
+
+def test_the_websocket_connects_under_the_strict_csp(watched: Watched, classroom_server: str) -> None:
+    w = watched
+    w.base = classroom_server
+    request = urllib.request.Request(
+        classroom_server + "/api/rooms", method="POST", headers={"authorization": f"Bearer {TOKEN}"}
+    )
+    with urllib.request.urlopen(request) as r:
+        room = json.loads(r.read())
+    response = w.page.goto(f"{classroom_server}/?room={room['code']}")
+    csp = response.headers["content-security-policy"]
+    assert "connect-src 'self'" in csp and "ws:" not in csp and "*" not in csp
+    w.wait_ready()
+    w.page.wait_for_selector('[data-testid="follow-bar"][data-status="live"]')  # no CSP violation (console)
