@@ -61,7 +61,9 @@ export function inkFor([r, g, b]) {
     return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
   };
   const lum = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-  return lum > 0.2 ? "#111" : "#fff";
+  // the ink with the higher WCAG contrast ratio: black and white are equal at a luminance of
+  // 0.179, where each gives 4.58:1, so any cell reads at AA (4.5:1) or better
+  return lum > 0.179 ? "#000" : "#fff";
 }
 
 /** Diverging blue – white – orange for a change d in −1..1 (Okabe–Ito ends). */

@@ -92,12 +92,13 @@ export class MatrixTable {
         tr.setAttribute("aria-current", "true");
       }
       const th = el("th", { scope: "row" });
+      // its name starts with what it shows ("4 its"), as WCAG's label-in-name asks
       const btn = el("button", {
         type: "button",
         dataset: { focus: String(i), testid: `row-${i}` },
-        "aria-label": `Focus query ${i + 1}: ${data.tokens[i]}`,
+        "aria-label": `${i + 1} ${data.tokens[i]}: focus this query`,
       });
-      btn.append(el("span", { className: "idx", "aria-hidden": "true" }, `${i + 1}`), el("span", { className: "tok" }, data.tokens[i]));
+      btn.append(el("span", { className: "idx" }, `${i + 1}`), " ", el("span", { className: "tok" }, data.tokens[i]));
       th.append(btn);
       tr.append(th);
       const levels = rowLevels(values[i], step.links);
