@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -241,3 +243,25 @@ def test_the_guessable_import_name() -> None:
     from app.notebook import show as app_show
 
     assert attention3d.show is app_show
+
+
+def test_a_decoder_keeps_its_causal_mask(tiny_gpt2_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTENTION_MODEL", str(tiny_gpt2_dir))
+    sentence = "The quick brown fox jumps."
+    view = show(sentence=sentence, layer=1, head=1, step="softmax")
+    api = TestClient(create_app(backend="numpy", model=str(tiny_gpt2_dir)))
+    same_as_api(api, view, sentence=sentence, layer=1, head=1)  # no mask sent: the model's own
+    assert view.result["kind"] == "gpt2" and view.result["mask"] == "causal"
+    assert view.mask_control.value == "causal" and view.mask_control.disabled
+    assert [len(c.options) for c in (view.layer_control, view.head_control)] == [3, 3]  # 2 each, and mean
+    assert view.scene.link_radii()[1:] == [0.0] * (len(view.result["tokens"]) - 1)  # the first token sees itself
+    view.layer_control.value = "mean"
+    same_as_api(api, view, sentence=sentence, layer="mean", head=1, mask="causal")
+
+
+def test_the_wheel_carries_the_import_name_and_the_pinned_extra() -> None:
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert "attention3d" in config["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
+    extra = config["project"]["optional-dependencies"]["notebook"]
+    assert {"pythreejs==2.4.2", "ipywidgets==8.1.9", "jupyterlab_widgets==3.0.17"} <= set(extra)
+    assert "attention-3d[notebook]" in config["project"]["optional-dependencies"]["test"]
