@@ -9,6 +9,12 @@
 //                          title, text, canvas, renderScene(scale) -> HTMLCanvasElement }
 //   onViewChange(cb)       cb(viewState()) after every change of the view; returns an unsubscribe function
 //   whenReady(cb)          cb() once main.js has provided the view (at once if it already has)
+//
+// The same seam as DOM events on `document`, for code that does not share these modules (the
+// bundled page's tests, a page that embeds the app): "attention:view" is dispatched after every
+// change with detail = viewState(); dispatching "attention:apply" with detail = params applies
+// them (detail.done becomes the applyViewState() promise); dispatching "attention:current" with
+// detail = {} sets detail.view = currentView() (events are dispatched synchronously).
 
 let provider = null;
 const changeListeners = new Set();
@@ -25,7 +31,15 @@ export function viewChanged() {
   if (!provider) return;
   const params = provider.state();
   for (const cb of changeListeners) cb(params);
+  document.dispatchEvent(new CustomEvent("attention:view", { detail: params }));
 }
+
+document.addEventListener("attention:apply", (e) => {
+  if (e.detail && typeof e.detail === "object") e.detail.done = applyViewState({ ...e.detail });
+});
+document.addEventListener("attention:current", (e) => {
+  if (e.detail && typeof e.detail === "object") e.detail.view = currentView();
+});
 
 export function whenReady(cb) {
   if (provider) cb();

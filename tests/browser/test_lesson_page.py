@@ -3,7 +3,6 @@ code points), and the view that main.js provides to the classroom and the export
 
 from __future__ import annotations
 
-import json
 from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
@@ -158,42 +157,55 @@ def test_merged_words_are_sliced_by_code_points(watched: Watched) -> None:  # is
 # ---- hub.js: the view for the classroom and the exports ----------------------------------------
 
 
-def hub(w: Watched, expr: str) -> object:
-    """Evaluate `expr` with `hub` = the page's own hub.js module (unbundled page only)."""
-    if w.page.locator('script[type="importmap"]').count() == 0:
-        pytest.skip("the page is served as a bundle: hub.js is inside it (tests/browser/test_export* use it there)")
-    return w.page.evaluate(f"import('/static/js/hub.js').then(async (hub) => {expr})")
+CURRENT = """(() => { const d = {}; document.dispatchEvent(new CustomEvent('attention:current', { detail: d }));
+    return d.view; })()"""
+
+
+def apply_view(w: Watched, params: dict[str, str]) -> None:
+    """hub.js applyViewState(params), through its DOM event (the page may be a bundle)."""
+    w.page.evaluate(
+        """(p) => { const d = { ...p }; document.dispatchEvent(new CustomEvent('attention:apply', { detail: d }));
+            return d.done.then(() => true); }""",
+        params,
+    )
 
 
 def test_the_hub_gives_the_view_and_follows_it(watched: Watched) -> None:
     w = watched
     w.goto(f"?step=softmax&focus={ITS}")
     ready(w, step="softmax")
-    state = hub(w, "hub.viewState()")
-    assert isinstance(state, dict)
-    assert state["chapter"] == "steps" and state["step"] == "softmax" and state["focus"] == str(ITS)
-    view = hub(
-        w,
-        """(() => { const v = hub.currentView(); const c = v.renderScene(2);
-        return { tokens: v.tokens, w: v.answer.weights[3][1], stage: v.stage, title: v.title,
-                 cw: c.width, w0: v.canvas.width, code: v.code.length } })()""",
+    view = w.page.evaluate(
+        CURRENT.replace(
+            "return d.view;",
+            """const v = d.view; const c = v.renderScene(2);
+            return { tokens: v.tokens, w: v.answer.weights[3][1], stage: v.stage, title: v.title, chapter: v.chapter,
+                     step: v.step, focus: v.focus, cw: c.width, w0: v.canvas.width, code: v.code.length };""",
+        )
     )
-    assert isinstance(view, dict)
     assert view["tokens"] == ["the", "cat", "ate", "its", "fish"] and view["stage"] == "weights"
+    assert view["chapter"] == "steps" and view["step"] == "softmax" and view["focus"] == ITS
     assert view["w"] == pytest.approx(0.895, abs=5e-4)
+    assert view["title"].startswith("4. Softmax")
     assert view["cw"] == 2 * view["w0"] and view["code"] > 100
-    # onViewChange: every change of the view is told
-    hub(w, "(() => { window.__seen = []; hub.onViewChange((p) => window.__seen.push(p.step)); })()")
+    # every change of the view is told, with the view as URL parameters
+    listen = "window.__seen = []; document.addEventListener('attention:view', (e) => window.__seen.push(e.detail))"
+    w.page.evaluate(listen)
     w.page.keyboard.press("ArrowRight")
     ready(w, step="mix")
-    assert "mix" in w.page.evaluate("window.__seen")
+    seen = w.page.evaluate("window.__seen")
+    assert seen and seen[-1]["step"] == "mix" and seen[-1]["chapter"] == "steps" and seen[-1]["focus"] == str(ITS)
     # applyViewState: no reload, no history entry
     length = w.page.evaluate("history.length")
-    hub(w, "hub.applyViewState({ chapter: 'masks', step: 'weights', focus: '1', mask: 'causal' })")
+    apply_view(w, {"chapter": "masks", "step": "weights", "focus": "1", "mask": "causal"})
     ready(w, chapter="masks", step="weights", focus=1, mask="causal")
     assert w.row(CAT) == [0.5, 0.5, 0, 0, 0]
     assert w.page.evaluate("history.length") == length
-    assert w.page.evaluate("window.__seen") is not None  # the same page: no reload
+    assert w.page.evaluate("Array.isArray(window.__seen)")  # the same page: no reload
     target = {"chapter": "steps", "sentence": ANIMAL, "layer": "3", "head": "1", "step": "softmax", "focus": str(IT)}
-    hub(w, f"hub.applyViewState({json.dumps(target)})")
+    apply_view(w, target)
     ready(w, chapter="steps", mode="sentence", layer=3, head=1, focus=IT)
+    assert w.page.evaluate("history.length") == length
+    # another chapter: its own view
+    apply_view(w, {"chapter": "scaling"})
+    ready(w, chapter="scaling")
+    assert w.page.evaluate(CURRENT.replace("return d.view;", "return d.view.chapter;")) == "scaling"
