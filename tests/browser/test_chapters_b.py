@@ -232,6 +232,15 @@ def test_mistakes_each_beside_the_right_result(watched: Watched, size: tuple[int
             assert w.page.locator("[data-testid=mistake-wrong] td.off-sum").count() == sum(
                 abs(s - 1) > 5e-4 for s in sums
             )
+        if mistake == "mask-after-softmax":  # the future leaks in: change only the last key, earlier rows move
+            k2 = [*ex["k"][:-1], [2 * x + 1 for x in ex["k"][-1]]]
+            moved = post(w.base, "/api/attention", base | {"k": k2, "mistake": mistake})["weights"]
+            leak = max(
+                abs(a - b)
+                for r1, r2 in zip(wrong["weights"][:-1], moved[:-1], strict=True)
+                for a, b in zip(r1, r2, strict=True)
+            )
+            assert leak > 0.1 and w.text("mistake-leak-wrong") == f3(leak) and w.text("mistake-leak-right") == "0.000"
         out = run_python(w.text("numpy-code"))
         assert close(out["right"], right["weights"], 1e-9) and close(out["wrong"], wrong["weights"], 1e-9)
         assert drawn_pixels(w) > 500

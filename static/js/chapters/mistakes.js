@@ -21,6 +21,13 @@ const entropy = (w) => w.map((row) => -row.reduce((s, x) => (x > 0 ? s + x * Mat
 const mean = (xs) => xs.reduce((s, x) => s + x, 0) / xs.length;
 const hiddenShare = (w, mask) => w.map((row, i) => (mask === "causal" ? row.reduce((s, x, j) => (j > i ? s + x : s), 0) : 0));
 
+/** The largest change, over the rows before the last word, between two weight tables. */
+function earlierChange(w1, w2) {
+  let most = 0;
+  for (let i = 0; i < w1.length - 1; i++) for (let j = 0; j < w1.length; j++) most = Math.max(most, Math.abs(w1[i][j] - w2[i][j]));
+  return most;
+}
+
 function focusOf(a, ctx) {
   const f = ctx.params.word === "" ? NaN : Number(ctx.params.word);
   if (Number.isInteger(f) && f >= 0 && f < a.right.tokens.length) return f;
@@ -77,7 +84,9 @@ const STEPS = [
         `later words a share, and those shares are then thrown away, so the rows sum to between ${fixed3(Math.min(...sums))} and ` +
         `${fixed3(Math.max(...sums))} instead of 1 (the Σ column). ${quote(r.tokens[worst])} lost the most: ${fixed3(lost[worst])} went to words ` +
         `it must not see. ${quote(r.tokens[f])}'s row sums to ${fixed3(sums[f])}. Worse, every visible weight was computed with the future ` +
-        "words in the softmax's sum: change a later word and an earlier row changes. The future leaks in."
+        `words in the softmax's sum. Change only the key of the last word, ${quote(r.tokens[r.tokens.length - 1])}: done right, no earlier row ` +
+        `moves (largest change ${fixed3(earlierChange(r.weights, a.leak.right.weights))}); with the late mask the earlier rows change by up to ` +
+        `${fixed3(earlierChange(w, a.leak.wrong.weights))}. The future leaks in.`
       );
     },
   },
@@ -113,6 +122,12 @@ function breaks(a, id) {
   return [
     ["smallest row sum (should be 1)", fixed3(Math.min(...rowSums(r.weights))), fixed3(Math.min(...s)), "mistake-rowsums"],
     ["largest share lost to hidden words", fixed3(Math.max(...hiddenShare(r.weights, "causal"))), fixed3(Math.max(...lost)), "mistake-lost"],
+    [
+      "change the last word's key: largest change in earlier rows",
+      fixed3(earlierChange(r.weights, a.leak.right.weights)),
+      fixed3(earlierChange(w, a.leak.wrong.weights)),
+      "mistake-leak",
+    ],
   ];
 }
 
@@ -247,8 +262,17 @@ export default {
   async load(ctx) {
     const [examples, ex] = await Promise.all([ctx.get("/api/examples"), ctx.get(`/api/examples/${encodeURIComponent(ctx.params.example)}`)]);
     const base = { tokens: ex.tokens, q: ex.q, k: ex.k, v: ex.v, mask: "causal" };
-    const answers = await Promise.all([ctx.post("/api/attention", base), ...MISTAKES.map((m) => ctx.post("/api/attention", { ...base, mistake: m }))]);
-    return { examples, right: answers[0], wrong: Object.fromEntries(MISTAKES.map((m, i) => [m, answers[i + 1]])) };
+    // the leak: change only the last word's key (doubled, plus 1 in each number) and ask again
+    const k2 = ex.k.map((row, i) => (i === ex.k.length - 1 ? row.map((x) => 2 * x + 1) : row));
+    const changed = { ...base, k: k2 };
+    const answers = await Promise.all([
+      ctx.post("/api/attention", base),
+      ...MISTAKES.map((m) => ctx.post("/api/attention", { ...base, mistake: m })),
+      ctx.post("/api/attention", changed),
+      ctx.post("/api/attention", { ...changed, mistake: "mask-after-softmax" }),
+    ]);
+    const wrong = Object.fromEntries(MISTAKES.map((m, i) => [m, answers[i + 1]]));
+    return { examples, right: answers[0], wrong, leak: { right: answers[4], wrong: answers[5] } };
   },
   mount,
   numbers,
