@@ -64,7 +64,7 @@ const STEPS = [
       return (
         "Softmax must run along each row: one query sharing its attention among the keys. Run down the columns instead and each key's " +
         `weights sum to 1 over the queries, while a query's row sums to anything: here from ${fixed3(Math.min(...sums))} to ` +
-        `${fixed3(Math.max(...sums))}. ${quote(r.tokens[f])}'s row sums to ${fixed3(sums[f])}, so its output is no longer a weighted average of the values.`
+        `${fixed3(Math.max(...sums))}. The row of ${quote(r.tokens[f])} sums to ${fixed3(sums[f])}, so its output is no longer a weighted average of the values.`
       );
     },
   },
@@ -83,7 +83,7 @@ const STEPS = [
         "The causal mask must set hidden scores to −∞ before softmax. Zeroing them after it is too late: the softmax already gave the " +
         `later words a share, and those shares are then thrown away, so the rows sum to between ${fixed3(Math.min(...sums))} and ` +
         `${fixed3(Math.max(...sums))} instead of 1 (the Σ column). ${quote(r.tokens[worst])} lost the most: ${fixed3(lost[worst])} went to words ` +
-        `it must not see. ${quote(r.tokens[f])}'s row sums to ${fixed3(sums[f])}. Worse, every visible weight was computed with the future ` +
+        `it must not see. The row of ${quote(r.tokens[f])} sums to ${fixed3(sums[f])}. Worse, every visible weight was computed with the future ` +
         `words in the softmax's sum. Change only the key of the last word, ${quote(r.tokens[r.tokens.length - 1])}: done right, no earlier row ` +
         `moves (largest change ${fixed3(earlierChange(r.weights, a.leak.right.weights))}); with the late mask the earlier rows change by up to ` +
         `${fixed3(earlierChange(w, a.leak.wrong.weights))}. The future leaks in.`
