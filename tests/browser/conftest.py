@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -62,6 +63,9 @@ def running_server() -> Iterator[str]:
     build_bundle()
     port = _free_port()
     env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
+    # the classroom: a known teacher token, and saved lessons in a folder of this run, not the user's
+    env.setdefault("ATTENTION_TEACHER_TOKEN", "browser-tests-teacher-token")
+    env["ATTENTION_DATA_DIR"] = tempfile.mkdtemp(prefix="attention3d-data-")
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
