@@ -305,6 +305,7 @@ def test_positions_model(watched: Watched) -> None:
     assert close(out["weights_perm"], api["weights_perm"], 1e-4)
     assert close(out["gap"], api["gap"], 1e-4)
     assert drawn_pixels(w) > 500
+    fits(w)
 
     w.page.get_by_test_id("pos-layer").select_option("3")
     expect(w.page.get_by_test_id("pos-model-head")).to_have_text("3, 2", timeout=60_000)

@@ -230,9 +230,10 @@ export default {
         const key = `${stacked}:${grids[0].values.length}`;
         if (looked !== key) {
           const { width, depth } = bars.size;
-          const d = Math.max(width / Math.min(aspect, 1.6), depth) * 1.45 + 2.5;
-          ctx.stage.look([0, d * 0.62, d * 0.78], [0, 0.2, 0]);
+          const d = Math.max((width + 1.5) / Math.min(aspect, 1.6), depth) * 1.5 + 2.5; // + room for the row names
+          ctx.stage.look([-0.5, d * 0.55, d * 0.82], [-0.5, 0.2, 0]);
           looked = key;
+          bars.update(...bars.last); // the names find their places for this camera
         }
       },
       dispose() {

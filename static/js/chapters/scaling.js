@@ -196,6 +196,7 @@ export default {
           const d = 7.5 / Math.min(1, aspect / 1.1);
           ctx.stage.look([0, d * 0.55, d * 0.85], [0, 0.6, 0]);
           looked = true;
+          bars.update(...bars.last); // the names find their places for this camera
         }
       },
       dispose() {

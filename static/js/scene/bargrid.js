@@ -23,6 +23,13 @@ export class BarGrid {
     this.mesh = null;
     this.extras = []; // floors and labels of the last update
     this.size = { width: 1, depth: 1 };
+    this.last = null; // the last update's arguments: names are placed again when the view changes size
+    this.shown = "";
+    this.resizer = new ResizeObserver(() => {
+      const size = `${stage.container.clientWidth}x${stage.container.clientHeight}`;
+      if (this.last && size !== this.shown) this.update(...this.last);
+    });
+    this.resizer.observe(stage.container);
   }
 
   /**
@@ -31,6 +38,8 @@ export class BarGrid {
    *               names: label rows/columns (default true), perRow: grids per line (default all) }
    */
   update(grids, { height = 2, max = 1, names = true, perRow = grids.length } = {}) {
+    this.last = [grids, { height, max, names, perRow }];
+    this.shown = `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
     this.clearExtras();
     const count = grids.reduce((s, g) => s + g.values.length * (g.values[0]?.length ?? 0), 0);
     if (!this.mesh || this.mesh.count !== count) {
@@ -74,13 +83,14 @@ export class BarGrid {
         });
       });
       // the title lies on the floor in front of its grid, where no bar can hide it
-      this.extras.push(this.stage.label(grid.title, [gx + widths[g] / 2, 0, gz + depths[g] + 0.35], "stage-label ca-grid-title"));
-      if (names && grid.colNames) {
+      const titleAt = [gx + widths[g] / 2, 0, gz + depths[g] + 0.35];
+      this.extras.push(this.stage.label(grid.title, titleAt, "stage-label ca-grid-title"));
+      if (names && grid.colNames && this.roomy(grid.colNames, [gx, gz], [1, 0])) {
         grid.colNames.forEach((name, c) => {
           this.extras.push(this.stage.label(name, [gx + (c + 0.5) * CELL, 0, gz - 0.3], "stage-label ca-grid-word"));
         });
       }
-      if (names && grid.rowNames) {
+      if (names && grid.rowNames && this.roomy(grid.rowNames, [gx, gz], [0, 1], 16)) {
         grid.rowNames.forEach((name, r) => {
           // centred on its point: a longer name stands further out, so that it ends before the grid
           const dx = 0.25 + 0.045 * name.length;
@@ -93,6 +103,18 @@ export class BarGrid {
     this.stage.requestRender();
   }
 
+  /** Whether neighbouring cells stand far enough apart on screen for `names` (else they are left out:
+   *  the tables beside the view name every row and column). */
+  roomy(names, [gx, gz], [dx, dz], need = null) {
+    const { camera, container } = this.stage;
+    camera.updateMatrixWorld();
+    const a = new THREE.Vector3(gx, 0, gz).project(camera);
+    const b = new THREE.Vector3(gx + dx * CELL, 0, gz + dz * CELL).project(camera);
+    const px = Math.hypot(((a.x - b.x) * container.clientWidth) / 2, ((a.y - b.y) * container.clientHeight) / 2);
+    const longest = Math.max(...names.map((n) => n.length));
+    return px >= (need ?? longest * 7 + 6);
+  }
+
   clearExtras() {
     for (const o of this.extras) {
       o.removeFromParent();
@@ -103,6 +125,7 @@ export class BarGrid {
   }
 
   dispose() {
+    this.resizer.disconnect();
     this.clearExtras();
     this.group.removeFromParent();
     this.mesh?.dispose();

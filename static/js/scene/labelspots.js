@@ -28,15 +28,15 @@ export class LabelSpots {
   }
 
   /** [x, y, z] near `p` (a Vector3) for a label of `text`, about `px` pixels per character;
-   *  `spots` lists the offsets to try, in steps, in order. */
+   *  `spots` lists the offsets [dx, dy, dz?] to try, in steps, in order. */
   place(p, text, px = 8.5, spots = SPOTS) {
     const { camera, container } = this.stage;
     const w = container.clientWidth;
     const h = container.clientHeight;
     const size = [text.length * px + 12, 22];
     let best = null; // the first spot that covers nothing, else the one that covers least
-    for (const [dx, dy] of spots) {
-      const q = new THREE.Vector3(p.x + dx * this.step, p.y + dy * this.step, p.z);
+    for (const [dx, dy, dz = 0] of spots) {
+      const q = new THREE.Vector3(p.x + dx * this.step, p.y + dy * this.step, p.z + dz * this.step);
       const s = q.clone().project(camera);
       const box = [((s.x + 1) / 2) * w - size[0] / 2, ((1 - s.y) / 2) * h - size[1] / 2, size[0], size[1]];
       const covered = this.boxes.reduce((sum, b) => {
