@@ -267,7 +267,7 @@ class AttentionScene:
         )
         self.renderer.layout.width = f"{width}px"
         self.renderer.layout.height = f"{height}px"
-        self.drawn_for: tuple[Any, ...] = ()
+        self.drawn: tuple[dict[str, Any] | None, str, int] = (None, "", -1)  # the result, step and focus shown
 
     def fit(self, aspect: float) -> None:
         """A camera that shows every row from the front and a little above (view.js fit())."""
@@ -306,11 +306,11 @@ class AttentionScene:
     def update(self, result: dict[str, Any], step: Step, focus: int) -> None:
         """Show `step` of `result` (the API's JSON) for the query `focus`."""
         lay = self.lay
-        key = (id(result), step.id, focus)
-        if key == self.drawn_for:
+        shown, shown_step, shown_focus = self.drawn
+        if result is shown and step.id == shown_step and focus == shown_focus:
             return
-        vectors_changed = not self.drawn_for or self.drawn_for[0] != id(result)
-        self.drawn_for = key
+        vectors_changed = result is not shown  # new numbers (mask, layer, head): the arrows move too
+        self.drawn = (result, step.id, focus)
         drawn = drawing(result)
         qk = max(np.hypot(*drawn["q"].T).max(), np.hypot(*drawn["k"].T).max())
         vz = np.hypot(*drawn["v"].T).max()

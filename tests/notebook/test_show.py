@@ -265,3 +265,26 @@ def test_the_wheel_carries_the_import_name_and_the_pinned_extra() -> None:
     extra = config["project"]["optional-dependencies"]["notebook"]
     assert {"pythreejs==2.4.2", "ipywidgets==8.1.9", "jupyterlab_widgets==3.0.17"} <= set(extra)
     assert "attention-3d[notebook]" in config["project"]["optional-dependencies"]["test"]
+
+
+def test_arrows_stand_in_their_rows_on_the_pages_scales() -> None:
+    view = show()
+    scene, lay = view.scene, view.scene.lay
+    assert lay.z_query > lay.z_key > lay.z_value  # queries in front, keys behind, values behind the keys
+    # q and k share a scale (longest: k of "cat", [3, 0], drawn 2.1 long), v and z another (longest 1)
+    k_cat = scene.k_arrows[1]
+    assert k_cat.vec == pytest.approx([2.1, 0, 0])
+    assert k_cat.shaft.mesh.position[2] == pytest.approx(lay.z_key)
+    assert scene.q_arrows[3].vec == pytest.approx([2 * 2.1 / 3, 0, 0])  # q of "its", [2, 0]
+    assert scene.q_arrows[3].shaft.mesh.position[2] == pytest.approx(lay.z_query)
+    assert scene.v_arrows[4].vec == pytest.approx([0, 2.1, 0])  # v of "fish", [0, 1]
+    assert scene.v_arrows[4].head.mesh.position[2] == pytest.approx(lay.z_value)
+    assert not scene.v_arrows[0].shaft.mesh.visible  # v of "the" is [0, 0]: no arrow
+
+
+def test_a_new_head_moves_the_arrows() -> None:
+    view = show(sentence="the cat sat on the mat", layer=0, head=0)
+    before = [a.vec.copy() for a in view.scene.q_arrows]
+    view.head_control.value = 5
+    after = [a.vec for a in view.scene.q_arrows]
+    assert any(not np.allclose(a, b) for a, b in zip(before, after, strict=True))
