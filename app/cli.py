@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> None:
         shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
         threading.Timer(1.0, webbrowser.open, [f"http://{shown}:{args.port}/"]).start()
     classroom_cli.configure(args)  # prints the teacher link
-    uvicorn.run("app.main:app", host=args.host, port=args.port)
+    # no per-message deflate: the classroom's messages are ~200 bytes, and compressing each copy for
+    # every follower cost a quarter of the server's CPU per change (bench.rooms)
+    uvicorn.run("app.main:app", host=args.host, port=args.port, ws_per_message_deflate=False)
 
 
 if __name__ == "__main__":

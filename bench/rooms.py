@@ -46,19 +46,20 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(10)
 
 
-def start_server(stack: ExitStack, data: Path, **env: str) -> str:
+def start_server(stack: ExitStack, data: Path, **env: str) -> tuple[str, int]:
     port = free_port()
     environ = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_TEACHER_TOKEN": TOKEN}
     environ["ATTENTION_DATA_DIR"] = str(data)
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
-    proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env={**environ, **env})
+    cmd = [sys.executable, "-m", "app", "--host", "127.0.0.1", "--port", str(port)]  # as `attention3d` runs it
+    log = stack.enter_context(open(data / f"server-{port}.log", "wb"))  # noqa: SIM115
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**environ, **env}, stdout=log, stderr=log)
     stack.callback(stop, proc)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
         try:
             with urllib.request.urlopen(base + "/api/lessons", timeout=1):
-                return base
+                return base, proc.pid
         except OSError:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError("the server did not start") from None
@@ -101,7 +102,16 @@ async def follow(url: str, arrivals: dict[int, float], ready: asyncio.Event, don
                 arrivals.setdefault(int(state["focus"]), now)
 
 
-async def run(bases: list[str], followers: int, changes: int, gap: float) -> dict[str, float]:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of the server processes so far (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def run(bases: list[str], pids: list[int], followers: int, changes: int, gap: float) -> dict[str, float]:
     room = request("POST", bases[0] + "/api/rooms")
     assert isinstance(room, dict)
     code, key = room["code"], room["presenter_key"]
@@ -119,12 +129,14 @@ async def run(bases: list[str], followers: int, changes: int, gap: float) -> dic
     sent: dict[int, float] = {}
     state = {"chapter": "steps", "example": "the-cat-ate-its-fish", "step": "softmax", "mask": "full"}
     loop = asyncio.get_running_loop()
+    cpu_before = cpu_seconds(pids)
     for n in range(changes):
         sent[n] = time.perf_counter()
         url = f"{bases[0]}/api/rooms/{code}/state"
         await loop.run_in_executor(None, request, "PUT", url, {**state, "focus": str(n)}, key)
         await asyncio.sleep(gap)
     await asyncio.sleep(2.0)  # stragglers
+    cpu = cpu_seconds(pids) - cpu_before
     done.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     latencies = sorted((a[n] - sent[n]) * 1000 for a in arrivals for n in a if n in sent)
@@ -137,6 +149,7 @@ async def run(bases: list[str], followers: int, changes: int, gap: float) -> dic
         "p50_ms": statistics.median(latencies),
         "p99_ms": latencies[max(0, int(len(latencies) * 0.99) - 1)],
         "max_ms": latencies[-1],
+        "cpu_ms_per_change": cpu / changes * 1000,
     }
 
 
@@ -150,17 +163,21 @@ def main() -> None:
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         if args.redis:
             url = start_redis(stack)
-            bases = [start_server(stack, Path(tmp), ATTENTION_REDIS_URL=url) for _ in range(2)]
+            servers = [start_server(stack, Path(tmp), ATTENTION_REDIS_URL=url) for _ in range(2)]
         else:
-            bases = [start_server(stack, Path(tmp))]
-        result = asyncio.run(run(bases, args.followers, args.changes, args.gap))
+            servers = [start_server(stack, Path(tmp))]
+        bases, pids = [b for b, _ in servers], [p for _, p in servers]
+        result = asyncio.run(run(bases, pids, args.followers, args.changes, args.gap))
     setup = "2 processes + Redis" if args.redis else "1 process"
     print(
         f"{setup}: {result['followers']} followers × {result['changes']} changes: "
         f"fan-out latency p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms, max {result['max_ms']:.1f} ms; "
         f"lost {result['lost']} of {result['followers'] * result['changes']} (goals: p99 ≤ 100 ms, 0 lost)"
     )
-    print(f"load average during the run: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
+    print(
+        f"server CPU per change (PUT + fan-out to {result['followers']}): {result['cpu_ms_per_change']:.1f} ms; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":
