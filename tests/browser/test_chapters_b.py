@@ -143,6 +143,15 @@ def test_heads_example_numbers_and_code(watched: Watched, size: tuple[int, int])
     assert close(run_python(w.text("numpy-code"))["output"], mh["output"], 1e-9)
     fits(w)
 
+    # new weights: the next seed, from the server
+    ex8 = get(w.base, "/api/multihead/example?heads=3&seed=8")
+    mh8 = post(
+        w.base, "/api/multihead", {k: ex8[k] for k in ("tokens", "x", "w_q", "w_k", "w_v", "w_o")} | {"mask": "causal"}
+    )
+    w.page.get_by_test_id("heads-reseed").click()
+    w.page.get_by_test_id("heads-reseed").filter(has_text="seed 8").wait_for()
+    assert w.text("heads-output-table-2-3") == f3(mh8["output"][2][3]) and "seed=8" in w.page.url
+
 
 @pytest.mark.parametrize("size", VIEWPORTS)
 def test_heads_real_model_step(watched: Watched, size: tuple[int, int]) -> None:

@@ -327,6 +327,9 @@ function mount(ctx) {
       items.push(picker("heads", [2, 3, 4].map((h) => [h, String(h)]), ctx.params.heads, (v) => ctx.setParams({ heads: v }), "heads-heads"));
       items.push(picker("mask", [["full", "full"], ["causal", "causal"]], ctx.params.mask, (v) => ctx.setParams({ mask: v }), "heads-mask"));
       items.push(picker("word", a.ex.tokens.map((t, i) => [i, t]), focusOf(a, ctx), (v) => ctx.setParams({ word: v }), "heads-wordpick"));
+      const redraw = el("button", { type: "button", dataset: { testid: "heads-reseed" } }, `New weights (seed ${a.ex.seed})`);
+      redraw.addEventListener("click", () => ctx.setParams({ seed: String((Number(ctx.params.seed) || 0) + 1) }));
+      items.push(redraw);
     }
     controls.replaceChildren(...items);
   }
