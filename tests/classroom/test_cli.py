@@ -1,0 +1,74 @@
+"""`attention3d`: the teacher link at start, the token's rules, and a token that never reaches the log."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from app.classroom import limits
+from app.classroom.broker import Subscriber
+from tests.classroom.conftest import ROOT, free_port
+
+
+def test_teacher_link_is_printed_and_the_token_never_logged(tmp_path: Path) -> None:
+    port = free_port()
+    token = "a-teacher-token-of-my-own-42"
+    env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
+    env.pop("ATTENTION_TEACHER_TOKEN", None)
+    cmd = [sys.executable, "-m", "app", "--port", str(port), "--teacher-token", token, "--data-dir", str(tmp_path)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}") as r:
+                    assert r.status == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/rooms", method="POST", headers={"authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request) as r:
+            assert r.status == 201
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=15)
+    stdout, stderr = out.decode(), err.decode()
+    assert f"http://127.0.0.1:{port}/?token={token}" in stdout  # the teacher link, once, at start
+    both = stdout + stderr
+    assert both.count(token) == 1  # uvicorn's access log shows the request as /?token=[hidden]
+    assert '"GET /?token=[hidden] HTTP/1.1" 200' in both
+    assert (tmp_path / "classroom.sqlite3").exists()  # --data-dir
+
+
+def test_a_short_or_odd_token_is_refused() -> None:
+    for bad in ("short", "has spaces in it, quite long"):
+        cmd = [sys.executable, "-m", "app", "--port", str(free_port()), "--teacher-token", bad]
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2
+        assert "--teacher-token" in done.stderr
+
+
+def test_a_generated_token_is_long() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ATTENTION_TEACHER_TOKEN"}
+    code = "from app.classroom import auth; t = auth.teacher_token(); print(len(t), auth.teacher_token() == t)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["32", "True"]  # 192 bits, the same for the whole process
+
+
+def test_a_slow_follower_is_dropped_not_waited_for() -> None:
+    async def fill() -> Subscriber:
+        sub = Subscriber(presenter=False)
+        for i in range(limits.FOLLOWER_QUEUE + 1):
+            sub.put(str(i))
+        return sub
+
+    sub = asyncio.run(fill())
+    assert sub.overflow and sub.queue.qsize() == limits.FOLLOWER_QUEUE
