@@ -117,6 +117,8 @@ def test_quiz_counts_and_reveals(three: tuple[Watched, Watched, Watched]) -> Non
     for w in (a, b):
         w.page.wait_for_selector('[data-testid="quiz-word-1"]')
         assert "“its”" in w.text("quiz-question")
+    hidden = "getComputedStyle(document.querySelector('#matrix tbody td')).color === 'rgba(0, 0, 0, 0)'"
+    assert a.page.evaluate(hidden) and teacher.page.evaluate(hidden)  # no peeking at the weights meanwhile
     a.page.get_by_test_id("quiz-word-1").click()  # "cat": right
     b.page.get_by_test_id("quiz-word-4").click()  # "fish": wrong
     assert b.page.get_by_test_id("quiz-word-1").is_disabled()  # once only
@@ -127,6 +129,7 @@ def test_quiz_counts_and_reveals(three: tuple[Watched, Watched, Watched]) -> Non
     a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
     b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
     assert "“cat”" in b.text("quiz-result")
+    assert not a.page.evaluate(hidden) and not teacher.page.evaluate(hidden)
     # the answer is the argmax of the weights the server computed for "its"
     weights = [float(teacher.text(f"cell-3-{j}")) for j in range(5)]
     assert max(range(5), key=lambda j: weights[j]) == 1

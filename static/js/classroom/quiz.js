@@ -44,6 +44,8 @@ export class QuizPanel {
   }
 
   show(quiz) {
+    // while the class answers, the page holds the numbers back (they would give the answer away)
+    document.body.classList.toggle("cr-quiz-open", Boolean(quiz) && !("answer" in quiz));
     if (!quiz) {
       this.quiz = null;
       this.root.hidden = true;
