@@ -9,6 +9,7 @@ MAX_FOLLOWERS = 300  # follower sockets per room: the 301st is closed with code 
 ROOM_TTL_SECONDS = 12 * 3600  # a room nobody drove for 12 hours is closed
 MAX_STATE_BYTES = 32 * 1024  # one view state (PUT /api/rooms/{code}/state): 413 past it
 MAX_STATE_EXTRAS = 24  # chapter parameters beyond the named fields of a view state
+MAX_PARAM_CHARS = 2000  # characters of one chapter parameter (as the page keeps them: state.js MAX_PARAM)
 MAX_PUTS_PER_SECOND = 20  # state changes per room and second (a clicker is far slower): 429 past it
 MAX_SOCKET_MESSAGE_BYTES = 1024  # one message a follower sends (a vote, a ping): closed with 1009 past it
 MAX_SOCKET_MESSAGES_PER_SECOND = 5  # a follower's messages per second, bursts of 10: closed with 4429 past it

@@ -12,7 +12,8 @@ from app.classroom import limits
 _ID = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 _EXTRA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 # never part of a view: the tab's secrets and the classroom's own switches
-_RESERVED = {"token", "key", "room", "present", "presenter_key"}
+_RESERVED = {"key", "room", "present", "presenter_key"}
+_TOKEN_INDEX = re.compile(r"^\d{0,4}$")  # `token` is a chapter's token index (heads); never a teacher token
 _MATRIX = Annotated[str, Field(max_length=4000, description="rows joined by ';', numbers by ',' (as in the URL)")]
 
 
@@ -21,7 +22,8 @@ class ViewState(BaseModel):
 
     Named fields are the attention view's (static/js/state.js); a chapter's own parameters
     (e.g. `dk` of the scaling chapter) ride along as extra string fields: lower-case names of at most
-    32 characters, values of at most 200, at most MAX_STATE_EXTRAS of them.
+    32 characters, values of at most MAX_PARAM_CHARS, at most MAX_STATE_EXTRAS of them. `token` is a
+    chapter's token index (digits), so a teacher token can never ride along.
     """
 
     model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True, str_strip_whitespace=False)
@@ -46,15 +48,15 @@ class ViewState(BaseModel):
         if len(extra) > limits.MAX_STATE_EXTRAS:
             raise ValueError(f"at most {limits.MAX_STATE_EXTRAS} chapter parameters, not {len(extra)}")
         for name, value in extra.items():
-            if name in _RESERVED:
+            if name in _RESERVED or (name == "token" and not _TOKEN_INDEX.match(str(value))):
                 raise ValueError(f"{name!r} is not part of a view (a secret or a classroom switch)")
             if not _EXTRA_KEY.match(name):
                 raise ValueError(f"parameter {name[:40]!r}: names are lower-case letters, digits and _, ≤ 32")
             if isinstance(value, int | float) and not isinstance(value, bool):
                 value = str(value)
                 extra[name] = value
-            if not isinstance(value, str) or len(value) > 200:
-                raise ValueError(f"parameter {name!r}: a string of at most 200 characters")
+            if not isinstance(value, str) or len(value) > limits.MAX_PARAM_CHARS:
+                raise ValueError(f"parameter {name!r}: a string of at most {limits.MAX_PARAM_CHARS} characters")
         return self
 
     def plain(self) -> dict[str, Any]:
