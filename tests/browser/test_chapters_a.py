@@ -320,3 +320,31 @@ def test_positions_bad_order_is_named(watched: Watched) -> None:
     w.page.goto(w.base + "/?chapter=positions&step=plain&order=0%200%201%202%203")
     w.page.wait_for_selector("[data-testid=chapter-error]:not([hidden])", timeout=30_000)
     assert "order" in w.text("chapter-error")
+
+
+# ---- accessibility -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?chapter=rnn&step=fade",
+        "?chapter=projections&step=q",
+        "?chapter=scaling&step=spread",
+        "?chapter=positions&step=sinusoid",
+        "?chapter=positions&step=model",
+    ],
+)
+def test_no_accessibility_violations(browser: Any, server: str, query: str) -> None:
+    """axe-core at WCAG 2.x A and AA on each chapter (the shaded tables' contrast included)."""
+    from tests.browser.test_axe import AXE, _violations
+
+    if not AXE.exists():
+        pytest.skip("axe-core is not installed (npm ci)")
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True, reduced_motion="reduce")
+    page = context.new_page()
+    page.base = server
+    try:
+        assert _violations(page, query, '#app[data-ready="true"] #chapter-text:not(:empty)') == []
+    finally:
+        context.close()

@@ -113,7 +113,8 @@ function heatTable(rows, { rowNames, colNames, caption, testid, hot = null }) {
     body.append(tr);
   });
   t.append(body);
-  const box = el("div", { className: "ca-scroll" });
+  // a box that may scroll sideways on a phone: keyboard users reach it with Tab, then the arrow keys
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": t.querySelector("caption")?.textContent ?? "table" });
   box.append(t);
   return box;
 }
