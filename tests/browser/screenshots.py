@@ -3,7 +3,8 @@
     .venv/bin/uvicorn app.main:app --port 8123 &
     .venv/bin/python -m tests.browser.screenshots http://127.0.0.1:8123 docs/screenshots
 
-The committed files were then reduced to 256 colours (Pillow's quantize) to stay small.
+Pictures 1-9 were reduced to 256 colours (Pillow's quantize) to stay small; 10-15 (projector
+and phone, issue 11) are as Chromium wrote them. Only some: NAME… as further arguments.
 """
 
 from __future__ import annotations
@@ -31,20 +32,31 @@ SHOTS: list[tuple[str, str, tuple[int, int], bool | str]] = [
     ("7-model-it-finds-animal", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (1280, 800), False),
     ("8-model-tablet-merged", f"?sentence={PIECES}&layer=2&head=11&step=softmax&focus=8&merge=1", (768, 1024), False),
     ("9-model-overview", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (1280, 800), "#overview"),
+    # a projector (1280 × 720): the arithmetic and the score table on the first screen
+    ("10-projector-score", "?focus=3&step=score", (1280, 720), False),
+    ("11-projector-model", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (1280, 720), False),
+    # a phone (390 × 844): compact head, the 3D view on the first screen, Back / Next at the bottom
+    ("12-phone-softmax", "?focus=3&step=softmax", (390, 844), False),
+    ("13-phone-model", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), False),
+    ("14-phone-model-table", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), ".lesson"),
+    ("15-phone-overview", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), "#overview"),
 ]
 
 
-def main(base: str, out: Path) -> None:
+def main(base: str, out: Path, only: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for name, query, (width, height), full in SHOTS:
+            if only and name not in only:
+                continue
             page = browser.new_page(viewport={"width": width, "height": height}, reduced_motion="reduce")
             page.goto(base + "/" + query)
             page.wait_for_selector('#app[data-ready="true"]')
             page.wait_for_selector('#scene[data-animating="false"]')
             if "sentence=" in query:
-                page.wait_for_selector('#overview-grid[data-count="72"]')
+                page.wait_for_selector('#overview-grid[data-count="72"]', timeout=60_000)
+            page.wait_for_timeout(300)  # the labels' last placement
             if isinstance(full, str):
                 page.locator(full).screenshot(path=str(out / f"{name}.png"))
             elif full:
@@ -59,4 +71,4 @@ def main(base: str, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    main(sys.argv[1], Path(sys.argv[2]), sys.argv[3:] or None)

@@ -154,15 +154,27 @@ export class SceneView {
       // long rows and tall views start from higher up
       const base = lay.n > 12 ? (this.camera.aspect < 1.5 ? 1.9 : 1.35) : this.camera.aspect < 1.2 ? 1.35 : 0.95;
       const rises = [base, ...[1.35, 1.9, 2.8, 4].filter((r) => r > base)];
-      for (const rise of rises) {
+      const tried = [];
+      const place = (rise) => {
         // twice: the lines the labels need depend on the distance, and the distance on the lines
         for (let k = 0; k < 2; k++) {
           fitDistance(new THREE.Vector3(0, rise, 1).normalize());
           if (this.widest) this.lines = this.decideLabels(lay);
         }
-        clear = this.keyLabelsClear(lay);
-        if (clear) break;
+        return { rise, clear: this.keyLabelsClear(lay), apart: lay.n > 1 ? this.pixelsApart(lay) : 0 };
+      };
+      for (const rise of rises) {
+        const t = place(rise);
+        tried.push(t);
+        // up to a 62° view from above, a higher camera that brings the words further apart
+        // (a wide view held back by the labels' lines below) is worth it; past that, only to clear
+        if (t.clear && (rise >= 1.9 || (tried.length > 1 && t.apart < tried[tried.length - 2].apart * 1.1))) break;
       }
+      const clearOnes = tried.filter((t) => t.clear);
+      const pool = clearOnes.length ? clearOnes : tried;
+      const best = pool.reduce((a, b) => (b.apart > a.apart * 1.1 ? b : a));
+      if (best !== tried[tried.length - 1]) place(best.rise);
+      clear = best.clear;
     }
     this.controls.target.copy(target);
     this.controls.update();
@@ -295,9 +307,16 @@ export class SceneView {
     // the camera (fitted to the labels' size), then the lines: how far apart the keys stand
     // on screen depends on the camera
     if (this.fittedFor !== lay.n || this.needFit) {
+      const keep = this.userMoved && this.fittedFor >= 0;
+      this.captions = this.fit(lay, keep);
       // not even from high above do the key row's labels clear the query row (a long sentence
-      // on a phone): the rows' captions give way (the legend under the view names the rows)
-      this.captions = this.fit(lay, this.userMoved && this.fittedFor >= 0);
+      // on a phone): the rows stand further apart, a step at a time, while that helps; then the
+      // rows' captions give way (the legend under the view names the rows)
+      for (let more = 1.25; !this.captions && !keep && more < 2; more += 0.25) {
+        lay = layout(ctx.data, deep * more);
+        full = { ...full, lay };
+        this.captions = this.fit(lay, false);
+      }
     } else if (this.lastLayout) {
       lay = layout(ctx.data, this.lastLayout.deep); // the camera was fitted to that depth
       full = { ...full, lay };
