@@ -280,6 +280,10 @@ def test_arrows_stand_in_their_rows_on_the_pages_scales() -> None:
     assert scene.v_arrows[4].vec == pytest.approx([0, 2.1, 0])  # v of "fish", [0, 1]
     assert scene.v_arrows[4].head.mesh.position[2] == pytest.approx(lay.z_value)
     assert not scene.v_arrows[0].shaft.mesh.visible  # v of "the" is [0, 0]: no arrow
+    # the camera has the renderer's aspect (pythreejs's default of 1 would squash the view)
+    assert (
+        scene.camera.aspect == pytest.approx(scene.renderer.width / scene.renderer.height) and scene.camera.aspect > 1
+    )
 
 
 def test_a_new_head_moves_the_arrows() -> None:
