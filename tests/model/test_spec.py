@@ -74,10 +74,12 @@ def test_cli_model_reaches_the_app(monkeypatch: pytest.MonkeyPatch, tiny_gpt2_di
     started: list[str] = []
     monkeypatch.setattr("uvicorn.run", lambda target, **kw: started.append(target))
     monkeypatch.delenv("ATTENTION_MODEL", raising=False)
-    cli.main(["--model", str(tiny_gpt2_dir)])
-    assert started == ["app.main:app"]
-    assert os.environ["ATTENTION_MODEL"] == str(tiny_gpt2_dir.resolve())
-    from app.main import create_app
+    try:
+        cli.main(["--model", str(tiny_gpt2_dir)])
+        assert started == ["app.main:app"]
+        assert os.environ["ATTENTION_MODEL"] == str(tiny_gpt2_dir.resolve())
+        from app.main import create_app
 
-    assert create_app(backend="numpy").state.model_dir == str(tiny_gpt2_dir.resolve())
-    monkeypatch.delenv("ATTENTION_MODEL")
+        assert create_app(backend="numpy").state.model_dir == str(tiny_gpt2_dir.resolve())
+    finally:  # cli.main set it; monkeypatch.delenv here would restore it at teardown, for every later test
+        os.environ.pop("ATTENTION_MODEL", None)
