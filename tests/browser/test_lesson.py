@@ -266,3 +266,24 @@ def test_the_numpy_panel_of_a_real_sentence_runs_and_agrees_with_the_api(watched
     w.page.keyboard.press("ArrowRight")
     ready(w, mode="sentence", step="mix")
     assert close(run_python(w.text("numpy-code"))["output"], answer["output"], tol=1e-5)
+
+
+def test_the_lesson_frame_has_no_axe_violations(browser: Any, server: str) -> None:
+    from tests.browser.test_axe import AXE
+
+    if not AXE.exists():
+        pytest.skip("axe-core is not installed (npm ci)")
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, bypass_csp=True, reduced_motion="reduce")
+    page = context.new_page()
+    try:
+        for query in ("?step=softmax&focus=3&predict=1", "?chapter=masks&step=difference"):
+            page.goto(server + "/" + query)
+            page.wait_for_selector('#app[data-ready="true"]', timeout=20_000)
+            page.get_by_test_id("chapters-toggle").click()  # the contents list open
+            page.add_script_tag(path=str(AXE))
+            tags = "['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']"
+            result = page.evaluate(f"() => axe.run(document, {{ runOnly: {{ type: 'tag', values: {tags} }} }})")
+            found = [f"{v['id']}: {v['help']} — {v['nodes'][0]['target']}" for v in result["violations"]]
+            assert found == [], query
+    finally:
+        context.close()
