@@ -33,6 +33,7 @@ bench: setup-test
 	$(BIN)/python -m bench.api
 	$(BIN)/python -m bench.model
 	$(BIN)/python -m bench.rooms
+	$(BIN)/python -m bench.follow
 
 setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json
 setup-test: setup $(VENV)/.installed-test chromium redis-server
