@@ -43,14 +43,12 @@ class HeadAsGet:
         done = anyio.Event()
 
         async def no_body(message: Message) -> None:
-            if done.is_set():
+            if done.is_set():  # the answer is complete: the GET's body goes nowhere
                 return
-            if message["type"] == "http.response.body":
-                if message.get("more_body", False):
-                    return
-                message = {"type": "http.response.body", "body": b"", "more_body": False}
-                done.set()
             await send(message)
+            if message["type"] == "http.response.start":  # complete at once, even for an endless stream
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                done.set()
 
         async def receive_until_done() -> Message:
             if done.is_set():  # a streaming GET stops once the (empty) answer is complete

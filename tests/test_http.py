@@ -4,6 +4,7 @@ an OpenAPI schema that documents what is sent, and one plain message per rule.""
 from __future__ import annotations
 
 import gzip
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
@@ -148,3 +149,25 @@ def test_mask_null_means_the_default_on_both_routes(client: TestClient) -> None:
     assert r.status_code in (200, 503) and (r.status_code == 503 or r.json()["mask"] == "full")
     r = client.post("/api/heads", json={"sentence": "The cat sat.", "mask": None})
     assert r.status_code in (200, 503) and (r.status_code == 503 or r.json()["mask"] == "full")
+
+
+def test_head_on_an_endless_stream_returns_at_once() -> None:
+    import anyio
+    from fastapi.responses import StreamingResponse
+
+    from app.main import create_app
+
+    app = create_app(backend="numpy")
+
+    @app.get("/forever")
+    async def forever() -> StreamingResponse:
+        async def lines() -> AsyncIterator[bytes]:
+            while True:
+                yield b"data: tick\n\n"
+                await anyio.sleep(0.01)
+
+        return StreamingResponse(lines(), media_type="text/event-stream")
+
+    with TestClient(app) as c:
+        r = c.head("/forever")
+    assert r.status_code == 200 and r.content == b"" and r.headers["content-type"].startswith("text/event-stream")
