@@ -99,9 +99,7 @@ class Label:
         self.texture = three.TextTexture(
             string=text, color=colour, size=64, squareTexture=False, minFilter="LinearFilter", generateMipmaps=False
         )
-        material = three.SpriteMaterial(
-            map=self.texture, transparent=True, depthWrite=False, depthTest=False
-        )  # text on top
+        material = three.SpriteMaterial(map=self.texture, transparent=True, depthWrite=False)
         self.sprite = three.Sprite(material=material, position=position)
         self.set(text)
 
