@@ -10,7 +10,7 @@ import { pyMatrix, pyStrings } from "../pycode.js";
 import { BarGrid } from "../scene/bargrid.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
-const DEFAULT_ORDER = "0 4 2 3 1";
+const DEFAULT_ORDER = ""; // empty: the server's default (0 4 2 3 1 for the default words, else reversed)
 const quote = (w) => `“${w}”`;
 const sentence = (ws) => quote(ws.join(" "));
 

@@ -90,7 +90,7 @@ export class BarGrid {
           this.extras.push(this.stage.label(name, [gx + (c + 0.5) * CELL, 0, gz - 0.3], "stage-label ca-grid-word"));
         });
       }
-      if (names && grid.rowNames && this.roomy(grid.rowNames, [gx, gz], [0, 1], 16)) {
+      if (names && grid.rowNames && this.roomy(grid.rowNames, [gx, gz], [0, 1], 21)) {
         grid.rowNames.forEach((name, r) => {
           // centred on its point: a longer name stands further out, so that it ends before the grid
           const dx = 0.25 + 0.045 * name.length;
@@ -112,7 +112,7 @@ export class BarGrid {
     const b = new THREE.Vector3(gx + dx * CELL, 0, gz + dz * CELL).project(camera);
     const px = Math.hypot(((a.x - b.x) * container.clientWidth) / 2, ((a.y - b.y) * container.clientHeight) / 2);
     const longest = Math.max(...names.map((n) => n.length));
-    return px >= (need ?? longest * 7 + 6);
+    return px >= (need ?? longest * 7.5 + 12);
   }
 
   clearExtras() {

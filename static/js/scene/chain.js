@@ -117,7 +117,8 @@ export class RnnChain {
     const origin = this.add(new THREE.Mesh(this.sphere, new THREE.MeshBasicMaterial({ color: 0x8a877c })));
     origin.scale.setScalar(0.05);
     origin.position.copy(at([0, 0, 0]));
-    const named = new Set(n <= 8 ? [...Array(n).keys()] : [0, n - 1]);
+    const every = n <= (this.aspect() >= 1.3 ? 8 : 5); // a phone names every state of short sentences only
+    const named = new Set(every ? [...Array(n).keys()] : [0, n - 1]);
     const spots = new LabelSpots(this.stage); // a label that would cover another moves aside
     const title = `RNN: ${n} steps in order`;
     this.label(title, [cx, cy + CUBE + 0.5, 0], "stage-label ca-grid-title");
@@ -143,7 +144,7 @@ export class RnnChain {
     const xs = words.map((_, j) => rx - ROW / 2 + (n === 1 ? 0 : (j * ROW) / (n - 1)));
     const last = weights[n - 1];
     const wmax = Math.max(...last);
-    const showWords = new Set(n <= 8 ? [...Array(n).keys()] : [0, n - 1]);
+    const showWords = named;
     words.forEach((w, j) => {
       const dot = this.add(new THREE.Mesh(this.sphere, this.material.clone()));
       dot.material.color.setHex(j === n - 1 ? KIND_COLOURS.q : KIND_COLOURS.k);
