@@ -36,7 +36,8 @@ export function describeView({ state, lesson, attention, three, stage, tokens, a
     focus: state.focus,
     tokens,
     answer,
-    result: attention ? state.result : null, // both masks' answers (attention chapters)
+    answers: attention ? state.result : null, // both masks' answers { full, causal } (attention chapters)
+    result: attention ? state.result : null, // the same (an older name)
     title: $(attention ? "step-title" : "chapter-title").textContent,
     text: $(attention ? "step-text" : "chapter-text").textContent,
     numbers: [...$("lesson-numbers").querySelectorAll("li")].map((li) => li.textContent),
