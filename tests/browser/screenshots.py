@@ -58,6 +58,11 @@ def main(base: str, out: Path, only: list[str] | None = None) -> None:
                 page.wait_for_selector('#overview-grid[data-count="72"]', timeout=60_000)
             page.wait_for_timeout(300)  # the labels' last placement
             if isinstance(full, str):
+                # a part of the page: a phone's floating Back / Next would land in its middle
+                page.evaluate(
+                    "for (const id of ['prev-step', 'next-step'])"
+                    " document.getElementById(id).style.visibility = 'hidden'"
+                )
                 page.locator(full).screenshot(path=str(out / f"{name}.png"))
             elif full:
                 top = page.evaluate("document.getElementById('compare-title').getBoundingClientRect().top + scrollY")
