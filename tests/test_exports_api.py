@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from typing import Any
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from app import frame
 from app.attention import STAGES, attention
@@ -124,3 +127,41 @@ def test_json_download(client: TestClient) -> None:
     r = client.post("/api/attention?format=json&stage=weights", json=CAT_BODY)
     assert r.headers["content-disposition"] == 'attachment; filename="attention-weights.json"'
     assert set(r.json()) == {"tokens", "mask", "d_k", "weights"}
+
+
+junk = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=2),
+    max_leaves=10,
+)
+names = st.sampled_from(["q", "k", "v", "scores", "weights", "output", "softmax", ""])
+fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "stages": st.lists(names, max_size=3) | junk,
+        "dtype": st.sampled_from(["float64", "float32", "int8"]) | junk,
+        "mistake": st.sampled_from(["no-scale", "softmax-columns", "mask-after-softmax", "x"]) | junk,
+        "mask": st.sampled_from(["full", "causal", None]) | junk,
+        "layer": junk,
+        "head": junk,
+        "sentence": st.none() | st.text(max_size=8),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    extra=fields,
+    use_qkv=st.booleans(),
+    query=st.sampled_from(["", "?format=csv", "?format=json&stage=masked", "?stage=output", "?format=csv&stage=q"]),
+    accept=st.sampled_from([None, "application/json", frame.FRAME_MEDIA_TYPE, "*/*;q=0"]),
+)
+def test_the_new_fields_never_get_a_5xx(
+    client: TestClient, extra: dict[str, Any], use_qkv: bool, query: str, accept: str | None
+) -> None:
+    body = {**(CAT_BODY if use_qkv else {}), **extra}
+    headers = {"content-type": "application/json", **({"accept": accept} if accept else {})}
+    r = client.post("/api/attention" + query, content=json.dumps(body), headers=headers)  # NaN too
+    assert r.status_code in (200, 422, 503), r.text
+    if r.status_code != 200:
+        assert all(set(d) == {"loc", "msg", "type"} for d in r.json()["detail"])
