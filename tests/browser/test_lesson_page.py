@@ -58,6 +58,10 @@ def test_the_mix_sentence_in_sentence_mode(watched: Watched) -> None:  # item 1,
     ready(w, step="mix", mode="sentence", focus=IT)
     text = w.text("step-text")
     assert "“it” gives 0.677 of its attention to “animal”" in text, text
+    w.page.get_by_test_id("layer-select").select_option("1")  # layer 1, head 0: "it" rests on [CLS]
+    w.page.get_by_test_id("head-select").select_option("0")
+    ready(w, step="mix", layer=1, head=0)
+    assert "“it” gives 0.772 of its attention to “[CLS]”, a special token" in w.text("step-text")
 
 
 def test_removing_an_earlier_word_keeps_the_focus_on_its_word(watched: Watched) -> None:  # item 2

@@ -37,6 +37,12 @@ export function mixClosing(answer, row) {
       "so its z is a blend of their values rather than either one."
     );
   }
+  if (/^\[[A-Z]+\]$/.test(answer.tokens[a.j]) && a.j !== row && a.w >= 0.5) {
+    return (
+      `Here ${quote(word)} gives ${share(a)} of its attention to ${name(a)}, a special token that many heads use ` +
+      "as a resting place when no word answers their query: z then carries little from the other words."
+    );
+  }
   if (a.j === row && a.w >= 0.5) {
     return `Here ${quote(word)} attends mostly to itself (${share(a)}), so its z stays close to its own value.`;
   }
