@@ -97,6 +97,8 @@ def hand_set(example: str | None, tokens: list[str] | None, q: Any, k: Any, v: A
     given = [name for name, a in (("q", q), ("k", k), ("v", v)) if a is not None]
     if example is not None and (given or tokens is not None):
         raise InputError(given[0] if given else "tokens", "send an example, or tokens with q, k and v: not both")
+    if not given and tokens is not None:
+        raise InputError("q", "q is missing: send q, k and v with tokens")
     if not given:
         name = DEFAULT_EXAMPLE if example is None else example
         if name not in EXAMPLES:

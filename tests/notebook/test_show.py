@@ -217,6 +217,7 @@ def test_table_uses_the_pages_cividis_and_escapes_tokens() -> None:
         ({"example": "nope"}, "example", "no example 'nope'"),
         ({"q": [[1, 2]], "k": [[1]], "v": [[1]]}, "k", "must have the shape of q"),
         ({"q": [[1, 2]], "k": [[1, 2]]}, "v", "v is missing"),
+        ({"tokens": ["a", "b"]}, "q", "q is missing"),
         ({"q": [[1, float("nan")]], "k": [[1, 2]], "v": [[1]]}, "q", "finite"),
         ({"tokens": ["a"], "q": [[1]], "k": [[1]], "v": [[1]], "example": "the-cat-ate-its-fish"}, "q", "not both"),
         ({"sentence": "hi", "q": [[1]]}, "q", "cannot be sent with sentence"),
