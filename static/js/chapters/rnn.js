@@ -2,6 +2,11 @@
 // seeded weights reads the words one after another; the server gives its hidden states, how much
 // the first word still counts in each (‖∂h_t/∂x_1‖₂, the exact Jacobian by the chain rule) and,
 // on the same words, the attention weight the last word puts on the first. POST /api/rnn.
+//
+// Note for lesson.js's owner: the numbers list gives each label class "label", which app.css also
+// styles for the 3D view's labels (nowrap, max-width 9em, ellipsis), so a long label is cut short
+// and a long value runs past a phone's edge. These chapters keep their labels short meanwhile; a
+// class of its own (e.g. "number-label") would let any chapter name its numbers in full.
 
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
