@@ -133,7 +133,7 @@ export default {
   mount(ctx) {
     const choices = el("div", { className: "ca-choices", role: "group", "aria-label": "Token" });
     const out = el("div", { className: "ca-out" });
-    const note = el("p", { className: "ca-note" }, "The 3D view shows the first 3 of the 8 coordinates of each vector, all on one scale.");
+    const note = el("p", { className: "ca-note" }, "The 3D view shows the first 3 of the 8 coordinates of each vector; the vectors shown together share one scale.");
     ctx.panel.append(choices, note, out);
     const scene = ctx.stage ? new TokenProjection(ctx.stage) : null;
     let looked = false;

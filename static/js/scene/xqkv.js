@@ -1,8 +1,8 @@
-// One token's x turning into its q, k and v (chapter `projections`). Each vector is an arrow
-// from the origin drawn at its first three coordinates (of eight; the page says so), all on one
-// scale so that lengths compare; three axes mark the coordinates 1, 2, 3. The current step's
-// vector is drawn strongly, x stays as the starting point, a dashed line joins x's tip to the
-// product's tip. update() redraws from the server's answer.
+// One token's x turning into its q, k and v (chapter `projections`). Each vector is an arrow from
+// the origin drawn at its first three coordinates (of eight; the page says so); the vectors shown
+// together share one scale, so that their lengths compare; three axes mark the coordinates 1, 2, 3.
+// x stays as the starting point, a dashed line joins x's tip to the product's tip. update()
+// redraws from the server's answer.
 
 import * as THREE from "three";
 import { KIND_COLOURS } from "../format.js";
@@ -60,13 +60,14 @@ export class TokenProjection {
     this.clearItems();
     const rows = { x: answer.x[token], q: answer.q[token], k: answer.k[token], v: answer.v[token] };
     const len3 = (r) => Math.hypot(r[0], r[1], r[2]);
-    const scale = REACH / Math.max(...Object.values(rows).map(len3));
-    const vec = (r) => new THREE.Vector3(r[0] * scale, r[1] * scale, r[2] * scale);
     const shown = kind === "x" ? ["x"] : kind === "all" ? ["x", "q", "k", "v"] : ["x", kind];
+    const scale = REACH / Math.max(...shown.map((name) => len3(rows[name]))); // the shown vectors share one scale
+    const vec = (r) => new THREE.Vector3(r[0] * scale, r[1] * scale, r[2] * scale);
     const colours = { x: X_COLOUR, q: KIND_COLOURS.q, k: KIND_COLOURS.k, v: KIND_COLOURS.v };
     this.arrows.set(shown.map((name) => ({ origin: new THREE.Vector3(), vec: vec(rows[name]), colour: colours[name] })));
     this.arrows.tick(1); // drawn where they end: no transition
     const spots = new LabelSpots(this.stage, 0.22);
+    for (const [i, d] of [[1, 0, 0], [0, 1, 0], [0, 0, 1]].entries()) spots.reserve(d.map((v) => v * (REACH + 0.25)), `coord ${i + 1}`, 7);
     for (const name of shown) {
       const tip = vec(rows[name]);
       const text = name === "x" ? `x (${answer.tokens[token]})` : name;
