@@ -144,6 +144,11 @@ def test_token_rules(three: tuple[Watched, Watched, Watched]) -> None:
     assert a.page.evaluate("JSON.stringify(sessionStorage)").find(TOKEN) == -1
     assert TOKEN not in a.page.content()
     assert a.page.get_by_test_id("present").count() == 0  # a follower gets no presenter controls
+    # ?token=3 is the projections chapter's token index, not a teacher token: it stays in the view
+    teacher.page.goto(f"{teacher.base}/?chapter=projections&token=3")
+    teacher.wait_ready()
+    assert params(teacher).get("token") == "3"
+    assert teacher.page.evaluate("sessionStorage.getItem('a3d.teacher')") == TOKEN
     # a wrong token opens no room, and says why
     stranger.expect_console_error("403")
     stranger.page.goto(f"{stranger.base}/?token=not-the-token-0123456789")
@@ -190,6 +195,19 @@ def test_projector_view_fills_the_screen(watched: Watched, classroom_server: str
     assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix tbody td')).color") == "rgba(0, 0, 0, 0)"
     w.page.keyboard.press("h")
     assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix tbody td')).color") != "rgba(0, 0, 0, 0)"
+    # a chapter that draws itself fills the screen the same way
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{classroom_server}/?present=1&chapter=scaling")
+    w.wait_ready()
+    w.page.wait_for_selector("#chapter-stage canvas")
+    box = w.page.evaluate(
+        """() => ({ sh: document.documentElement.scrollHeight, sw: document.documentElement.scrollWidth,
+                    stage: document.querySelector('#chapter-stage').getBoundingClientRect(),
+                    title: parseFloat(getComputedStyle(document.querySelector('#chapter-text')).fontSize) })"""
+    )
+    assert box["sh"] <= 720 and box["sw"] <= 1280
+    assert box["stage"]["height"] > 720 * 0.6 and box["stage"]["bottom"] <= 720
+    assert box["title"] >= 24
 
 
 def test_follower_phone_layout(three: tuple[Watched, Watched, Watched]) -> None:

@@ -80,7 +80,8 @@ def test_put_state_then_get_it(client: TestClient, room: dict[str, Any]) -> None
 def test_a_chapters_own_parameters_ride_along(client: TestClient, room: dict[str, Any]) -> None:
     for state in (
         {"chapter": "scaling", "dk": "64", "predict": "1"},
-        {"chapter": "heads", "token": "3", "word": "1", "heads": "2", "seed": "7", "tok": ""},
+        {"chapter": "heads", "word": "1", "heads": "2", "seed": "7", "tok": ""},
+        {"chapter": "projections", "token": "3"},
         {"chapter": "positions", "words": "the cat ate its fish", "order": "0 4 2 3 1", "layer": "0", "head": "2"},
     ):
         assert put(client, room, state).status_code == 204

@@ -4,7 +4,7 @@
 import { el } from "../dom.js";
 import { applyViewState, viewState } from "../hub.js";
 import { call } from "./api.js";
-import { teacherToken } from "./session.js";
+import { teacherToken, viewOnly } from "./session.js";
 
 export class Lessons {
   constructor(bar) {
@@ -71,7 +71,7 @@ export class Lessons {
 
   add() {
     this.recording ??= { views: [] };
-    this.recording.views.push({ state: viewState(), note: this.note.value.trim() });
+    this.recording.views.push({ state: viewOnly(viewState()), note: this.note.value.trim() });
     this.note.value = "";
     this.say(`${this.recording.views.length} view${this.recording.views.length === 1 ? "" : "s"} recorded.`);
   }

@@ -9,7 +9,7 @@ import { el } from "../dom.js";
 import { currentView, onViewChange, viewState } from "../hub.js";
 import { call } from "./api.js";
 import { answerOf, QuizPanel } from "./quiz.js";
-import { keepPresenterRoom, presenterRoom, teacherToken } from "./session.js";
+import { keepPresenterRoom, presenterRoom, teacherToken, viewOnly } from "./session.js";
 import { RoomSocket } from "./socket.js";
 
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
@@ -71,7 +71,7 @@ export class Presenter {
     const kept = presenterRoom();
     if (kept) {
       try {
-        await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewState(), secret: kept.key });
+        await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewOnly(viewState()), secret: kept.key });
         this.start(kept);
         return;
       } catch {
@@ -143,7 +143,7 @@ export class Presenter {
   /** PUT the view: at most one request in flight, the latest view wins. */
   async send(params) {
     if (!this.room) return;
-    this.queued = params;
+    this.queued = viewOnly(params);
     if (this.sending) return;
     this.sending = true;
     try {

@@ -25,18 +25,33 @@ function write(key, value) {
   }
 }
 
+/** A view state without the classroom's own parameters (the server refuses them in a view). */
+export function viewOnly(params) {
+  const out = { ...params };
+  delete out.room;
+  delete out.present;
+  delete out.key;
+  if (out.token !== undefined && !/^\d{0,4}$/.test(String(out.token))) delete out.token; // never a secret
+  return out;
+}
+
 /** Read ?token=, ?room= and ?present= once, keep them, and take the token out of the address bar. */
 export function takeUrl() {
   const url = new URL(window.location.href);
-  const token = url.searchParams.get("token");
+  // ?token=3 is the heads chapter's token index; a teacher token is long (≥ 16 characters)
+  const raw = url.searchParams.get("token");
+  const token = raw && !/^\d{0,4}$/.test(raw) ? raw : null;
   const room = url.searchParams.get("room");
   const present = url.searchParams.get("present") === "1";
-  if (token) {
-    write(KEYS.token, token);
-    url.searchParams.delete("token");
+  if (token) write(KEYS.token, token);
+  if (room) write(KEYS.room, room.trim().toUpperCase());
+  // the classroom's own parameters leave the address bar before the page reads it: the token is a
+  // secret, and none of them is part of the view (the page would keep them as a chapter's parameters)
+  const ours = ["room", "present", ...(token ? ["token"] : [])];
+  if (ours.some((k) => url.searchParams.has(k))) {
+    for (const k of ours) url.searchParams.delete(k);
     window.history.replaceState(null, "", url.pathname + (url.search || "") + url.hash);
   }
-  if (room) write(KEYS.room, room.trim().toUpperCase());
   return { room: room ? room.trim().toUpperCase() : null, present, hadToken: Boolean(token) };
 }
 
