@@ -6,7 +6,7 @@ export function pyNum(x) {
   if (x === null || x === undefined) return "-np.inf";
   if (Number.isNaN(x)) return "np.nan";
   if (!Number.isFinite(x)) return x > 0 ? "np.inf" : "-np.inf";
-  return Number.isInteger(x) ? String(x) : String(x);
+  return String(x); // JS's shortest round-trip form ("0.1", "1e-7", "1e+21") is valid Python too
 }
 
 /** A string literal (JSON's escaping is valid Python for any text). */
