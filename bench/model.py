@@ -15,6 +15,9 @@ round after round, so that the machine's other work falls on all of them alike:
                                                            the last layer          goal ≤ 1.3×
    and a sentence seen before (the cache answers); and layer 2 again from a client that
    accepts gzip, as browsers do (app.middleware compresses JSON answers up to 16 MB)
+   The goal rows again with one thread each (torch.set_num_threads(1), nn.WORKERS = 1): on a
+   busy machine a spinning thread pool (torch's) stalls whenever another process holds a core,
+   so these rows compare the work itself
 3. a spawned server (python -m uvicorn app.main:app): from spawn to the first sentence
    answered (cold start)                                                          goal ≤ 1.0 s
    then a class: 30 students send new 15-20 word sentences at once, 3 times: all
@@ -288,6 +291,19 @@ def main() -> None:
 
         return call
 
+    def one_thread(fn: Callable[[], object]) -> Callable[[], object]:
+        def call() -> object:
+            threads, workers = torch.get_num_threads(), nn.WORKERS
+            torch.set_num_threads(1)
+            nn.WORKERS = 1
+            try:
+                return fn()
+            finally:
+                torch.set_num_threads(threads)
+                nn.WORKERS = workers
+
+        return call
+
     last = model.spec.layers - 1
     rows = {
         "theirs": ("transformers forward, output_attentions (reference)", theirs, None),
@@ -297,9 +313,13 @@ def main() -> None:
         "api_last": (f"POST /api/attention layer {last} head 11, new sentence", api(last, 11, True), 1.3),
         "api_cached": (f"POST /api/attention layer {last} head 11, seen sentence", api(last, 11, False), None),
         "api_l2_gzip": ("the layer 2 row, gzip accepted (as a browser does)", api(2, 1, True, gzip=True), None),
+        # One thread each: spinning thread pools (torch's) cannot be stretched by other processes here.
+        "theirs_1": ("1 thread each: transformers forward (reference)", one_thread(theirs), None),
+        "ours_1": ("1 thread each: our forward", one_thread(ours("numpy")), 1.1),
+        "api_l2_1": ("1 thread each: POST layer 2 head 1, new sentence", one_thread(api(2, 1, True)), 0.8),
+        "api_last_1": (f"1 thread each: POST layer {last} head 11, new sentence", one_thread(api(last, 11, True)), 1.3),
     }
     measured = interleaved({key: fn for key, (_, fn, _) in rows.items()}, rounds=15)
-    t_theirs = measured["theirs"]
     t_theirs_load = fresh_process_seconds(THEIRS_LOAD)
     t_ours_load = fresh_process_seconds(OURS_LOAD)
 
@@ -314,8 +334,8 @@ def main() -> None:
     )
     print(f"{'':62} {'ms':>8} {'ratio':>7}")
     for key, (name, _, goal) in rows.items():
-        t = measured[key]
-        print(f"{name:62} {t * 1e3:8.1f} {t / t_theirs:6.2f}×  {verdict(t / t_theirs, goal)}")
+        t, ref = measured[key], measured["theirs_1" if key.endswith("_1") else "theirs"]
+        print(f"{name:62} {t * 1e3:8.1f} {t / ref:6.2f}×  {verdict(t / ref, goal)}")
     print("a spawned server (python -m uvicorn app.main:app)")
     cold = statistics.median(colds)
     print(f"{'cold start: spawn to the first sentence answered, median of 3':62} {cold * 1e3:8.0f}  "
