@@ -170,15 +170,22 @@ def test_rnn_other_words(watched: Watched) -> None:
     words = ["the", "animal", "did", "not", "cross", "the", "street", "because", "it", "was", "too", "tired"]
     api = post(w.base, "/api/rnn", {"words": words})
     open_chapter(w, "chapter=rnn&step=fade", (1280, 720), "fade")
-    box = w.page.get_by_test_id("rnn-words")
-    box.fill(" ".join(words))
-    box.press("Enter")
+    w.page.get_by_test_id("rnn-long").click()
     expect(w.page.get_by_test_id("rnn-steps")).to_have_text("12", timeout=30_000)
     wait(w, "fade")
     assert param(w, "words") == " ".join(words)
     assert w.text("rnn-influence-last") == sig(api["influence"][11])
     assert api["influence"][11] < api["influence"][0] / 100  # the first word has faded
     assert close(run_python(w.text("numpy-code"))["influence"], api["influence"], 1e-12)
+    fits(w)
+
+    box = w.page.get_by_test_id("rnn-words")  # typed words
+    box.fill("a  dog   barks")
+    box.press("Enter")
+    expect(w.page.get_by_test_id("rnn-steps")).to_have_text("3", timeout=30_000)
+    wait(w, "fade")
+    small = post(w.base, "/api/rnn", {"words": ["a", "dog", "barks"]})
+    assert param(w, "words") == "a dog barks" and w.text("rnn-influence-last") == sig(small["influence"][2])
 
 
 # ---- projections ---------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import { pyMatrix, pyStrings } from "../pycode.js";
 import { RnnChain } from "../scene/chain.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
+const LONG = "the animal did not cross the street because it was too tired";
 const quote = (w) => `“${w}”`;
 
 /** 4 decimals, or 3 significant digits in e-notation when smaller than 0.001. */
@@ -137,7 +138,9 @@ export default {
     const form = el("form", { className: "ca-form", dataset: { testid: "rnn-form" } });
     const input = el("input", { type: "text", maxlength: "1600", "aria-label": "Words for the RNN, separated by spaces", dataset: { testid: "rnn-words" } });
     input.value = wordsOf(ctx.params).join(" ");
-    form.append(el("label", { className: "ca-label" }, "Words"), input, el("button", { type: "submit", dataset: { testid: "rnn-run" } }, "Run"));
+    const long = el("button", { type: "button", dataset: { testid: "rnn-long" } }, "Try 12 words");
+    long.addEventListener("click", () => ctx.setParams({ words: LONG }));
+    form.append(el("label", { className: "ca-label" }, "Words"), input, el("button", { type: "submit", dataset: { testid: "rnn-run" } }, "Run"), long);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const words = input.value.split(/\s+/).filter(Boolean).join(" ");
