@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 import uuid
@@ -27,10 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from redis.exceptions import RedisError
 
 from app.classroom import limits
 from app.classroom.store import Store
 
+log = logging.getLogger(__name__)
 FOLLOWERS_EVERY = 0.2  # seconds between two {"followers": n} messages of one room
 
 
@@ -313,7 +316,7 @@ class RedisBroker(Broker):
     PREFIX = "a3d:"
 
     def __init__(self, url: str) -> None:
-        import redis.asyncio as aioredis
+        import redis.asyncio as aioredis  # only with --redis
 
         super().__init__()
         self.redis = aioredis.from_url(url, decode_responses=True)
@@ -333,20 +336,25 @@ class RedisBroker(Broker):
         await self._subscribed.wait()
 
     async def _read(self) -> None:
-        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
-        await pubsub.psubscribe(self.PREFIX + "chan:*")
-        self._subscribed.set()
+        """Feed this process's sockets from Redis; when Redis goes away, subscribe again once it is back."""
         prefix = len(self.PREFIX + "chan:")
-        try:
-            while True:
-                message = await pubsub.get_message(timeout=None)
-                if message is None or message.get("type") != "pmessage":
-                    continue
-                code, data = str(message["channel"])[prefix:], str(message["data"])
-                if code in self.local:
-                    self.deliver(code, data[1:], presenters_only=data[0] == "P")
-        finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
+        while True:
+            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.psubscribe(self.PREFIX + "chan:*")
+                self._subscribed.set()
+                while True:
+                    message = await pubsub.get_message(timeout=None)
+                    if message is None or message.get("type") != "pmessage":
+                        continue
+                    code, data = str(message["channel"])[prefix:], str(message["data"])
+                    if code in self.local:
+                        self.deliver(code, data[1:], presenters_only=data[0] == "P")
+            except (OSError, RedisError) as e:
+                log.warning("classroom: lost Redis (%s); subscribing again in 1 s", e)
+                await asyncio.sleep(1)
+            finally:
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def publish(self, code: str, text: str, presenters_only: bool = False) -> None:
         await self.redis.publish(self.PREFIX + "chan:" + code, ("P" if presenters_only else "A") + text)

@@ -125,8 +125,8 @@ async def serve_socket(ws: WebSocket, broker: Broker, code: str) -> None:
             sender.cancel()
         if close is not None:
             await ws.close(code=close[0], reason=close[1])
-    except (WebSocketDisconnect, RuntimeError):
-        pass  # the client went away (RuntimeError: it went while we were sending)
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass  # the client went away (RuntimeError, OSError: it went while we were sending)
     finally:
         await broker.leave(code, sub)
 
