@@ -339,3 +339,39 @@ def test_the_websocket_connects_under_the_strict_csp(watched: Watched, classroom
     assert "connect-src 'self'" in csp and "ws:" not in csp and "*" not in csp
     w.wait_ready()
     w.page.wait_for_selector('[data-testid="follow-bar"][data-status="live"]')  # no CSP violation (console)
+
+
+AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def _axe(page: Any) -> list[str]:
+    page.add_script_tag(path=str(AXE))
+    result: dict[str, Any] = page.evaluate(
+        "() => axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })"
+    )
+    return [f"{v['id']}: {v['help']} — {v['nodes'][0]['target'][0]}" for v in result["violations"]]
+
+
+def test_classroom_controls_have_no_axe_violations(browser: Any, classroom_server: str) -> None:
+    if not AXE.exists():
+        pytest.skip("axe-core is not installed (npm ci)")
+    with ExitStack() as stack:
+        contexts = [browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True) for _ in range(2)]
+        for c in contexts:
+            stack.callback(c.close)
+        teacher, student = (c.new_page() for c in contexts)
+        teacher.goto(f"{classroom_server}/?token={TOKEN}&example=the-cat-ate-its-fish&step=softmax&focus=3")
+        teacher.wait_for_selector('#app[data-ready="true"]')
+        teacher.locator("[data-testid=lessons] summary").click()
+        teacher.get_by_test_id("present").click()
+        teacher.wait_for_selector("[data-testid=join-qr]")
+        code = teacher.get_by_test_id("join-code").inner_text()
+        student.set_viewport_size({"width": 390, "height": 844})
+        student.goto(f"{classroom_server}/?room={code}")
+        student.wait_for_selector('[data-testid=follow-bar][data-status="live"]')
+        teacher.get_by_test_id("quiz-ask").click()
+        student.wait_for_selector("[data-testid=quiz-word-1]")
+        teacher.wait_for_selector("[data-testid=quiz-count-1]")
+        assert _axe(teacher) == []
+        assert _axe(student) == []
+        teacher.get_by_test_id("quiz-end").click()

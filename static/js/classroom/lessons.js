@@ -21,8 +21,20 @@ export class Lessons {
     file.addEventListener("change", () => this.importFile(file));
     const importLabel = el("label", { className: "cr-import" }, "Import a lesson file ");
     importLabel.append(file);
-    this.note = el("input", { type: "text", placeholder: "a note for this view", maxlength: "2000", dataset: { testid: "lesson-note" } });
-    this.title = el("input", { type: "text", placeholder: "lesson title", maxlength: "200", dataset: { testid: "lesson-title" } });
+    this.note = el("input", {
+      type: "text",
+      placeholder: "a note for this view",
+      "aria-label": "A note for this view",
+      maxlength: "2000",
+      dataset: { testid: "lesson-note" },
+    });
+    this.title = el("input", {
+      type: "text",
+      placeholder: "lesson title",
+      "aria-label": "Lesson title",
+      maxlength: "200",
+      dataset: { testid: "lesson-title" },
+    });
     const add = this.button("Record this view", "lesson-add", () => this.add());
     const save = this.button("Save the lesson", "lesson-save", () => this.save());
     this.status = el("p", { className: "cr-lessons-status", role: "status", dataset: { testid: "lesson-status" } });
