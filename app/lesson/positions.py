@@ -18,12 +18,13 @@ Stages, by name (toy: d_model = d_k = 8, each word's x seeded by the word, seede
 weights need no W_V). The toy adds every sum in an order that does not depend on where a word
 stands (see weights_of), so "the same numbers" holds to the last bit, not just up to rounding:
 
-  x, x_perm                     the embeddings in both orders             (n, d)
+  x, x_perm                      the embeddings in both orders             (n, d)
   pe                            PE(pos) for pos = 0 … n−1                 (n, d)
   plain, plain_perm             weights without positions, both orders    (n, n)
-  moved                         P·plain·Pᵀ: the first table, reordered    (n, n)
-  plain_gap                     max |plain_perm − moved|: 0               ()
-  encoded, encoded_perm, ..._gap  the same with x + PE                    (n, n), ()
+  plain_moved                   P·plain·Pᵀ: the first table, reordered    (n, n)
+  plain_gap                     max |plain_perm − plain_moved|: 0         ()
+  encoded, encoded_perm,        the same with x + PE: encoded_gap > 0     (n, n), ()
+    encoded_moved, encoded_gap
 
 model() does the same with a real model's own attention (its learned positions are inside).
 This module imports nothing from the web side of the app.
