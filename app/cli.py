@@ -36,10 +36,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"attention3d: {source} {model}: {e}", file=sys.stderr)
             sys.exit(2)
         os.environ["ATTENTION_MODEL"] = str(Path(model).resolve())  # read by app.main.create_app
-    if args.open:
-        shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-        threading.Timer(1.0, webbrowser.open, [f"http://{shown}:{args.port}/"]).start()
-    classroom_cli.configure(args)  # prints the teacher link
+    teacher_link = classroom_cli.configure(args)  # prints the teacher link
+    if args.open:  # the teacher link, as Jupyter opens its own: this tab may open rooms
+        threading.Timer(1.0, webbrowser.open, [teacher_link]).start()
     # no per-message deflate: the classroom's messages are ~200 bytes, and compressing each copy for
     # every follower cost a quarter of the server's CPU per change (bench.rooms)
     uvicorn.run("app.main:app", host=args.host, port=args.port, ws_per_message_deflate=False)

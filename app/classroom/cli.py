@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def configure(args: argparse.Namespace) -> None:
-    """Pass the options to the app (through its environment) and print the teacher link."""
+def configure(args: argparse.Namespace) -> str:
+    """Pass the options to the app (through its environment), print the teacher link and return it."""
     token = args.teacher_token or os.environ.get(auth.TOKEN_ENV) or auth.new_secret()
     problem = auth.check_token(token)
     if problem:
@@ -40,10 +40,12 @@ def configure(args: argparse.Namespace) -> None:
         os.environ[service.REDIS_ENV] = args.redis
     lan = rooms.lan_address() if args.host in ("0.0.0.0", "::") else None
     shown = lan or ("127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host)
+    link = f"http://{shown}:{args.port}/?token={token}"
     print("Teacher link (opens rooms and saves lessons; keep it to yourself):")
-    print(f"    http://{shown}:{args.port}/?token={token}")
+    print(f"    {link}")
     if lan:
         print(f"Students join at http://{lan}:{args.port}/ (the presenter view shows the room's QR code)")
     elif args.host.startswith("127.") or args.host == "localhost":
         print("Only this computer can reach the server: start with --host 0.0.0.0 for a classroom.")
     sys.stdout.flush()
+    return link
