@@ -195,7 +195,7 @@ def test_rnn_other_words(watched: Watched) -> None:
 def test_projections(watched: Watched, size: tuple[int, int]) -> None:
     w = watched
     api = get(w.base, "/api/projections")
-    open_chapter(w, "chapter=projections&step=q&token=3", size, "q")
+    open_chapter(w, "chapter=projections&step=q&tok=3", size, "q")
     for j in range(8):
         assert w.text(f"proj-q-0-{j}") == f3(api["q"][3][j])
         assert w.text(f"proj-w-q-2-{j}") == f3(api["w_q"][2][j])

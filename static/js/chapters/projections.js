@@ -15,7 +15,7 @@ const ROLE = {
 };
 
 function tokenOf(a, ctx) {
-  const t = Number(ctx.params.token);
+  const t = Number(ctx.params.tok);
   return Number.isInteger(t) && t >= 0 && t < a.tokens.length ? t : a.tokens.length - 1;
 }
 
@@ -123,7 +123,7 @@ export default {
   id: "projections",
   title: "Where q, k and v come from",
   summary: "Each token's x times three learned matrices, W_Q, W_K and W_V, gives its query, key and value.",
-  params: { token: "3" },
+  params: { tok: "3" }, // not "token": the classroom takes ?token= (the teacher token) out of the address bar
   steps: STEPS,
 
   async load(ctx) {
@@ -143,7 +143,7 @@ export default {
         choices.replaceChildren(
           ...answer.tokens.map((tok, i) => {
             const b = el("button", { type: "button", "aria-pressed": String(i === t), dataset: { testid: `proj-token-${i}` } }, tok);
-            b.addEventListener("click", () => ctx.setParams({ token: String(i) }));
+            b.addEventListener("click", () => ctx.setParams({ tok: String(i) }));
             return b;
           }),
         );
