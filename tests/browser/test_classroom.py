@@ -375,3 +375,31 @@ def test_classroom_controls_have_no_axe_violations(browser: Any, classroom_serve
         assert _axe(teacher) == []
         assert _axe(student) == []
         teacher.get_by_test_id("quiz-end").click()
+
+
+def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watched, classroom_server: str) -> None:
+    w = watched
+    w.base = classroom_server
+    with urllib.request.urlopen(classroom_server + "/api/lessons") as r:
+        ready_made = json.loads(r.read())[0]
+    with urllib.request.urlopen(f"{classroom_server}/api/lessons/{ready_made['id']}") as r:
+        views = json.loads(r.read())["views"]
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{classroom_server}/?token={TOKEN}")
+    w.wait_ready()
+    w.page.locator("[data-testid=lessons] summary").click()
+    w.page.wait_for_selector("[data-testid=lesson-select] option", state="attached")
+    w.page.get_by_test_id("lesson-select").select_option(str(ready_made["id"]))
+    w.page.get_by_test_id("lesson-play").click()
+    w.page.get_by_test_id("present").click()
+    w.page.wait_for_selector("[data-testid=join-qr]")
+    for i, view in enumerate(views):
+        if i:
+            w.page.keyboard.press("PageDown")
+        w.page.wait_for_selector(f'[data-testid=lesson-playing][data-index="{i}"]')
+        # the address bar names every chapter but the default one ("steps")
+        wait_params(w, **{k: v for k, v in view["state"].items() if (k, v) != ("chapter", "steps")})
+        assert w.text("lesson-view-note") == view["note"]
+        assert w.page.evaluate("document.documentElement.scrollHeight") <= 720
+    w.page.keyboard.press("PageDown")  # past the last view: it stays there
+    assert w.page.get_by_test_id("lesson-playing").get_attribute("data-index") == str(len(views) - 1)
