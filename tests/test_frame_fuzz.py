@@ -183,5 +183,5 @@ def test_truncated_frames_never_get_a_5xx(
 
 def test_answers_larger_than_a_request_body_decode() -> None:
     big = np.zeros((2, 1024, 1024, 2))  # 32 MiB: offsets past the request limit
-    fields, arrays = frame.decode(frame.encode({}, {"q": big, "weights": np.ones((1, 2))}))
+    _, arrays = frame.decode(frame.encode({}, {"q": big, "weights": np.ones((1, 2))}))
     assert arrays["weights"].tolist() == [[1.0, 1.0]] and arrays["q"].shape == big.shape
