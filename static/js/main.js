@@ -128,7 +128,12 @@ function onOutcome(outcome) {
 
 const recomputer = new Recomputer(onOutcome);
 const modelRecomputer = new Recomputer(onOutcome, 0, sentenceBothMasks);
-const sentence = new SentenceParts(state, { render: () => render(), pick: (layer, head, from) => setPick(layer, head, from) });
+// the model's status, asked at once: it names the model and its layers and heads
+const modelKnown = modelInfo(false).then((info) => {
+  state.model = info;
+  return info;
+});
+const sentence = new SentenceParts(state, { render: () => render(), pick: (layer, head, from) => setPick(layer, head, from), known: modelKnown });
 
 $("merge-toggle").addEventListener("change", (e) => {
   state.merge = e.target.checked;
@@ -554,9 +559,8 @@ window.addEventListener("popstate", () => {
 
 // ---- start -----------------------------------------------------------------------------
 
-modelInfo(false)
+modelKnown
   .then((info) => {
-    state.model = info;
     sentence.buildPickers(info.layers, info.heads);
     render();
   })

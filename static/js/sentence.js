@@ -9,8 +9,10 @@ import { Overview } from "./overview.js";
 const $ = (id) => document.getElementById(id);
 
 export class SentenceParts {
-  constructor(state, { render, pick }) {
+  /** `known`: the page's first GET /api/model (a promise), awaited before saying the model loads. */
+  constructor(state, { render, pick, known = null }) {
     this.state = state;
+    this.known = known;
     this.render = render;
     this.headsController = null;
     this.modelWatch = null; // the poll in progress, if any
@@ -41,6 +43,13 @@ export class SentenceParts {
 
   async watchModel() {
     const state = this.state;
+    await this.known?.catch(() => null); // the page's first look at the model (GET /api/model)
+    if (state.model && !state.model.loaded) {
+      // not loaded: say so now (on a busy machine the sentence's own request may load it
+      // before the status below answers)
+      state.modelLoading = true;
+      this.render();
+    }
     try {
       state.model = await modelInfo(true);
       // a load that failed leaves loaded and loading false: stop, the sentence's own request says why
