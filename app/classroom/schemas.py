@@ -13,7 +13,7 @@ _ID = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 _EXTRA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 # never part of a view: the tab's secrets and the classroom's own switches
 _RESERVED = {"key", "room", "present", "presenter_key"}
-_TOKEN_INDEX = re.compile(r"^\d{0,4}$")  # `token`: the projections chapter's token index; never a teacher token
+_TOKEN_INDEX = re.compile(r"^\d{0,4}$")  # a short number named `token` (an index) is harmless; a teacher token (≥ 16 characters) never passes
 _MATRIX = Annotated[str, Field(max_length=4000, description="rows joined by ';', numbers by ',' (as in the URL)")]
 
 
@@ -22,8 +22,8 @@ class ViewState(BaseModel):
 
     Named fields are the attention view's (static/js/state.js); a chapter's own parameters
     (e.g. `dk` of the scaling chapter) ride along as extra string fields: lower-case names of at most
-    32 characters, values of at most MAX_PARAM_CHARS, at most MAX_STATE_EXTRAS of them. `token` is a
-    chapter's token index (digits), so a teacher token can never ride along.
+    32 characters, values of at most MAX_PARAM_CHARS, at most MAX_STATE_EXTRAS of them. `token` may only
+    be a short number (an index), so a teacher token can never ride along.
     """
 
     model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True, str_strip_whitespace=False)

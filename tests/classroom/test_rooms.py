@@ -81,7 +81,7 @@ def test_a_chapters_own_parameters_ride_along(client: TestClient, room: dict[str
     for state in (
         {"chapter": "scaling", "dk": "64", "predict": "1"},
         {"chapter": "heads", "word": "1", "heads": "2", "seed": "7", "tok": ""},
-        {"chapter": "projections", "token": "3"},
+        {"chapter": "projections", "tok": "3", "token": "3"},
         {"chapter": "positions", "words": "the cat ate its fish", "order": "0 4 2 3 1", "layer": "0", "head": "2"},
     ):
         assert put(client, room, state).status_code == 204
