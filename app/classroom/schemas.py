@@ -13,7 +13,8 @@ _ID = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 _EXTRA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 # never part of a view: the tab's secrets and the classroom's own switches
 _RESERVED = {"key", "room", "present", "presenter_key"}
-_TOKEN_INDEX = re.compile(r"^\d{0,4}$")  # a short number named `token` (an index) is harmless; a teacher token (≥ 16 characters) never passes
+# a short number named `token` (an index) is harmless; a teacher token (≥ 16 characters) never passes
+_TOKEN_INDEX = re.compile(r"^\d{0,4}$")
 _MATRIX = Annotated[str, Field(max_length=4000, description="rows joined by ';', numbers by ',' (as in the URL)")]
 
 
