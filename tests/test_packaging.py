@@ -67,7 +67,7 @@ def test_cli_defaults_to_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, object] = {}
     monkeypatch.setattr("app.cli.uvicorn.run", lambda app, **kw: seen.update(app=app, **kw))
     cli.main([])
-    assert seen == {"app": "app.main:app", "host": "127.0.0.1", "port": 8000}
+    assert seen == {"app": "app.main:app", "host": "127.0.0.1", "port": 8000, "ws_per_message_deflate": False}
     cli.main(["--host", "0.0.0.0", "--port", "9001"])
     assert seen["host"] == "0.0.0.0" and seen["port"] == 9001
 
