@@ -365,7 +365,7 @@ function startSource() {
   } else {
     const id = state.example || DEFAULT_EXAMPLE;
     if (!urlParams.has("focus")) wantWord = OPENING_WORD[id] ?? null;
-    loadExample(id, urlParams.has("mask"));
+    loadExample(id, urlParams.has("mask") || state.chapter !== "steps"); // masks: its step set the mask
   }
 }
 
@@ -376,7 +376,7 @@ $("example-select").addEventListener("change", (e) => {
   state.focus = 0;
   wantWord = OPENING_WORD[id] ?? null;
   pushNext = true;
-  loadExample(id, false);
+  loadExample(id, state.chapter !== "steps");
 });
 $("source-form").addEventListener("submit", (e) => {
   e.preventDefault();
