@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from redis.exceptions import RedisError
 
 from app.classroom import limits
 from app.classroom.store import Store
@@ -337,6 +336,8 @@ class RedisBroker(Broker):
 
     async def _read(self) -> None:
         """Feed this process's sockets from Redis; when Redis goes away, subscribe again once it is back."""
+        from redis.exceptions import RedisError  # only with --redis: the import costs start-up ~40 ms
+
         prefix = len(self.PREFIX + "chan:")
         while True:
             pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
