@@ -22,7 +22,8 @@ export function heatmapSvg(answer, name, title) {
   const labelW = Math.min(160, 14 + 8 * Math.max(...t.rows.map((r) => r.length), 4));
   const headH = Math.min(140, 20 + 7 * Math.max(...t.cols.map((c) => c.length), 4));
   const top = 34 + headH;
-  const width = labelW + t.cols.length * CELL + 24;
+  const scaleText = mode === "weight" ? "0 → 1 (the weight itself)" : "each row's smallest → largest";
+  const width = Math.max(labelW + t.cols.length * CELL + 24, 16 + 8.6 * title.length, labelW + 230 + 7.2 * (14 + scaleText.length));
   const height = top + t.rows.length * CELL + 70;
   const svg = node("svg", { xmlns: NS, width, height, viewBox: `0 0 ${width} ${height}`, role: "img" });
   svg.append(node("title", {}, title));
@@ -57,7 +58,6 @@ export function heatmapSvg(answer, name, title) {
   for (let s = 0; s < 20; s++) {
     svg.append(node("rect", { x: labelW + s * 10, y: barY, width: 10, height: 14, fill: rgbCss(heatRgb(s / 19)) }));
   }
-  const scaleText = mode === "weight" ? "0 → 1 (the weight itself)" : "each row's smallest → largest";
   svg.append(node("text", { x: labelW + 210, y: barY + 12, "font-family": FONT, "font-size": 12, fill: "#111" }, `less → more: ${scaleText}`));
   svg.append(node("text", { x: 8, y: barY + 40, "font-family": FONT, "font-size": 12, fill: "#333" }, "rows: queries · columns: keys"));
   return svg;

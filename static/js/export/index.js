@@ -65,7 +65,7 @@ async function exportPng() {
 function heatmap(v) {
   const name = chosen(v);
   const t = arrayTable(v.answer, name);
-  const title = `${name}${t.heads ? " (head 0)" : ""}${v.mask ? `, ${v.mask} mask` : ""}${v.title ? ` · ${v.title}` : ""}`;
+  const title = `${name}${t.heads ? " (head 0)" : ""}${v.mask ? `, ${v.mask} mask` : ""}`;
   return { name, svg: heatmapSvg(v.answer, name, title) };
 }
 

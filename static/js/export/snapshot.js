@@ -91,6 +91,6 @@ function drawLegend(ctx, view, top, width, scale) {
     ctx.fillStyle = "#111";
     ctx.fillText(text, x + 17 * s, top + y);
   }
-  const what = view.stage === "weights" ? "the weight (a share of the query's attention)" : `the ${view.stage ?? "value"}, within the row`;
-  ctx.fillText(`Links: thicker and darker = larger ${what}.`, 12 * s, top + places[places.length - 1][1] + 24 * s);
+  const what = view.stage === "weights" ? "a larger weight (the query's share of attention)" : `a larger ${view.stage ?? "value"}, within the focused query's row`;
+  ctx.fillText(`Links: thicker and darker = ${what}.`, 12 * s, top + places[places.length - 1][1] + 24 * s);
 }
