@@ -23,7 +23,7 @@ export function heatmapSvg(answer, name, title) {
   const headH = Math.min(140, 20 + 7 * Math.max(...t.cols.map((c) => c.length), 4));
   const top = 34 + headH;
   const scaleText = mode === "weight" ? "0 → 1 (the weight itself)" : "each row's smallest → largest";
-  const width = Math.max(labelW + t.cols.length * CELL + 24, 16 + 8.6 * title.length, labelW + 230 + 7.2 * (14 + scaleText.length));
+  const width = Math.ceil(Math.max(labelW + t.cols.length * CELL + 24, 16 + 8.6 * title.length, labelW + 230 + 7.2 * (14 + scaleText.length)));
   const height = top + t.rows.length * CELL + 70;
   const svg = node("svg", { xmlns: NS, width, height, viewBox: `0 0 ${width} ${height}`, role: "img" });
   svg.append(node("title", {}, title));
