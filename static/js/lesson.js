@@ -436,7 +436,10 @@ export class Lesson {
     $("lesson-numbers").replaceChildren(
       ...numbers.map((n) => {
         const li = el("li", n.testid ? { dataset: { testid: `${n.testid}-item` } } : {});
-        li.append(el("span", { className: "label" }, n.label), el("span", { className: "value", dataset: n.testid ? { testid: n.testid } : {} }, n.value));
+        li.append(
+          el("span", { className: "number-label" }, n.label),
+          el("span", { className: "number-value", dataset: n.testid ? { testid: n.testid } : {} }, n.value),
+        );
         return li;
       }),
     );
