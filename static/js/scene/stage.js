@@ -6,6 +6,7 @@
 import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
 import { CSS2DObject, CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
+import { fitToContainer } from "./resize.js";
 import { BACKGROUND } from "./view.js";
 
 export class Stage {
@@ -46,12 +47,7 @@ export class Stage {
   }
 
   resize() {
-    const w = Math.max(1, this.container.clientWidth);
-    const h = Math.max(1, this.container.clientHeight);
-    this.renderer.setSize(w, h, false);
-    this.labels.setSize(w, h);
-    this.camera.aspect = w / h;
-    this.camera.updateProjectionMatrix();
+    fitToContainer(this.container, this.renderer, this.labels, this.camera);
     this.requestRender();
   }
 

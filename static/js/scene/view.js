@@ -11,6 +11,7 @@ import { layout } from "./layout.js";
 import { AttentionLinks } from "./links.js";
 import { OutputArrow } from "./output.js";
 import { VectorPlanes } from "./planes.js";
+import { fitToContainer } from "./resize.js";
 import { TokenMarkers } from "./tokens.js";
 import { VectorArrows } from "./vectors.js";
 
@@ -82,12 +83,7 @@ export class SceneView {
   }
 
   resize() {
-    const w = Math.max(1, this.container.clientWidth);
-    const h = Math.max(1, this.container.clientHeight);
-    this.renderer.setSize(w, h, false);
-    this.labels.setSize(w, h);
-    this.camera.aspect = w / h;
-    this.camera.updateProjectionMatrix();
+    fitToContainer(this.container, this.renderer, this.labels, this.camera);
     // the same tokens on a wider or narrower screen: fit the camera (keeping a direction the
     // user chose by orbiting) and decide the labels' lines again
     if (this.lastCtx) {
