@@ -11,6 +11,7 @@ import * as THREE from "three";
 import { heatRgb, KIND_COLOURS } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
 import { LabelSpots } from "./labelspots.js";
+import { redrawOnResize, sizeOf } from "./resize.js";
 
 const CUBE = 1.5; // half the side of the drawn cube: h = ±1 sits on its faces
 const ROW = 3.6; // width of the row of words
@@ -41,11 +42,7 @@ export class RnnChain {
     this.last = null; // the last update's arguments, to lay out again when the view changes size
     this.fitted = ""; // the view's size the camera was placed for
     this.size = "";
-    this.resizer = new ResizeObserver(() => {
-      const size = `${stage.container.clientWidth}x${stage.container.clientHeight}`;
-      if (this.last && size !== this.size) this.update(...this.last);
-    });
-    this.resizer.observe(stage.container);
+    this.resizer = redrawOnResize(this, stage);
   }
 
   clearItems() {
@@ -88,7 +85,7 @@ export class RnnChain {
 
   update(answer, { influence = false, links = false } = {}) {
     this.last = [answer, { influence, links }];
-    this.size = `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+    this.size = sizeOf(this.stage.container);
     const shape = this.aspect() >= 1.3 ? "wide" : "narrow";
     if (this.fitted !== shape) {
       this.stage.look(...this.view()); // the camera follows the layout (side by side, or stacked)

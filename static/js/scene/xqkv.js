@@ -8,6 +8,7 @@ import * as THREE from "three";
 import { KIND_COLOURS } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
 import { LabelSpots } from "./labelspots.js";
+import { redrawOnResize, sizeOf } from "./resize.js";
 
 const X_COLOUR = 0x5c5a52;
 const REACH = 2.6; // scene length of the longest drawn vector
@@ -30,11 +31,7 @@ export class TokenProjection {
     this.items = [];
     this.last = null; // the last update's arguments: labels are placed again when the view changes size
     this.size = "";
-    this.resizer = new ResizeObserver(() => {
-      const size = `${stage.container.clientWidth}x${stage.container.clientHeight}`;
-      if (this.last && size !== this.size) this.update(...this.last);
-    });
-    this.resizer.observe(stage.container);
+    this.resizer = redrawOnResize(this, stage);
     for (const [i, d] of [[1, 0, 0], [0, 1, 0], [0, 0, 1]].entries()) {
       stage.label(`coord ${i + 1}`, d.map((v) => v * (REACH + 0.25)), "stage-label ca-axis");
     }
@@ -56,7 +53,7 @@ export class TokenProjection {
    */
   update(answer, token, kind) {
     this.last = [answer, token, kind];
-    this.size = `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+    this.size = sizeOf(this.stage.container);
     this.clearItems();
     const rows = { x: answer.x[token], q: answer.q[token], k: answer.k[token], v: answer.v[token] };
     const len3 = (r) => Math.hypot(r[0], r[1], r[2]);
