@@ -12,6 +12,7 @@ import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { RnnChain } from "../scene/chain.js";
+import { scrollBox } from "./scrollbox.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
 const LONG = "the animal did not cross the street because it was too tired";
@@ -117,10 +118,7 @@ function table(a, stepId) {
     body.append(tr);
   }
   t.append(body);
-  // a box that may scroll sideways on a phone: keyboard users reach it with Tab, then the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": t.querySelector("caption")?.textContent ?? "table" });
-  box.append(t);
-  return box;
+  return scrollBox(t);
 }
 
 export default {

@@ -5,6 +5,7 @@
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
 import { BarGrid } from "../scene/bargrid.js";
+import { scrollBox } from "./scrollbox.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const MIN = 2;
@@ -118,10 +119,7 @@ function rowTable(a) {
     body.append(tr);
   }
   t.append(body);
-  // a box that may scroll sideways on a phone: keyboard users reach it with Tab, then the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": t.querySelector("caption")?.textContent ?? "table" });
-  box.append(t);
-  return box;
+  return scrollBox(t);
 }
 
 export default {
