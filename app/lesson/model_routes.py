@@ -25,8 +25,8 @@ from app.errors import ClientError
 from app.lesson import block as blocks
 from app.lesson.multihead import HEAD_STAGES, ShapeError, check_shapes, example, multihead
 from app.model.loader import ModelHandle, handle_for
-from app.model.service import spec_of
-from app.model.spec import ModelError, ModelSpec
+from app.model.service import encode_sentence, spec_of
+from app.model.spec import ModelSpec
 from app.model.tokenizer import Encoded
 from app.schemas import ErrorResponse, InputError, MaskField, Matrix, Token
 from app.transport import body_error, in_slot, is_json, media_type, read_body
@@ -259,18 +259,23 @@ def _prepare(handle: ModelHandle, sentence: str, layer: int) -> tuple[ModelSpec,
     spec = spec_of(handle)
     if not 0 <= layer < spec.layers:
         raise InputError("layer", f"layer must be 0 … {spec.layers - 1} ({spec.name} has {spec.layers} layers)")
-    if not sentence.strip():
-        raise InputError("sentence", "sentence is empty: type at least one word")
-    try:
-        encoded = handle.encode(sentence)
-    except ModelError as e:
-        raise ClientError(503, ["model"], f"the model cannot be loaded: {e}", "model_unavailable") from None
-    if encoded.content == 0:
-        raise InputError("sentence", f"sentence has no tokens that {spec.name} reads (only spaces or controls)")
+    encoded = encode_sentence(handle, spec, sentence)
     limit = min(spec.max_tokens, MAX_LESSON_TOKENS)
     if len(encoded) > limit:
         raise InputError("sentence", f"sentence is {len(encoded)} tokens for {spec.name}; this view takes {limit}")
     return spec, encoded
+
+
+def _layer_fields(spec: ModelSpec, encoded: Encoded, layer: int) -> dict[str, Any]:
+    """The fields an answer about one layer of the real model starts with."""
+    return {
+        "model": spec.name,
+        "kind": spec.kind,
+        "tokens": encoded.tokens,
+        "ids": encoded.ids,
+        "layer": layer,
+        "layers": spec.layers,
+    }
 
 
 def _finite(*arrays: np.ndarray) -> None:
@@ -290,12 +295,7 @@ def _model_heads(handle: ModelHandle, sentence: str, layer: int, backend: Backen
     w_o = f"encoder.layer.{layer}.attention.output.dense" if spec.kind == "bert" else f"h.{layer}.attn.c_proj"
     return _json(
         {
-            "model": spec.name,
-            "kind": spec.kind,
-            "tokens": encoded.tokens,
-            "ids": encoded.ids,
-            "layer": layer,
-            "layers": spec.layers,
+            **_layer_fields(spec, encoded, layer),
             "heads": spec.heads,
             "head_size": spec.head_size,
             "mask": "causal" if spec.causal else "full",
@@ -328,12 +328,7 @@ def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> 
     _finite(*b.vectors.values(), *(what_if.vectors.values() if what_if else ()))
     return _json(
         {
-            "model": spec.name,
-            "kind": spec.kind,
-            "tokens": encoded.tokens,
-            "ids": encoded.ids,
-            "layer": layer,
-            "layers": spec.layers,
+            **_layer_fields(spec, encoded, layer),
             "hidden": spec.hidden,
             "order": b.order,
             "vectors": b.vectors,

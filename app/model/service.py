@@ -65,7 +65,9 @@ def _mask(spec: ModelSpec, mask: Mask | None, given: bool) -> Mask:
     return mask or "full"
 
 
-def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int, limit_name: str) -> Encoded:
+def encode_sentence(handle: ModelHandle, spec: ModelSpec, sentence: str) -> Encoded:
+    """The sentence's tokens: an InputError for a sentence that is empty or has no token the model
+    reads, a 503 where the model cannot be loaded. The caller checks the length against its limit."""
     if not sentence.strip():
         raise InputError("sentence", "sentence is empty: type at least one word")
     try:
@@ -74,6 +76,11 @@ def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int
         raise ClientError(503, ["model"], f"the model cannot be loaded: {e}", "model_unavailable") from None
     if encoded.content == 0:
         raise InputError("sentence", f"sentence has no tokens that {spec.name} reads (only spaces or controls)")
+    return encoded
+
+
+def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int, limit_name: str) -> Encoded:
+    encoded = encode_sentence(handle, spec, sentence)
     if len(encoded) > max_tokens:
         raise InputError(
             "sentence", f"sentence is {len(encoded)} tokens for {spec.name}; {limit_name} is {max_tokens}: shorten it"
