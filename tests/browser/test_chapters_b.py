@@ -6,18 +6,13 @@ Python and compared with the API, on a desktop (1280×720) and a phone (390×844
 
 from __future__ import annotations
 
-import base64
-import json
-import math
-import subprocess
-import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.browser.conftest import Watched, running_server, watched_page
+from tests.browser.helpers import chapter_fits, chapter_violations, close, drawn_pixels, f3, get, post, run_python
 from tests.model.conftest import tiny_gpt2_dir  # noqa: F401  (a fixture: a tiny random GPT-2 saved offline)
 
 pytestmark = pytest.mark.browser
@@ -26,36 +21,8 @@ VIEWPORTS = [(1280, 720), (390, 844)]
 ANIMAL = "The animal didn't cross the street because it was too tired."
 
 
-def get(base: str, path: str) -> Any:
-    with urllib.request.urlopen(base + path, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def post(base: str, path: str, body: dict[str, Any]) -> Any:
-    req = urllib.request.Request(base + path, json.dumps(body).encode(), {"content-type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def run_python(code: str) -> Any:
-    """The panel's code in a plain Python with NumPy (the venv's); its last line is one JSON object."""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def close(a: Any, b: Any, tol: float) -> bool:
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b, strict=True))
-    return math.isclose(float(a), float(b), abs_tol=tol)
-
-
 def num(text: str) -> float:
     return float(text.strip().replace("\u2212", "-"))
-
-
-def f3(x: float) -> str:
-    s = f"{x:.3f}"
-    return "0.000" if s == "-0.000" else s.replace("-", "\u2212")
 
 
 def open_chapter(w: Watched, query: str, size: tuple[int, int] = (1280, 720)) -> None:
@@ -63,48 +30,6 @@ def open_chapter(w: Watched, query: str, size: tuple[int, int] = (1280, 720)) ->
     w.page.goto(w.base + "/?" + query)
     w.page.wait_for_selector('#app[data-ready="true"]', timeout=60_000)
     w.page.wait_for_selector("#chapter-text:not(:empty)", timeout=30_000)
-
-
-def drawn_pixels(w: Watched) -> int:
-    """Pixels of the chapter's canvas that differ from its empty background."""
-    png = w.page.get_by_test_id("stage-canvas").screenshot()
-    counted: int = w.page.evaluate(
-        """async (b64) => {
-            const img = new Image();
-            img.src = "data:image/png;base64," + b64;
-            await img.decode();
-            const c = document.createElement("canvas");
-            c.width = img.width; c.height = img.height;
-            const g = c.getContext("2d");
-            g.drawImage(img, 0, 0);
-            const d = g.getImageData(0, 0, c.width, c.height).data;
-            const [r0, g0, b0] = [d[0], d[1], d[2]];  // a corner is background
-            let changed = 0;
-            for (let i = 0; i < d.length; i += 4) {
-                if (Math.abs(d[i] - r0) + Math.abs(d[i + 1] - g0) + Math.abs(d[i + 2] - b0) > 40) changed++;
-            }
-            return changed;
-        }""",
-        base64.b64encode(png).decode(),
-    )
-    return counted
-
-
-def fits(w: Watched) -> None:
-    """No sideways scrolling, and the 3D view, the explanation and the panel do not overlap."""
-    width = w.page.evaluate("document.documentElement.scrollWidth")
-    assert width <= w.page.viewport_size["width"] + 1, f"the page is {width} px wide"
-    boxes = w.page.evaluate(
-        """() => ['chapter-stage', 'chapter-text', 'chapter-panel'].map((id) => {
-            const r = document.getElementById(id).getBoundingClientRect();
-            return [r.left, r.top, r.right, r.bottom];
-        })"""
-    )
-    for i in range(len(boxes)):
-        for j in range(i + 1, len(boxes)):
-            a, b = boxes[i], boxes[j]
-            overlap = min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
-            assert not overlap, f"boxes {i} and {j} overlap: {a} {b}"
 
 
 # ---- heads ---------------------------------------------------------------------------------------
@@ -128,7 +53,7 @@ def test_heads_example_numbers_and_code(watched: Watched, size: tuple[int, int])
         assert f3(row[top]) in w.text(f"heads-top-{h}") and ex["tokens"][top] in w.text(f"heads-top-{h}")
     assert close(run_python(w.text("numpy-code"))["weights"], mh["heads"]["weights"], 1e-9)
     assert drawn_pixels(w) > 500
-    fits(w)
+    chapter_fits(w)
 
     w.page.get_by_test_id("step-concat").click()
     w.page.wait_for_selector("[data-testid=heads-concat-table]")
@@ -141,7 +66,7 @@ def test_heads_example_numbers_and_code(watched: Watched, size: tuple[int, int])
     assert "Concat(head_1, …, head_3) · W_O" in formula
     assert w.text("heads-output-table-2-3") == f3(mh["output"][2][3])
     assert close(run_python(w.text("numpy-code"))["output"], mh["output"], 1e-9)
-    fits(w)
+    chapter_fits(w)
 
     # new weights: the next seed, from the server
     ex8 = get(w.base, "/api/multihead/example?heads=3&seed=8")
@@ -165,7 +90,7 @@ def test_heads_real_model_step(watched: Watched, size: tuple[int, int]) -> None:
     out = run_python(w.text("numpy-code"))  # W_O read from the model's own weights file, in NumPy
     assert out["token"] == t and close(out["output"], real["output"][t], 1e-5)
     assert drawn_pixels(w) > 500
-    fits(w)
+    chapter_fits(w)
 
 
 # ---- block ---------------------------------------------------------------------------------------
@@ -194,7 +119,7 @@ def test_block_every_step_shows_the_servers_numbers(watched: Watched, size: tupl
     for name in blk["order"]:
         assert close(out["lengths"][name], blk["norms"][name], 1e-3), name
     assert drawn_pixels(w) > 500
-    fits(w)
+    chapter_fits(w)
 
 
 def test_block_post_ln_against_the_pre_ln_what_if(watched: Watched) -> None:
@@ -253,7 +178,7 @@ def test_mistakes_each_beside_the_right_result(watched: Watched, size: tuple[int
         out = run_python(w.text("numpy-code"))
         assert close(out["right"], right["weights"], 1e-9) and close(out["wrong"], wrong["weights"], 1e-9)
         assert drawn_pixels(w) > 500
-        fits(w)
+        chapter_fits(w)
     w.page.get_by_test_id("step-caveat").click()
     w.page.wait_for_selector("[data-testid=mistakes-caveat]")
     assert "not why" in w.text("mistakes-caveat")
@@ -281,17 +206,7 @@ def test_a_bad_sentence_shows_the_servers_message(watched: Watched) -> None:
 )
 def test_no_accessibility_violations(browser: Any, server: str, query: str) -> None:
     """axe-core at WCAG 2.x A and AA on each chapter (contrast of the shaded tables included)."""
-    from tests.browser.test_axe import AXE, _violations
-
-    if not AXE.exists():
-        pytest.skip("axe-core is not installed (npm ci)")
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True, reduced_motion="reduce")
-    page = context.new_page()
-    page.base = server
-    try:
-        assert _violations(page, query, '#app[data-ready="true"] #chapter-text:not(:empty)') == []
-    finally:
-        context.close()
+    assert chapter_violations(browser, server, query) == []
 
 
 def test_a_gpt2_model_has_its_own_pre_ln_order(

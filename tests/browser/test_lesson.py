@@ -4,11 +4,7 @@ panel's code run in a plain Python and compared with the API, and predict-first.
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
-import urllib.request
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -16,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import ROOT, Watched
+from tests.browser.helpers import post, run_python
 
 pytestmark = pytest.mark.browser
 
@@ -41,18 +38,6 @@ def query(w: Watched) -> dict[str, list[str]]:
 def ready(w: Watched, **attrs: str | int) -> None:
     sel = '#app[data-ready="true"]' + "".join(f'[data-{k}="{v}"]' for k, v in attrs.items())
     w.page.wait_for_selector(sel, timeout=20_000)
-
-
-def api(base: str, path: str, body: dict[str, Any]) -> Any:
-    req = urllib.request.Request(base + path, json.dumps(body).encode(), {"content-type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read())
-
-
-def run_python(code: str) -> Any:
-    """Run the panel's code in a plain Python (the venv's, which has NumPy); its last line is JSON."""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def close(a: Any, b: Any, tol: float = 1e-6) -> bool:
@@ -174,34 +159,34 @@ def test_arrows_stay_in_a_chapter_and_page_keys_walk_the_lesson(watched: Watched
 @pytest.mark.parametrize("mask", ["full", "causal"])
 def test_the_numpy_panel_of_steps_runs_and_agrees_with_the_api(watched: Watched, mask: str) -> None:
     w = watched
-    answer = api(w.base, "/api/attention", {**SEED_INPUT, "mask": mask})
+    answer = post(w.base, "/api/attention", {**SEED_INPUT, "mask": mask}, timeout=30)
     stage = {"score": "scores", "scale": "scaled", "mask": "masked", "softmax": "weights", "mix": "output"}
     w.goto(f"?step=score&mask={mask}&focus=3")
     for i, step in enumerate(stage):
         if i:
             w.page.keyboard.press("ArrowRight")
         ready(w, step=step, mask=mask)
-        out = run_python(w.text("numpy-code"))
+        out = run_python(w.text("numpy-code"), timeout=60)
         assert out["step"] == step
         assert close(out[stage[step]], answer[stage[step]]), f"{step}/{mask}: {out} vs the API"
 
 
 def test_the_numpy_panel_of_masks_runs_and_agrees_with_the_api(watched: Watched) -> None:
     w = watched
-    full = api(w.base, "/api/attention", {**SEED_INPUT, "mask": "full"})
-    causal = api(w.base, "/api/attention", {**SEED_INPUT, "mask": "causal"})
+    full = post(w.base, "/api/attention", {**SEED_INPUT, "mask": "full"}, timeout=30)
+    causal = post(w.base, "/api/attention", {**SEED_INPUT, "mask": "causal"}, timeout=30)
     w.goto("?chapter=masks&step=full")
     ready(w, chapter="masks", step="full")
-    assert close(run_python(w.text("numpy-code"))["masked"], full["masked"])
+    assert close(run_python(w.text("numpy-code"), timeout=60)["masked"], full["masked"])
     w.page.keyboard.press("ArrowRight")
     ready(w, chapter="masks", step="causal", mask="causal")
-    assert close(run_python(w.text("numpy-code"))["masked"], causal["masked"])
+    assert close(run_python(w.text("numpy-code"), timeout=60)["masked"], causal["masked"])
     w.page.keyboard.press("ArrowRight")
     ready(w, chapter="masks", step="weights")
-    assert close(run_python(w.text("numpy-code"))["weights"], causal["weights"])
+    assert close(run_python(w.text("numpy-code"), timeout=60)["weights"], causal["weights"])
     w.page.keyboard.press("ArrowRight")
     ready(w, chapter="masks", step="difference")
-    out = run_python(w.text("numpy-code"))
+    out = run_python(w.text("numpy-code"), timeout=60)
     assert close(out["full"], full["weights"]) and close(out["causal"], causal["weights"])
     pairs = zip(causal["weights"], full["weights"], strict=True)
     change = [[c - f for c, f in zip(rc, rf, strict=True)] for rc, rf in pairs]
@@ -221,9 +206,9 @@ def test_the_numpy_panel_follows_edits(watched: Watched) -> None:
     w.wait_ready(step="softmax")
     q = [[1.5, 0], [0, 1.2], [1.2, 0], [1, 0], [0, 1.5]]  # "its" now asks with [1, 0]
     edited = {**SEED_INPUT, "q": q}
-    answer = api(w.base, "/api/attention", {**edited, "mask": "full"})
+    answer = post(w.base, "/api/attention", {**edited, "mask": "full"}, timeout=30)
     expect(w.page.get_by_test_id("numpy-code")).to_contain_text("[1, 0]")
-    assert close(run_python(w.text("numpy-code"))["weights"], answer["weights"])
+    assert close(run_python(w.text("numpy-code"), timeout=60)["weights"], answer["weights"])
 
 
 # ---- predict first -------------------------------------------------------------------------------
@@ -269,12 +254,12 @@ def test_the_numpy_panel_of_a_real_sentence_runs_and_agrees_with_the_api(watched
     sentence = "the dog chased its ball"
     w.goto(f"?sentence={sentence.replace(' ', '%20')}&layer=2&head=5&step=softmax&mask=causal&focus=4")
     ready(w, mode="sentence", step="softmax", layer=2, head=5)
-    answer = api(w.base, "/api/attention", {"sentence": sentence, "layer": 2, "head": 5, "mask": "causal"})
-    out = run_python(w.text("numpy-code"))
+    answer = post(w.base, "/api/attention", {"sentence": sentence, "layer": 2, "head": 5, "mask": "causal"}, timeout=30)
+    out = run_python(w.text("numpy-code"), timeout=60)
     assert close(out["weights"], answer["weights"], tol=1e-5)
     w.page.keyboard.press("ArrowRight")
     ready(w, mode="sentence", step="mix")
-    assert close(run_python(w.text("numpy-code"))["output"], answer["output"], tol=1e-5)
+    assert close(run_python(w.text("numpy-code"), timeout=60)["output"], answer["output"], tol=1e-5)
 
 
 def test_the_lesson_frame_has_no_axe_violations(browser: Any, server: str) -> None:

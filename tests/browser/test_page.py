@@ -3,7 +3,6 @@ keyboard, the mask, live editing, the URL, the drawn canvas and that typed text 
 
 from __future__ import annotations
 
-import base64
 import re
 from urllib.parse import parse_qs, urlparse
 
@@ -11,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Watched
+from tests.browser.helpers import canvas_pixels
 
 pytestmark = pytest.mark.browser
 
@@ -203,26 +203,15 @@ def test_url_state_round_trip(watched: Watched, browser: object) -> None:
 
 def _changed_pixels(w: Watched) -> tuple[int, int]:
     """(pixels unlike the scene's background, all pixels) in a screenshot of the canvas."""
-    canvas = w.page.get_by_test_id("scene-canvas")
-    png = canvas.screenshot()
-    counted: list[int] = w.page.evaluate(
-        """async (b64) => {
-            const img = new Image();
-            img.src = "data:image/png;base64," + b64;
-            await img.decode();
-            const c = document.createElement("canvas");
-            c.width = img.width; c.height = img.height;
-            const g = c.getContext("2d");
-            g.drawImage(img, 0, 0);
-            const d = g.getImageData(0, 0, c.width, c.height).data;
-            let changed = 0;
-            for (let i = 0; i < d.length; i += 4) {
-                const off = Math.abs(d[i] - 0xf4) + Math.abs(d[i + 1] - 0xf3) + Math.abs(d[i + 2] - 0xee);
-                if (off > 24) changed++;
-            }
-            return [changed, d.length / 4];
-        }""",
-        base64.b64encode(png).decode(),
+    counted: list[int] = canvas_pixels(
+        w,
+        "scene-canvas",
+        """let changed = 0;
+        for (let i = 0; i < d.length; i += 4) {
+            const off = Math.abs(d[i] - 0xf4) + Math.abs(d[i + 1] - 0xf3) + Math.abs(d[i + 2] - 0xee);
+            if (off > 24) changed++;
+        }
+        return [changed, d.length / 4];""",
     )
     return counted[0], counted[1]
 

@@ -1,0 +1,114 @@
+"""What the browser tests share: the server's JSON, the NumPy panel's code run in a plain Python,
+numbers compared within a tolerance, the page's number format, a canvas's drawn pixels, the
+chapter's layout checks and an axe-core run on a chapter."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import subprocess
+import sys
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Watched
+
+
+def get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def post(base: str, path: str, body: dict[str, Any], timeout: float = 60) -> Any:
+    req = urllib.request.Request(base + path, json.dumps(body).encode(), {"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def run_python(code: str, timeout: float = 120) -> Any:
+    """The panel's code in a plain Python with NumPy (the venv's); its last line is one JSON object."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def close(a: Any, b: Any, tol: float) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b, strict=True))
+    return math.isclose(float(a), float(b), abs_tol=tol)
+
+
+def f3(x: float) -> str:
+    s = f"{x:.3f}"
+    return "0.000" if s == "-0.000" else s.replace("-", "\u2212")
+
+
+def canvas_pixels(w: Watched, testid: str, count: str) -> Any:
+    """A screenshot of the canvas `testid`, decoded in the page; `count` is the body of a JS function
+    of `d`, the screenshot's RGBA bytes, and what it returns is returned."""
+    png = w.page.get_by_test_id(testid).screenshot()
+    return w.page.evaluate(
+        """async (b64) => {
+            const img = new Image();
+            img.src = "data:image/png;base64," + b64;
+            await img.decode();
+            const c = document.createElement("canvas");
+            c.width = img.width; c.height = img.height;
+            const g = c.getContext("2d");
+            g.drawImage(img, 0, 0);
+            const d = g.getImageData(0, 0, c.width, c.height).data;
+            """
+        + count
+        + "\n}",
+        base64.b64encode(png).decode(),
+    )
+
+
+def drawn_pixels(w: Watched) -> int:
+    """Pixels of the chapter's canvas that differ from its empty background."""
+    counted: int = canvas_pixels(
+        w,
+        "stage-canvas",
+        """const [r0, g0, b0] = [d[0], d[1], d[2]];  // a corner is background
+        let changed = 0;
+        for (let i = 0; i < d.length; i += 4) {
+            if (Math.abs(d[i] - r0) + Math.abs(d[i + 1] - g0) + Math.abs(d[i + 2] - b0) > 40) changed++;
+        }
+        return changed;""",
+    )
+    return counted
+
+
+def chapter_fits(w: Watched) -> None:
+    """No sideways scrolling, and the 3D view, the explanation and the panel do not overlap."""
+    width = w.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= w.page.viewport_size["width"] + 1, f"the page is {width} px wide"
+    boxes = w.page.evaluate(
+        """() => ['chapter-stage', 'chapter-text', 'chapter-panel'].map((id) => {
+            const r = document.getElementById(id).getBoundingClientRect();
+            return [r.left, r.top, r.right, r.bottom];
+        })"""
+    )
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            a, b = boxes[i], boxes[j]
+            overlap = min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
+            assert not overlap, f"boxes {i} and {j} overlap: {a} {b}"
+
+
+def chapter_violations(browser: Any, server: str, query: str) -> list[Any]:
+    """axe-core's WCAG 2.x A and AA violations on the chapter at `query` (skips without axe-core)."""
+    from tests.browser.test_axe import AXE, _violations
+
+    if not AXE.exists():
+        pytest.skip("axe-core is not installed (npm ci)")
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True, reduced_motion="reduce")
+    page = context.new_page()
+    page.base = server
+    try:
+        found: list[Any] = _violations(page, query, '#app[data-ready="true"] #chapter-text:not(:empty)')
+        return found
+    finally:
+        context.close()
