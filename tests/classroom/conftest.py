@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from tests.servers import answers, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-token-for-tests-0123456789"
@@ -54,17 +54,8 @@ def free_port() -> int:
 
 
 def wait_for(url: str, proc: subprocess.Popen[bytes], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"{url} did not answer")
-        time.sleep(0.1)
+    if not answers(url, proc, seconds):
+        raise RuntimeError(f"{url} did not answer")
 
 
 @contextmanager
@@ -81,12 +72,7 @@ def app_process(data_dir: Path, port: int | None = None, **env: str) -> Iterator
         yield base, proc
     finally:
         if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, 10)
 
 
 @pytest.fixture
