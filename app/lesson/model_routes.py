@@ -12,6 +12,7 @@ naming the field; a model that cannot be loaded is a 503.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -349,6 +350,13 @@ def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> 
     )
 
 
+async def _layer_answer(request: Request, compute: Callable[[ModelHandle, str, int, Backend], bytes]) -> Response:
+    """`compute`'s JSON for a SentenceLayerRequest (sentence, layer), made in a compute slot."""
+    req: SentenceLayerRequest = await _parse(request, SentenceLayerRequest)
+    backend: Backend = request.app.state.backend
+    return await in_slot("application/json", compute, _handle(request), req.sentence, req.layer, backend)
+
+
 @router.post(
     "/multihead/model",
     summary="The real model's heads of one layer, concatenated, × its own W_O",
@@ -357,9 +365,7 @@ def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> 
     openapi_extra=_body(SentenceLayerRequest),
 )
 async def post_multihead_model(request: Request) -> Response:
-    req: SentenceLayerRequest = await _parse(request, SentenceLayerRequest)
-    backend: Backend = request.app.state.backend
-    return await in_slot("application/json", _model_heads, _handle(request), req.sentence, req.layer, backend)
+    return await _layer_answer(request, _model_heads)
 
 
 @router.post(
@@ -371,6 +377,4 @@ async def post_multihead_model(request: Request) -> Response:
 )
 async def post_block(request: Request) -> Response:
     """input → … → output of one layer, in the order the model computes them (BERT post-LN, GPT-2 pre-LN)."""
-    req: SentenceLayerRequest = await _parse(request, SentenceLayerRequest)
-    backend: Backend = request.app.state.backend
-    return await in_slot("application/json", _block, _handle(request), req.sentence, req.layer, backend)
+    return await _layer_answer(request, _block)
