@@ -1,15 +1,5 @@
-// Fitting a 3-D view to its container: the renderer, the label layer and the camera take the
-// container's size, and a drawing is redone when that size changes.
-
-/** The renderer, the CSS2D label layer and the camera's aspect set to `container`'s size (at least 1×1). */
-export function fitToContainer(container, renderer, labels, camera) {
-  const w = Math.max(1, container.clientWidth);
-  const h = Math.max(1, container.clientHeight);
-  renderer.setSize(w, h, false);
-  labels.setSize(w, h);
-  camera.aspect = w / h;
-  camera.updateProjectionMatrix();
-}
+// A chapter's drawing redone when its view changes size (the view itself is fitted by
+// surface.js's fitToContainer).
 
 /** `container`'s size as "W×H" text, to compare with the size a drawing was made for. */
 export function sizeOf(container) {

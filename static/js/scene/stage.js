@@ -5,9 +5,8 @@
 
 import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
-import { CSS2DObject, CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
-import { fitToContainer } from "./resize.js";
-import { BACKGROUND } from "./view.js";
+import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
+import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
 
 export class Stage {
   /** @param container element the canvas and the label layer go into */
@@ -15,25 +14,14 @@ export class Stage {
     this.container = container;
     this.frameRequested = false;
     this.frames = 0;
-    this.renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
-    this.renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
-    this.renderer.setClearColor(BACKGROUND, 1);
+    this.renderer = makeRenderer(container, {
+      testid: "stage-canvas",
+      ariaLabel: "3D view of this chapter; the panel beside it holds the same numbers",
+      preserveDrawingBuffer: true,
+    });
     const canvas = this.renderer.domElement;
-    canvas.dataset.testid = "stage-canvas";
-    canvas.setAttribute("role", "img");
-    canvas.setAttribute("aria-label", "3D view of this chapter; the panel beside it holds the same numbers");
-    container.append(canvas);
-
-    this.labels = new CSS2DRenderer();
-    this.labels.domElement.className = "label-layer";
-    this.labels.domElement.setAttribute("aria-hidden", "true");
-    container.append(this.labels.domElement);
-
-    this.scene = new THREE.Scene();
-    this.scene.add(new THREE.HemisphereLight(0xffffff, 0x8a8a80, 2.2));
-    const sun = new THREE.DirectionalLight(0xffffff, 1.6);
-    sun.position.set(4, 10, 8);
-    this.scene.add(sun);
+    this.labels = makeLabelLayer(container);
+    this.scene = litScene();
     this.root = new THREE.Group();
     this.scene.add(this.root);
 

@@ -4,18 +4,16 @@
 
 import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
-import { CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
 import { fixed3 } from "../format.js";
 import { easeInOut } from "./geometry.js";
 import { layout } from "./layout.js";
 import { AttentionLinks } from "./links.js";
 import { OutputArrow } from "./output.js";
 import { VectorPlanes } from "./planes.js";
-import { fitToContainer } from "./resize.js";
+import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
 import { TokenMarkers } from "./tokens.js";
 import { VectorArrows } from "./vectors.js";
 
-export const BACKGROUND = 0xf4f3ee;
 const TRANSITION_MS = 450;
 const LABEL_GAP = 6; // CSS pixels between two labels side by side
 
@@ -34,25 +32,13 @@ export class SceneView {
     this.fittedFor = -1;
     this.reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 
-    this.renderer = new THREE.WebGLRenderer({ antialias: true });
-    this.renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
-    this.renderer.setClearColor(BACKGROUND, 1);
+    this.renderer = makeRenderer(container, {
+      testid: "scene-canvas",
+      ariaLabel: "3D view of the attention links; the table beside it holds the same numbers",
+    });
     const canvas = this.renderer.domElement;
-    canvas.dataset.testid = "scene-canvas";
-    canvas.setAttribute("role", "img");
-    canvas.setAttribute("aria-label", "3D view of the attention links; the table beside it holds the same numbers");
-    container.append(canvas);
-
-    this.labels = new CSS2DRenderer();
-    this.labels.domElement.className = "label-layer";
-    this.labels.domElement.setAttribute("aria-hidden", "true"); // the table says the same, for screen readers
-    container.append(this.labels.domElement);
-
-    this.scene = new THREE.Scene();
-    this.scene.add(new THREE.HemisphereLight(0xffffff, 0x8a8a80, 2.2));
-    const sun = new THREE.DirectionalLight(0xffffff, 1.6);
-    sun.position.set(4, 10, 8);
-    this.scene.add(sun);
+    this.labels = makeLabelLayer(container); // the table says the same, for screen readers
+    this.scene = litScene();
 
     this.camera = new THREE.PerspectiveCamera(30, 1, 0.1, 300);
     this.controls = new OrbitControls(this.camera, canvas);

@@ -1,0 +1,52 @@
+// What every 3-D view of the page is made of: a WebGL canvas on the page's background, a CSS2D
+// layer for the labels, a scene lit the same way, all three fitted to the view's container.
+
+import * as THREE from "three";
+import { CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
+
+export const BACKGROUND = 0xf4f3ee;
+
+/**
+ * A WebGL renderer whose canvas goes into `container`: antialiased, at most 2 device pixels per
+ * CSS pixel, cleared to BACKGROUND; the canvas is an image named `ariaLabel`, found by `testid`.
+ */
+export function makeRenderer(container, { testid, ariaLabel, preserveDrawingBuffer = false }) {
+  const renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer });
+  renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+  renderer.setClearColor(BACKGROUND, 1);
+  const canvas = renderer.domElement;
+  canvas.dataset.testid = testid;
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", ariaLabel);
+  container.append(canvas);
+  return renderer;
+}
+
+/** The label layer in `container`, hidden from screen readers (the page says the same in text). */
+export function makeLabelLayer(container) {
+  const labels = new CSS2DRenderer();
+  labels.domElement.className = "label-layer";
+  labels.domElement.setAttribute("aria-hidden", "true");
+  container.append(labels.domElement);
+  return labels;
+}
+
+/** An empty scene lit from the sky and by one sun. */
+export function litScene() {
+  const scene = new THREE.Scene();
+  scene.add(new THREE.HemisphereLight(0xffffff, 0x8a8a80, 2.2));
+  const sun = new THREE.DirectionalLight(0xffffff, 1.6);
+  sun.position.set(4, 10, 8);
+  scene.add(sun);
+  return scene;
+}
+
+/** The renderer, the CSS2D label layer and the camera's aspect set to `container`'s size (at least 1×1). */
+export function fitToContainer(container, renderer, labels, camera) {
+  const w = Math.max(1, container.clientWidth);
+  const h = Math.max(1, container.clientHeight);
+  renderer.setSize(w, h, false);
+  labels.setSize(w, h);
+  camera.aspect = w / h;
+  camera.updateProjectionMatrix();
+}
