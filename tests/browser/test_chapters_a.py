@@ -141,7 +141,7 @@ def test_projections(watched: Watched, size: tuple[int, int]) -> None:
     w.page.get_by_test_id("proj-token-1").click()  # "*"
     expect(w.page.get_by_test_id("proj-token")).to_have_text("1 (*)", timeout=30_000)
     wait(w, "q")
-    assert param(w, "token") == "1"
+    assert param(w, "tok") == "1"
     assert w.text("proj-q-0") == f4(api["q"][1][0])
     assert close(run_python(w.text("numpy-code"))["q"], api["q"][1], 1e-12)
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from app.classroom import limits
@@ -70,5 +71,7 @@ def test_a_slow_follower_is_dropped_not_waited_for() -> None:
             sub.put(str(i))
         return sub
 
-    sub = asyncio.run(fill())
+    # on a thread of its own: the browser tests' Playwright keeps the main thread's event loop running
+    with ThreadPoolExecutor(1) as pool:
+        sub = pool.submit(asyncio.run, fill()).result()
     assert sub.overflow and sub.queue.qsize() == limits.FOLLOWER_QUEUE
