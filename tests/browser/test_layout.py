@@ -57,6 +57,11 @@ def _animal_by_button(w: Watched) -> None:
     w.goto()
     w.page.get_by_test_id("animal-go").click()
     w.wait_ready(mode="sentence", layer=3, head=1)
+    # ready means computed; the view draws the new row at its next frame, with its CSS2D labels
+    w.page.wait_for_function(
+        "[...document.querySelectorAll('.label-layer .label')].some((e) => e.textContent === '[SEP]'"
+        " && e.style.display !== 'none' && e.getClientRects().length)"
+    )
 
 
 @pytest.mark.parametrize("load", range(20))
