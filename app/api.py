@@ -305,7 +305,7 @@ def _compute_and_encode(inp: AttentionInput, backend: Backend, wanted: Wanted, m
             computed = attention(inp.q, inp.k, inp.v, inp.mask, backend)
         else:
             computed = with_mistake(inp.q, inp.k, inp.v, inp.mask, mistake)
-    _check_finite(computed)
+    _check_finite(computed, inp.q, inp.k)
     fields = _fields(inp) | ({"mistake": mistake} if mistake else {})
     return _encode(fields, {"q": inp.q, "k": inp.k, "v": inp.v, **computed.as_dict()}, wanted)
 
@@ -315,15 +315,23 @@ def _fields(inp: AttentionInput) -> dict[str, Any]:
     return {"tokens": inp.tokens, "mask": inp.mask, "d_k": int(inp.q.shape[-1])}
 
 
-def _check_finite(s: Stages) -> None:
-    _check_scores(s.scores)
+def _check_finite(s: Stages, q: np.ndarray, k: np.ndarray) -> None:
+    _check_scores(s.scores, q, k)
     if not np.isfinite(s.weights).all():  # a mistake's softmax of overflowing scaled scores
         raise InputError("q", "q·k scores are too large for the softmax in float64: make q or k smaller")
     if not np.isfinite(s.output).all():
         raise InputError("v", "weights·v overflows float64 (beyond ±1.8e308): make v smaller")
 
 
-def _check_scores(scores: np.ndarray) -> None:
+def _check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray) -> None:
+    """A 422 when a score overflowed. By Cauchy–Schwarz |q·k| ≤ ‖q‖‖k‖: when the longest query times
+    the longest key stays far from float64's end, no score can overflow and the n × n pass is skipped."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = math.sqrt(float(np.einsum("...i,...i->...", q, q).max())) * math.sqrt(
+            float(np.einsum("...i,...i->...", k, k).max())
+        )
+    if bound < 1e300:  # (false for inf and nan)
+        return
     if not np.isfinite(scores).all():  # (scaled and weights are finite whenever scores are)
         raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
 
@@ -335,7 +343,7 @@ def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start
     with np.errstate(over="ignore", invalid="ignore"):
         computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
         _, scores = next(computed)
-    _check_scores(scores)
+    _check_scores(scores, inp.q, inp.k)
     names = wanted.names
     every = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "output": inp.v.shape}
     every |= {s: scores.shape for s in STAGES[:-1]}

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app import frame, limits
-from app.api import _check_finite
+from app.api import _check_finite, _check_scores
 from app.attention import STAGES, Stages, attention
 from app.examples import EXAMPLES
 from app.main import create_app
@@ -291,7 +291,7 @@ def test_an_overflowing_output_is_refused_not_sent() -> None:
     ok = attention(np.ones((2, 1)), np.ones((2, 1)), np.ones((2, 1)))
     broken = Stages(ok.scores, ok.scaled, ok.masked, ok.weights, np.full((2, 1), math.inf))
     with pytest.raises(InputError, match="overflows float64") as e:
-        _check_finite(broken)
+        _check_finite(broken, np.ones((2, 1)), np.ones((2, 1)))
     assert e.value.field == "v"
 
 
@@ -325,3 +325,13 @@ def test_docs_are_served_without_a_cdn(client: TestClient) -> None:
     body = schema["paths"]["/api/attention"]["post"]["requestBody"]["content"]
     assert {"application/json", frame.FRAME_MEDIA_TYPE} <= set(body)
     assert "n ≤ 512" in body["application/json"]["schema"]["properties"]["q"]["description"]
+
+
+def test_overflowing_scores_are_refused_past_the_cauchy_schwarz_shortcut() -> None:
+    # the shortcut skips the n × n check only when ‖q‖‖k‖ cannot overflow; here it can, and does
+    big = np.full((2, 2), 1e154)
+    scores = big @ big.T
+    assert not np.isfinite(scores).all()
+    with pytest.raises(InputError, match="overflow float64"):
+        _check_scores(scores, big, big)
+    _check_scores(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))  # finite and small: no error
