@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from app.attention import Backend
-from app.model.nn import PARALLEL_ROWS, NumpyOps, ops
+from app.model.nn import NumpyOps, ops
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 from app.model.weights import Weights
@@ -62,13 +62,14 @@ def embed(ids: list[int], w: W, spec: ModelSpec, o: NumpyOps) -> Any:
 
 
 def qkv(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> list[Any]:
-    """Per-head q, k, v of layer prefix p: 3 × (h, n, d), the three projections side by side."""
+    """Per-head q, k, v of layer prefix p: 3 × (h, n, d), each projection's rows split over the cores
+    (three whole projections on two cores would leave one core idle a third of the time)."""
     names = ("attention.self.query", "attention.self.key", "attention.self.value")
 
-    def one(name: str) -> Any:
-        return o.split_heads(linear(x, w, p + name), spec.heads)  # (h, n, d)
+    def projected(name: str) -> Any:
+        return o.rows(lambda r: linear(x[r], w, p + name), x.shape[0])  # (n, C)
 
-    return o.parallel(one, names) if x.shape[0] >= PARALLEL_ROWS else [one(name) for name in names]
+    return [o.split_heads(projected(name), spec.heads) for name in names]  # 3 × (h, n, d)
 
 
 def rest_of_layer(x: Any, q: Any, k: Any, v: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps, r: slice) -> Any:
@@ -89,20 +90,28 @@ def forward(
     backend: Backend = "numpy",
     layers: int | None = None,
     start: Trace | None = None,
+    open_last: bool = False,
 ) -> Trace:
     """The trace of layers 0 … layers − 1 (all by default), continuing `start`, a shorter trace of
-    the same ids, when given: a view of layer L needs only the layers up to L."""
+    the same ids, when given: a view of layer L needs only the layers up to L. open_last: the last
+    layer stops at its q, k, v (all a view of it shows); a later call finishes it."""
     o = ops(backend)
     w = o.weights(weights)
-    x = o.array(start.hidden[-1]) if start else embed(ids, w, spec, o)  # (n, C)
-    trace = start or Trace([], [], [], [o.numpy(x)])
+    trace = start or Trace([], [], [], [o.numpy(embed(ids, w, spec, o))])
     qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
-    for i in range(len(trace.q), spec.layers if layers is None else layers):
+    stop = spec.layers if layers is None else layers
+    x = o.array(hidden[-1])  # (n, C)
+    for i in range(len(hidden) - 1, stop):
         p = f"encoder.layer.{i}."
-        q, k, v = qkv(x, w, p, spec, o)  # 3 × (h, n, d)
+        if i < len(qs):  # start's open layer: its q, k, v are known
+            q, k, v = (o.array(a) for a in (qs[i], ks[i], vs[i]))
+        else:
+            q, k, v = qkv(x, w, p, spec, o)  # 3 × (h, n, d)
+            qs.append(o.numpy(q))
+            ks.append(o.numpy(k))
+            vs.append(o.numpy(v))
+            if open_last and i == stop - 1:
+                break
         x = o.rows(partial(rest_of_layer, x, q, k, v, w, p, spec, o), x.shape[0])  # (n, C), by blocks of rows
-        qs.append(o.numpy(q))
-        ks.append(o.numpy(k))
-        vs.append(o.numpy(v))
         hidden.append(o.numpy(x))
     return Trace(qs, ks, vs, hidden)

@@ -51,7 +51,7 @@ def embed(ids: list[int], w: W) -> Any:
 
 def qkv(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> list[Any]:
     """Per-head q, k, v of block prefix p: 3 × (h, n, d), from LN₁(x)."""
-    qkv = conv1d(norm(x, w, p + "ln_1", spec, o), w, p + "attn.c_attn")  # (n, 3C)
+    qkv = o.rows(lambda r: conv1d(norm(x[r], w, p + "ln_1", spec, o), w, p + "attn.c_attn"), x.shape[0])  # (n, 3C)
     c = qkv.shape[-1] // 3
     return [o.split_heads(qkv[:, i * c : (i + 1) * c], spec.heads) for i in range(3)]  # 3 × (h, n, d)
 
@@ -72,24 +72,30 @@ def forward(
     backend: Backend = "numpy",
     layers: int | None = None,
     start: Trace | None = None,
+    open_last: bool = False,
 ) -> Trace:
     """The trace of layers 0 … layers − 1 (all by default), continuing `start`, a shorter trace of
     the same ids, when given. A partial trace's hidden states are all the residual stream's;
-    the final LayerNorm is applied to the last one when the trace is complete."""
+    the final LayerNorm is applied to the last one when the last block runs to its end.
+    open_last: the last block stops at its q, k, v; a later call finishes it."""
     o = ops(backend)
     w = o.weights(weights)
-    stop = spec.layers if layers is None else layers
-    x = o.array(start.hidden[-1]) if start else embed(ids, w)  # (n, C)
-    trace = start or Trace([], [], [], [o.numpy(x)])
+    trace = start or Trace([], [], [], [o.numpy(embed(ids, w))])
     qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
-    for i in range(len(trace.q), stop):
+    stop = spec.layers if layers is None else layers
+    x = o.array(hidden[-1])  # (n, C)
+    for i in range(len(hidden) - 1, stop):
         p = f"h.{i}."
-        q, k, v = qkv(x, w, p, spec, o)  # 3 × (h, n, d)
+        if i < len(qs):  # start's open block: its q, k, v are known
+            q, k, v = (o.array(a) for a in (qs[i], ks[i], vs[i]))
+        else:
+            q, k, v = qkv(x, w, p, spec, o)  # 3 × (h, n, d)
+            qs.append(o.numpy(q))
+            ks.append(o.numpy(k))
+            vs.append(o.numpy(v))
+            if open_last and i == stop - 1:
+                break
         x = o.rows(partial(rest_of_block, x, q, k, v, w, p, spec, o), x.shape[0])  # (n, C), by blocks of rows
-        qs.append(o.numpy(q))
-        ks.append(o.numpy(k))
-        vs.append(o.numpy(v))
-        hidden.append(o.numpy(x))
-    if stop == spec.layers and len(trace.q) < stop:
-        hidden[-1] = o.numpy(norm(x, w, "ln_f", spec, o))  # (n, C), as transformers reports the last hidden state
+        last = i == spec.layers - 1  # transformers reports the last hidden state after the final LayerNorm
+        hidden.append(o.numpy(norm(x, w, "ln_f", spec, o) if last else x))  # (n, C)
     return Trace(qs, ks, vs, hidden)

@@ -24,7 +24,7 @@ from app.model.tokenizer import Encoded, TextTokenizer
 from app.model.trace import Trace
 from app.model.weights import Weights, load_weights
 
-Forward = Callable[[list[int], Weights, ModelSpec, Backend, int | None, Trace | None], Trace]
+Forward = Callable[[list[int], Weights, ModelSpec, Backend, int | None, Trace | None, bool], Trace]
 _KINDS: dict[str, tuple[Callable[[ModelSpec], tuple[str, ...]], Forward]] = {
     "bert": (bert.required, bert.forward),
     "gpt2": (gpt2.required, gpt2.forward),
@@ -39,15 +39,20 @@ class Model:
     load_seconds: float
 
     def forward(
-        self, ids: list[int], backend: Backend = "numpy", layers: int | None = None, start: Trace | None = None
+        self,
+        ids: list[int],
+        backend: Backend = "numpy",
+        layers: int | None = None,
+        start: Trace | None = None,
+        open_last: bool = False,
     ) -> Trace:
         """The trace of every layer, or of layers 0 … layers − 1, continuing `start` (a trace of the
-        same ids through fewer layers) when given."""
+        same ids through fewer layers) when given; open_last stops the last layer at its q, k, v."""
         if not 1 <= len(ids) <= self.spec.max_positions:
             raise ValueError(f"{len(ids)} tokens; {self.spec.name} reads 1 … {self.spec.max_positions}")
         if layers is not None and not 0 <= layers <= self.spec.layers:
             raise ValueError(f"layers must be 0 … {self.spec.layers}, got {layers}")
-        return _KINDS[self.spec.kind][1](ids, self.weights, self.spec, backend, layers, start)
+        return _KINDS[self.spec.kind][1](ids, self.weights, self.spec, backend, layers, start, open_last)
 
 
 def load(spec: ModelSpec) -> Model:
@@ -99,8 +104,10 @@ class ModelHandle:
         """The forward pass of an encoded sentence through `layers` layers (all by default).
 
         A sentence seen lately answers from the cache; when its cached trace stops short of the
-        layers asked for, it is extended from where it stopped (a view of layer 2 runs 3 layers,
-        and a later look at layer 5 runs the other 3).
+        layers asked for, it is extended from where it stopped. A view (layers given) needs the
+        last layer's q, k, v only, so that layer is left open: a view of layer 2 runs layers 0 and
+        1 and layer 2's projections, and a later look at layer 5 finishes layer 2 and goes on.
+        layers=None runs every layer to its end.
         """
         model = self.model()
         want = model.spec.layers if layers is None else layers
@@ -109,13 +116,14 @@ class ModelHandle:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
-                if cached[1].layers >= want:
+                if cached[1].layers >= want and (layers is not None or cached[1].complete):
                     return cached[1]
         start = cached[1] if cached is not None else None
-        trace = model.forward(encoded.ids, backend, want, start)
+        trace = model.forward(encoded.ids, backend, want, start, open_last=layers is not None)
         with self._cache_lock:
             now = self._cache.get(key)
-            if now is None or now[1].layers < trace.layers:  # a concurrent request may have gone further
+            # a concurrent request may have gone further
+            if now is None or (now[1].layers, now[1].complete) < (trace.layers, trace.complete):
                 self._cache[key] = (encoded, trace)
             while len(self._cache) > limits.MODEL_CACHE_SENTENCES:
                 self._cache.popitem(last=False)

@@ -176,7 +176,7 @@ def model_info(handle: ModelHandle) -> dict[str, Any]:
         "mask": "causal" if spec.causal else "full",
         "loaded": handle.loaded,
         "loading": handle.loading,
-        "load_seconds": round(model.load_seconds, 3) if model else None,
+        "load_seconds": round(model.load_seconds, 6) if model else None,
     }
 
 

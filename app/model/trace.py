@@ -12,12 +12,14 @@ class Trace:
     """One sentence through the model, or through its first layers. Arrays are float32 and read-only.
 
     q, k, v   one (h, n, d) array per layer run: the real per-head queries, keys and values
-    hidden    layers run + 1 arrays (n, C): the embeddings, then the output of each layer
-              (as transformers' hidden_states; GPT-2's last one is after the final LayerNorm
-              once every layer has run)
+    hidden    the embeddings, then the output of each layer that has run to its end (as
+              transformers' hidden_states; GPT-2's last one is after the final LayerNorm once
+              every layer has run): layers + 1 arrays (n, C), or layers when the last layer is open
 
-    A view of layer L needs layers 0 … L only: a partial trace is extended when a later layer
-    is asked for (Model.forward(ids, layers=…, start=trace)); Model.forward(ids) runs them all.
+    A view of layer L needs layers 0 … L − 1 and layer L's q, k, v only: a partial trace leaves
+    its last layer open (its q, k, v known, its attention and feed-forward not run) and is
+    extended when a later layer is asked for (Model.forward(ids, layers=…, start=trace,
+    open_last=…)); Model.forward(ids) runs them all to the end.
     """
 
     q: list[np.ndarray]
@@ -34,6 +36,11 @@ class Trace:
     def layers(self) -> int:
         """How many layers have run."""
         return len(self.q)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every layer that has q, k, v has also run to its end (its output is in hidden)."""
+        return len(self.hidden) == len(self.q) + 1
 
     @property
     def nbytes(self) -> int:

@@ -161,3 +161,34 @@ def test_torch_forward_against_transformers(minilm: ModelHandle, hf_minilm: Any)
         ours = attention(trace.q[layer], trace.k[layer], trace.v[layer], "full").weights
         np.testing.assert_allclose(ours, theirs[0].numpy(), atol=1e-4, rtol=0, err_msg=f"layer {layer}")
     np.testing.assert_allclose(trace.hidden[-1], out.hidden_states[-1][0].numpy(), atol=1e-4, rtol=0)
+
+
+def test_a_views_last_layer_stays_open_until_asked_for(minilm: ModelHandle, tiny_gpt2_dir: Path) -> None:
+    """A view of layer L needs layer L's q, k, v, not its attention or feed-forward: the trace
+    leaves that layer open, and finishing it later gives the full forward's numbers exactly."""
+    for handle in (minilm, handle_for(tiny_gpt2_dir)):
+        model = handle.model()
+        ids = handle.encode(SENTENCES[0]).ids
+        full = model.forward(ids)
+        top = model.spec.layers
+        view = model.forward(ids, layers=top, open_last=True)
+        assert (view.layers, len(view.hidden), view.complete) == (top, top, False)  # the last layer's output not run
+        _same(view, full, top - 1)
+        for name in ("q", "k", "v"):
+            np.testing.assert_array_equal(getattr(view, name)[-1], getattr(full, name)[-1])
+        done = model.forward(ids, start=view)
+        assert done.complete and done.q[-1] is view.q[-1]  # finished, not rerun
+        _same(done, full, top)  # GPT-2: the last hidden state after ln_f, as when run at once
+
+
+def test_the_cache_finishes_an_open_layer_for_a_full_trace(minilm: ModelHandle) -> None:
+    handle = ModelHandle(minilm.path)  # a cache of its own
+    handle._model = minilm.model()
+    s = "The last layer of a view is left open until a full trace is asked for."
+    enc = handle.encode(s)
+    view = handle.trace(s, enc, "numpy", 6)
+    assert view.layers == 6 and not view.complete
+    full = handle.trace(s, enc, "numpy")
+    assert full.complete and full.q[5] is view.q[5]
+    assert handle.trace(s, enc, "numpy", 6) is full  # the complete trace serves views too
+    _same(full, minilm.model().forward(enc.ids), 6)
