@@ -23,7 +23,7 @@ from typing import Any
 from app.attention import Backend
 from app.model.nn import NumpyOps, ops
 from app.model.spec import ModelSpec
-from app.model.trace import Trace
+from app.model.trace import Trace, extend
 from app.model.weights import Weights
 
 EMB = "embeddings."
@@ -98,20 +98,10 @@ def forward(
     o = ops(backend)
     w = o.weights(weights)
     trace = start or Trace([], [], [], [o.numpy(embed(ids, w, spec, o))])
-    qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
+
+    def rest(i: int, x: Any, q: Any, k: Any, v: Any) -> Any:
+        f = partial(rest_of_layer, x, q, k, v, w, f"encoder.layer.{i}.", spec, o)
+        return o.rows(f, x.shape[0])  # (n, C), by blocks of rows
+
     stop = spec.layers if layers is None else layers
-    x = o.array(hidden[-1])  # (n, C)
-    for i in range(len(hidden) - 1, stop):
-        p = f"encoder.layer.{i}."
-        if i < len(qs):  # start's open layer: its q, k, v are known
-            q, k, v = (o.array(a) for a in (qs[i], ks[i], vs[i]))
-        else:
-            q, k, v = qkv(x, w, p, spec, o)  # 3 × (h, n, d)
-            qs.append(o.numpy(q))
-            ks.append(o.numpy(k))
-            vs.append(o.numpy(v))
-            if open_last and i == stop - 1:
-                break
-        x = o.rows(partial(rest_of_layer, x, q, k, v, w, p, spec, o), x.shape[0])  # (n, C), by blocks of rows
-        hidden.append(o.numpy(x))
-    return Trace(qs, ks, vs, hidden)
+    return extend(trace, stop, open_last, o, lambda i, x: qkv(x, w, f"encoder.layer.{i}.", spec, o), rest)

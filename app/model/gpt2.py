@@ -22,7 +22,7 @@ from typing import Any
 from app.attention import Backend
 from app.model.nn import NumpyOps, ops
 from app.model.spec import ModelSpec
-from app.model.trace import Trace
+from app.model.trace import Trace, extend
 from app.model.weights import Weights
 
 W = Mapping[str, Any]  # the weights as the backend holds them (NumPy arrays or torch tensors)
@@ -81,21 +81,12 @@ def forward(
     o = ops(backend)
     w = o.weights(weights)
     trace = start or Trace([], [], [], [o.numpy(embed(ids, w))])
-    qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
+
+    def rest(i: int, x: Any, q: Any, k: Any, v: Any) -> Any:
+        return o.rows(partial(rest_of_block, x, q, k, v, w, f"h.{i}.", spec, o), x.shape[0])  # (n, C), by rows
+
+    def shown(i: int, x: Any) -> Any:  # transformers reports the last hidden state after the final LayerNorm
+        return norm(x, w, "ln_f", spec, o) if i == spec.layers - 1 else x  # (n, C)
+
     stop = spec.layers if layers is None else layers
-    x = o.array(hidden[-1])  # (n, C)
-    for i in range(len(hidden) - 1, stop):
-        p = f"h.{i}."
-        if i < len(qs):  # start's open block: its q, k, v are known
-            q, k, v = (o.array(a) for a in (qs[i], ks[i], vs[i]))
-        else:
-            q, k, v = qkv(x, w, p, spec, o)  # 3 × (h, n, d)
-            qs.append(o.numpy(q))
-            ks.append(o.numpy(k))
-            vs.append(o.numpy(v))
-            if open_last and i == stop - 1:
-                break
-        x = o.rows(partial(rest_of_block, x, q, k, v, w, p, spec, o), x.shape[0])  # (n, C), by blocks of rows
-        last = i == spec.layers - 1  # transformers reports the last hidden state after the final LayerNorm
-        hidden.append(o.numpy(norm(x, w, "ln_f", spec, o) if last else x))  # (n, C)
-    return Trace(qs, ks, vs, hidden)
+    return extend(trace, stop, open_last, o, lambda i, x: qkv(x, w, f"h.{i}.", spec, o), rest, shown)
