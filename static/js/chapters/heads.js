@@ -6,9 +6,10 @@
 import { el } from "../dom.js";
 import { fixed3, heatRgb, rgbCss, short } from "../format.js";
 import { pyMatrix, pyNum, pyStr, pyStrings } from "../pycode.js";
+import { ANIMAL } from "../model.js";
 import { HeadGrids } from "../scene/headgrids.js";
 
-export const ANIMAL = "The animal didn't cross the street because it was too tired.";
+export { ANIMAL }; // written once, in model.js
 const quote = (w) => `“${w}”`;
 
 // ---- small helpers the other model chapters share --------------------------------------------

@@ -5,7 +5,7 @@
 import { el } from "../dom.js";
 import { drawing } from "../projection.js";
 import { SceneView } from "../scene/view.js";
-import { STEPS, stepText } from "../steps.js";
+import { STEPS, stepText } from "../attention/stages.js";
 import { MatrixTable } from "../table.js";
 
 const data = JSON.parse(document.getElementById("attention-data").textContent);
