@@ -258,7 +258,7 @@ export class Lesson {
     const k = CHAPTER_IDS.indexOf(this.chapterId);
     $("chapter-name").textContent = `Chapter ${k + 1} of ${CHAPTERS.length}: ${this.title()}`;
     const next = CHAPTERS[k + 1];
-    $("next-chapter").lastChild.textContent = next ? ` ${next.title}` : "";
+    $("next-chapter").querySelector(".next-title").textContent = next ? `: ${next.title}` : "";
     this.markStepper();
   }
 

@@ -20,8 +20,9 @@
 // bundled page's tests, a page that embeds the app): "attention:view" is dispatched after every
 // change with detail = viewState(); dispatching "attention:apply" with detail = params applies
 // them (detail.done becomes the applyViewState() promise); dispatching "attention:current" with
-// detail = {} sets detail.view = currentView(); "attention:withhold" with detail = { reason }
-// (or null: release) withholds (events are dispatched synchronously).
+// detail = {} sets detail.view = currentView(); "attention:snapshot" with detail = {} sets
+// detail.snapshot = snapshot(); "attention:withhold" with detail = { reason } (or {}: release)
+// withholds; "attention:reframe" reframes (events are dispatched synchronously).
 
 import { renderAt } from "./scene/picture.js";
 
@@ -50,6 +51,10 @@ document.addEventListener("attention:apply", (e) => {
 document.addEventListener("attention:current", (e) => {
   if (e.detail && typeof e.detail === "object") e.detail.view = currentView();
 });
+document.addEventListener("attention:snapshot", (e) => {
+  if (e.detail && typeof e.detail === "object") e.detail.snapshot = snapshot();
+});
+document.addEventListener("attention:reframe", () => reframe());
 document.addEventListener("attention:withhold", (e) => {
   if (e.detail && typeof e.detail === "object" && e.detail.reason) withhold(String(e.detail.reason));
   else release();
