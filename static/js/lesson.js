@@ -373,6 +373,8 @@ export class Lesson {
     banner.textContent = this.error ? `${this.error.message} (The chapter still shows its last answer.)` : "";
     if (step) title.textContent = `${this.stepIndex() + 1}. ${step.title}`;
     else title.textContent = module.title;
+    // what the step's words refer to (a CSS selector; tests check it is on the first screen)
+    $("app").dataset.figure = step?.figure ?? module.figure ?? "";
     if (answer && step) {
       if (!module.live) this.safely("update", () => this.view?.update?.(answer, step.id));
       this.safely("text", () => {

@@ -95,8 +95,9 @@ function mark(ready) {
 
 // After every change: the chapter on screen draws again, the overview follows the sentence and
 // mask, the URL and the classroom follow the view.
-store.subscribe(() => {
+store.subscribe((name) => {
   lesson.refresh();
+  if (name === "setHover" || name === "setHoverToken") return; // a pointer over the view: nothing to tell
   if (attentionOn() && state.sentence && attention.mounted) sentence.fetchHeads();
   writeUrl(state, state.history === "push");
   act.urlWritten();

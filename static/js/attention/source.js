@@ -41,6 +41,7 @@ export class Source {
     this.newSource = newSource;
     this.started = false; // the first source has been asked for
     this.generation = 0; // counts the snapshots followed: a load begun before one keeps its focus and mask
+    this.wanted = null; // the source asked for last ("e:ID", "s:TEXT", "n"): an older example that arrives late is dropped
     this.slowTimer = 0;
     const received = (outcome) => {
       clearTimeout(this.slowTimer);
@@ -57,6 +58,7 @@ export class Source {
   async example(id, { keepMask = false, wantWord = undefined, focus = null, history = false } = {}) {
     this.started = true;
     const generation = this.generation;
+    this.wanted = `e:${id}`;
     let ex;
     try {
       if (!this.examples.has(id)) throw new Error("unknown example");
@@ -66,6 +68,7 @@ export class Source {
       if (id !== this.defaultExample) return this.example(this.defaultExample, { keepMask, wantWord, focus, history });
       return;
     }
+    if (this.wanted !== `e:${id}`) return; // another source was asked for meanwhile
     if (generation !== this.generation) {
       // a room's view (or Back) arrived while this example loaded: what it named wins
       keepMask = true;
@@ -84,6 +87,7 @@ export class Source {
   /** Run the real model on a sentence; `fresh`: typed or clicked (not from a URL). */
   sentence(text, { fresh = false, history = false } = {}) {
     this.started = true;
+    this.wanted = `s:${text}`;
     this.recomputer.cancel();
     this.act.sentenceChosen(text, { fresh, history });
     this.newSource();
@@ -95,6 +99,7 @@ export class Source {
   /** Hand-set numbers (a link with q, k, v, or a room's view). */
   numbers(input, example) {
     this.started = true;
+    this.wanted = "n";
     this.modelRecomputer.cancel();
     this.heads.stopHeads();
     this.act.numbersSet(input, example);
@@ -139,7 +144,8 @@ export class Source {
       return;
     }
     const id = next.example ?? this.defaultExample;
-    if (id !== state.example || state.edited || state.sentence || !this.started) return this.example(id, { keepMask: true, wantWord: null });
+    if (this.wanted === `e:${id}` && !state.edited) return; // shown, or on its way (it keeps what the snapshot named)
+    return this.example(id, { keepMask: true, wantWord: null });
   }
 
   /** Ask the server again for what the state names (a sentence's layer and head, or the numbers). */

@@ -69,6 +69,7 @@ const STEPS = [
     short: "difference",
     view: { step: "softmax" },
     compare: true,
+    figure: "#compare-tables table",
     text: () =>
       "Beside the view, the two weight tables stand side by side with their difference (causal − full). " +
       "The first word can only look at itself, so it keeps all its attention; later rows lose what they gave to the " +
