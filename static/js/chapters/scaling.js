@@ -28,9 +28,9 @@ const STEPS = [
       `Take a query and a key whose ${a.d_k} numbers are drawn independently with mean 0 and variance 1. Their dot ` +
       `product adds ${a.d_k} products, each of variance 1, so its variance is d_k and its spread (standard ` +
       `deviation) is √d_k = ${f3(a.sqrt_d_k)}. The server drew ${a.samples.toLocaleString("en")} such pairs and measured ` +
-      `${f3(a.std)} (mean ${f3(a.mean)}). The scores grow with the length of the vectors, not with how well they ` +
-      `match: a longer head would get wilder scores for the same agreement. The chart shows the measured spread for ` +
-      `d_k = 2 … 1024 against √d_k.`,
+      `${f3(a.std)} (mean ${f3(a.mean)}). So the scores grow with d_k, the number of coordinates, not with how ` +
+      `well q and k agree: a head with more coordinates would get wilder scores for the same agreement. The chart ` +
+      `shows the measured spread for d_k = 2 … 1024 against √d_k.`,
   },
   {
     id: "unscaled",
@@ -38,8 +38,8 @@ const STEPS = [
     short: "unscaled",
     text: (a) =>
       `One query against ${a.keys} keys, d_k = ${a.d_k}: softmax of the raw scores gives its largest weight ` +
-      `${f3(a.max_unscaled)}, and an entropy of ${f3(a.entropy_unscaled)} nats (an even row of ${a.keys} has ` +
-      `ln ${a.keys} = ${f3(a.ln_keys)}; a one-hot row has 0). Over ${a.queries} queries the largest weight averages ` +
+      `${f3(a.max_unscaled)}, and an entropy of ${f3(a.entropy_unscaled)} nats (entropy measures how spread out a row is; ` +
+      `in nats, with the natural log ln, an even row of ${a.keys} has ln ${a.keys} = ${f3(a.ln_keys)} and a one-hot row 0). Over ${a.queries} queries the largest weight averages ` +
       `${f3(a.mean_max_unscaled)}. As d_k grows the scores spread further apart, exp() magnifies the gaps, and nearly ` +
       `all the weight lands on one key: the other keys get almost nothing, and almost no gradient to learn from.`,
   },
@@ -125,7 +125,7 @@ function rowTable(a) {
 export default {
   id: "scaling",
   title: "Why divide by √d_k",
-  summary: "Dot products of long vectors spread like √d_k; without the division softmax turns one-hot.",
+  summary: "Dot products over d_k coordinates spread like √d_k; without the division softmax turns one-hot.",
   params: { dk: "64" },
   steps: STEPS,
 
@@ -210,8 +210,8 @@ export default {
     { label: "std of q·k", value: a.std.toFixed(4), testid: "scaling-std" },
     { label: "max w, unscaled", value: a.max_unscaled.toFixed(4), testid: "scaling-max-unscaled" },
     { label: "max w, ÷√d_k", value: a.max_scaled.toFixed(4), testid: "scaling-max-scaled" },
-    { label: "entropy, unscaled", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
-    { label: "entropy, ÷√d_k", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
+    { label: "entropy (nats), unscaled", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
+    { label: "entropy (nats), ÷√d_k", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
   ],
 
   code: (a) =>
@@ -234,7 +234,7 @@ export default {
       "    return e / e.sum()",
       "",
       "",
-      "def entropy(w):  # in nats; 0·ln 0 counts as 0",
+      "def entropy(w):  # in nats (natural log); 0·ln 0 counts as 0",
       "    w = w[w > 0]",
       "    return float(-(w * np.log(w)).sum()) + 0.0",
       "",
