@@ -8,7 +8,7 @@ import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
 import { pyStr } from "../pycode.js";
 import { BlockDiagram } from "../scene/blockdiagram.js";
-import { ANIMAL, matrixTable, picker, pySafetensors, scroller, sentenceBox, vec } from "./heads.js";
+import { ANIMAL, matrixTable, picker, pySafetensors, scroller, sentenceBox, vec } from "./widgets.js";
 
 const quote = (w) => `“${w}”`;
 const SHOW = 4; // first coordinates shown per vector

@@ -5,7 +5,7 @@
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
 import { BarGrid } from "../scene/bargrid.js";
-import { scrollBox } from "./scrollbox.js";
+import { scrollBox } from "./widgets.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const MIN = 2;
