@@ -1,12 +1,21 @@
 // The viewer inside an exported .html file: no server, no network. It reads the view's numbers
 // from the file's <script type="application/json" id="attention-data"> and draws them with the
 // page's own scene and table modules (bundled into the file by scripts/build.mjs): the steps,
-// orbiting, and the mask toggle when both masks were exported.
+// orbiting, and the mask toggle when both masks were exported. A long sentence is drawn as the page
+// draws it: a window of at most SCENE_MAX tokens around the focused one (the table keeps every row).
 import { el } from "../dom.js";
+import { sliceView } from "../model.js";
 import { drawing } from "../projection.js";
 import { SceneView } from "../scene/view.js";
 import { STEPS, stepText } from "../steps.js";
 import { MatrixTable } from "../table.js";
+
+const SCENE_MAX = 32; // the most tokens the page's 3D view draws at once (static/js/main.js)
+
+/** The first row of the 3D view's window for n tokens focused on row `focus`, as the page picks it. */
+export function windowStart(n, focus, max = SCENE_MAX) {
+  return n > max ? Math.min(n - max, Math.max(0, focus - Math.floor(max / 2))) : 0;
+}
 
 const data = JSON.parse(document.getElementById("attention-data").textContent);
 const $ = (id) => document.getElementById(id);
@@ -14,8 +23,9 @@ const view = { step: data.step, mask: data.answers[data.mask] ? data.mask : Obje
 
 const sceneData = (answer) => (answer.q[0].length > 2 && !answer.drawn ? { ...answer, drawn: drawing(answer) } : answer);
 const drawn = {};
-const scene = new SceneView($("scene"), Math.max(...Object.values(data.answers).map((a) => a.tokens.length)), (i) => {
-  view.focus = i;
+let offset = 0; // the first row the 3D view draws
+const scene = new SceneView($("scene"), Math.min(SCENE_MAX, Math.max(...Object.values(data.answers).map((a) => a.tokens.length))), (i) => {
+  view.focus = i + offset;
   render();
 });
 const table = new MatrixTable($("matrix"), { focus: (i) => ((view.focus = i), render()), hover: () => {} });
@@ -53,7 +63,11 @@ function render() {
   $("step-title").textContent = step.title;
   $("step-text").textContent = stepText(step, view.mask);
   table.update({ focus: view.focus, hover: null }, answer, step);
-  scene.update({ data: drawn[view.mask], step, focus: view.focus, hover: null }, false);
+  const n = answer.tokens.length;
+  offset = windowStart(n, view.focus);
+  const shown = n > SCENE_MAX ? sliceView(drawn[view.mask], offset, offset + SCENE_MAX) : drawn[view.mask];
+  scene.update({ data: shown, step, focus: view.focus - offset, hover: null }, false);
+  document.body.dataset.window = `${offset + 1}-${offset + Math.min(n, SCENE_MAX)}`;
   document.body.dataset.step = step.id;
   document.body.dataset.mask = view.mask;
 }
