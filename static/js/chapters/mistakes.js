@@ -48,8 +48,7 @@ const STEPS = [
       const r = a.right;
       const w = a.wrong["no-scale"];
       return (
-        `Every table in this chapter is causal: each word sees only itself and the words before it (so ${quote(r.tokens[f])} ` +
-        `gives ${fixed3(rowMax(r.weights)[f])} here, not what the full mask gives). ` +
+        "Every table in this chapter uses the causal mask (each word sees itself and the words before it). " +
         `Without the division the scores stay √${r.d_k} = ${fixed3(Math.sqrt(r.d_k))} times larger, and softmax turns large gaps into ` +
         `near-certainty. For ${quote(r.tokens[f])} the largest weight goes from ${fixed3(rowMax(r.weights)[f])} to ${fixed3(rowMax(w.weights)[f])} ` +
         `and the spread (entropy) falls from ${fixed3(entropy(r.weights)[f])} to ${fixed3(entropy(w.weights)[f])} nats. ` +
@@ -188,19 +187,20 @@ function code(a, stepId) {
 function mount(ctx) {
   const controls = el("div", { className: "chapter-controls" });
   const body = el("div", { className: "mistakes-body", dataset: { testid: "mistakes-body" } });
-  ctx.panel.append(controls, body);
+  ctx.panel.append(body, controls); // the tables first: the step's text speaks of them
   const grids = ctx.stage ? new HeadGrids(ctx.stage) : null;
 
   return {
     update(a, stepId) {
       const r = a.right;
       const f = focusOf(a, ctx);
+      body.classList.toggle("mistakes-pair-view", stepId !== "caveat");
       controls.replaceChildren(
         picker("example", a.examples.map((e) => [e.id, e.title]), ctx.params.example, (v) => ctx.setParams({ example: v, word: "" }), "mistakes-example"),
         picker("word", r.tokens.map((t, i) => [i, t]), f, (v) => ctx.setParams({ word: v }), "mistakes-wordpick"),
       );
       const withSums = (w) => w.map((row) => [...row, row.reduce((s, x) => s + x, 0)]);
-      const cols = [...r.tokens, "Σ row"];
+      const cols = [...r.tokens, "Σ"];
       const right = el("div", { className: "right" });
       const plainSums = (table) => {
         // the Σ column is a check, not a weight: unshaded, and outlined where it is not 1
@@ -226,7 +226,7 @@ function mount(ctx) {
       const table = matrixTable(withSums(w.weights), { caption: `mistake (${NAMED[stepId]}): weights`, rowNames: r.tokens, colNames: cols, shade: true, testid: "mistake-wrong" });
       wrong.append(scroller(plainSums(table)));
       const pair = el("div", { className: "mistake-pair" });
-      pair.append(right, wrong);
+      pair.append(wrong, right); // the mistaken table first, where the first screen ends
       const list = el("table", { className: "mini-matrix", dataset: { testid: "mistake-breaks" } });
       list.append(el("caption", {}, "What breaks (read off the two tables)"));
       const head = el("tr");
@@ -261,7 +261,7 @@ function mount(ctx) {
 export default {
   id: "mistakes",
   title: "Common mistakes",
-  summary: "Forgetting ÷√d_k, softmax over the wrong axis, masking after softmax: each beside the right result.",
+  summary: "Forgetting ÷√d_k, softmax over the wrong axis, masking after softmax: each beside the right (causal) result.",
   params: { example: "the-cat-ate-its-fish", word: "" },
   steps: STEPS,
   async load(ctx) {

@@ -136,11 +136,11 @@ function scene(a, stepId) {
   const names = m ? m.tokens_perm : a.words_perm;
   const order = m ? m.token_order : a.order;
   const named = names.length <= (m ? 9 : 8) ? names : null;
-  const grids = [{ title: `W′: ${names.join(" ")}`, values: wPerm, rowNames: named, colNames: named }];
+  const grids = [{ title: "reordered: W′", values: wPerm, rowNames: named, colNames: named }];
   if (!order || order.length !== names.length) return grids; // the model split the words differently: no P
   const pw = moved(w, order);
-  grids.push({ title: "P·W·Pᵀ: the first table, moved", values: pw, rowNames: named, colNames: named });
-  grids.push({ title: "|W′ − P·W·Pᵀ|", values: wPerm.map((row, i) => row.map((v, j) => Math.abs(v - pw[i][j]))), rowNames: named, colNames: named });
+  grids.push({ title: "first, moved: P·W·Pᵀ", values: pw, rowNames: named, colNames: named });
+  grids.push({ title: "difference", values: wPerm.map((row, i) => row.map((v, j) => Math.abs(v - pw[i][j]))), rowNames: named, colNames: named });
   return grids;
 }
 

@@ -38,8 +38,8 @@ const STEPS = [
     short: "unscaled",
     text: (a) =>
       `One query against ${a.keys} keys, d_k = ${a.d_k}: softmax of the raw scores gives its largest weight ` +
-      `${f3(a.max_unscaled)}, and an entropy of ${f3(a.entropy_unscaled)} nats (entropy measures how spread out a row is; ` +
-      `in nats, with the natural log ln, an even row of ${a.keys} has ln ${a.keys} = ${f3(a.ln_keys)} and a one-hot row 0). Over ${a.queries} queries the largest weight averages ` +
+      `${f3(a.max_unscaled)}, and an entropy (how spread out the row is, in nats: natural log) of ${f3(a.entropy_unscaled)}; ` +
+      `an even row of ${a.keys} has ln ${a.keys} = ${f3(a.ln_keys)}, a one-hot row 0. Over ${a.queries} queries the largest weight averages ` +
       `${f3(a.mean_max_unscaled)}. As d_k grows the scores spread further apart, exp() magnifies the gaps, and nearly ` +
       `all the weight lands on one key: the other keys get almost nothing, and almost no gradient to learn from.`,
   },
@@ -94,7 +94,9 @@ function chart(a, series, { yMax, yLabel, testid }) {
   series.forEach((s, i) => legend.append(el("li", { className: i ? "ca-key-b" : "ca-key-a" }, s.label)));
   legend.append(el("li", {}, `pink line: d_k = ${a.d_k}`));
   const box = el("div", { className: "ca-chart-box" });
-  box.append(el("p", { className: "ca-chart-title" }, yLabel), svg, legend);
+  const row = el("div", { className: "ca-chart-row" }); // the legend beside the chart: both on the first screen
+  row.append(svg, legend);
+  box.append(el("p", { className: "ca-chart-title" }, yLabel), row);
   return box;
 }
 
@@ -149,7 +151,7 @@ export default {
     });
     const note = el("p", { className: "ca-note" }, `d_k from ${MIN} to ${MAX}: the slider steps in powers of two, the box takes any whole number.`);
     const out = el("div", { className: "ca-out" });
-    ctx.panel.append(form, note, out);
+    ctx.panel.append(out, form, note); // the chart and the table first: the step's text speaks of them
     const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
     let looked = false;
     return {
@@ -158,18 +160,18 @@ export default {
         slider.value = String(Math.max(1, Math.min(10, Math.round(Math.log2(a.d_k)))));
         const parts = [rowTable(a)];
         if (stepId === "spread") {
-          parts.unshift(
+          parts.unshift( // the chart first: this step's text is about it
             chart(a, [
               { label: "std of q·k", value: (p) => p.std, cls: "ca-line-a" },
               { label: "√d_k", value: (p) => p.sqrt_d_k, cls: "ca-line-b" },
             ], { yMax: 35, yLabel: "The spread of q·k against d_k", testid: "scaling-chart" }),
           );
         } else {
-          parts.unshift(
+          parts.push( // the table first: this step's text reads its numbers
             chart(a, [
-              { label: "largest weight, unscaled (mean of the queries)", value: (p) => p.mean_max_unscaled, cls: "ca-line-a" },
-              { label: "max w, ÷√d_k", value: (p) => p.mean_max_scaled, cls: "ca-line-b" },
-            ], { yMax: 1, yLabel: "The largest weight of a row against d_k", testid: "scaling-chart" }),
+              { label: "unscaled", value: (p) => p.mean_max_unscaled, cls: "ca-line-a" },
+              { label: "÷√d_k", value: (p) => p.mean_max_scaled, cls: "ca-line-b" },
+            ], { yMax: 1, yLabel: `A row's largest weight (mean of ${a.queries} queries) against d_k`, testid: "scaling-chart" }),
           );
         }
         out.replaceChildren(...parts);

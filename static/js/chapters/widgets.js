@@ -28,8 +28,9 @@ export function scrollBox(table) {
   return box;
 }
 
-/** A <table> of a matrix, 3 decimals, optionally shaded (cividis, by |value| / max). */
-export function matrixTable(rows, { rowNames = null, colNames = null, shade = false, caption = null, testid = null, groups = null } = {}) {
+/** A <table> of a matrix, 3 decimals, optionally shaded (cividis, by |value| / max); `hotRow` is outlined;
+ *  `rowIds` numbers the rows' test ids when they are a part of a larger matrix (default: 0, 1, …). */
+export function matrixTable(rows, { rowNames = null, colNames = null, shade = false, caption = null, testid = null, groups = null, hotRow = null, rowIds = null } = {}) {
   const table = el("table", { className: "mini-matrix" });
   if (testid) table.dataset.testid = testid;
   if (caption) table.append(el("caption", {}, caption));
@@ -49,10 +50,10 @@ export function matrixTable(rows, { rowNames = null, colNames = null, shade = fa
   }
   const body = el("tbody");
   rows.forEach((row, i) => {
-    const tr = el("tr");
+    const tr = el("tr", i === hotRow ? { className: "hot" } : {}); // the row the step's text speaks of
     if (rowNames) tr.append(el("th", { scope: "row" }, rowNames[i]));
     row.forEach((x, j) => {
-      const td = el("td", { dataset: testid ? { testid: `${testid}-${i}-${j}` } : {} }, fixed3(x));
+      const td = el("td", { dataset: testid ? { testid: `${testid}-${rowIds ? rowIds[i] : i}-${j}` } : {} }, fixed3(x));
       if (shade && x !== null) {
         const rgb = heatRgb(Math.abs(x) / max);
         td.style.background = rgbCss(rgb);

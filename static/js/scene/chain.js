@@ -15,8 +15,8 @@ import { ArrowSet } from "./arrowset.js";
 import { LabelSpots } from "./labelspots.js";
 import { redrawOnResize, sizeOf } from "./resize.js";
 
-const CHAIN_Y = 1.1; // height of the chain's line
-const ROW_Y = -0.7; // height of attention's row of words
+const CHAIN_Y = 1.3; // height of the chain's line
+const ROW_Y = -1.0; // height of attention's row of words
 const BAR = 0.75; // height of a hidden-state number of 1
 
 export class RnnChain {
@@ -75,7 +75,7 @@ export class RnnChain {
   frame(n) {
     const t = Math.tan((this.stage.camera.fov * Math.PI) / 360);
     const halfW = RnnChain.width(n) / 2 + 1.3;
-    const halfH = 2.9;
+    const halfH = 3.1;
     const d = Math.max(halfH / t, halfW / (t * this.aspect())) * 1.08;
     this.stage.look([0, 0.25 * d * 0.3, d], [0, 0.2, 0]);
   }
@@ -153,9 +153,9 @@ export class RnnChain {
     this.label(title, titleAt, "stage-label ca-grid-title");
     spots.reserve(titleAt, title);
     const attTitle = "attention: 1 step, every word at once";
-    const attAt = [0, ROW_Y + 0.95, 0];
+    // between the rows, clear of the states' names (a long sentence is drawn smaller)
+    const attAt = spots.place(new THREE.Vector3(0, ROW_Y + 0.95, 0), attTitle, 8.5, [[0, 0], [0, -1.5], [0, 1.5], [0, -2.5]]);
     this.label(attTitle, attAt, "stage-label ca-grid-title");
-    spots.reserve(attAt, attTitle);
 
     // attention: the last word links to every word in one step (the links dip below the row)
     const last = weights[n - 1];
@@ -166,7 +166,7 @@ export class RnnChain {
       dot.scale.setScalar(Math.min(0.09, step * 0.2 + 0.03));
       dot.position.set(xs[j], ROW_Y, 0);
       if (named.has(j)) {
-        const at = spots.place(new THREE.Vector3(xs[j], ROW_Y, 0), w, 8.5, [[0, 0.9], [0, 1.9]]);
+        const at = spots.place(new THREE.Vector3(xs[j], ROW_Y, 0), w, 8.5, [[0, 0.9], [0, 1.9], [0, -1.1]]);
         this.label(w, at);
       }
       if (j === n - 1) return;

@@ -159,7 +159,7 @@ export class TokenProjection {
         if (i !== token) c.lerp(WHITE, 0.55); // the chosen token in full colour
         const vec = new THREE.Vector3(r[0] * scale, r[1] * scale, r[2] * scale);
         arrows.push({ origin: o.clone(), vec, colour: c.getHex() });
-        names.push([o.clone().add(vec), `${kind} ${answer.tokens[i]}`, i === token]);
+        names.push([o.clone().add(vec), i === token ? `${kind} ${answer.tokens[i]}` : answer.tokens[i], i === token]);
       });
     });
     this.many.set(arrows);
@@ -170,7 +170,7 @@ export class TokenProjection {
     for (const [tip, text, chosen] of names) {
       if (narrow && !chosen) continue;
       const cls = `stage-label ca-kind${chosen ? "" : " ca-pale"}`;
-      this.items.push(this.stage.label(text, spots.place(tip, text, 8), cls));
+      this.items.push(this.stage.label(text, spots.place(tip, text, chosen ? 8.5 : 7.5), cls));
     }
     this.stage.requestRender();
     return n;
