@@ -17,6 +17,12 @@ const REACH = 2.6; // scene length of the longest drawn vector
 const APART = 2.4 * REACH; // distance between the Q, K and V axes of the step "all"
 const WHITE = new THREE.Color(1, 1, 1);
 
+/** Whether the last of the screen boxes [x, y, w, h] overlaps any box before it. */
+function crowded(boxes) {
+  const b = boxes[boxes.length - 1];
+  return boxes.slice(0, -1).some((o) => Math.min(b[0] + b[2], o[0] + o[2]) - Math.max(b[0], o[0]) > 0 && Math.min(b[1] + b[3], o[1] + o[3]) - Math.max(b[1], o[1]) > 0);
+}
+
 export class TokenProjection {
   /** @param stage a Stage (scene/stage.js) */
   constructor(stage) {
@@ -144,7 +150,7 @@ export class TokenProjection {
     const len3 = (r) => Math.hypot(r[0], r[1], r[2]);
     const colour = new THREE.Color();
     const arrows = [];
-    const spots = new LabelSpots(this.stage, 0.22);
+    const spots = new LabelSpots(this.stage, 0.3);
     const names = [];
     ["q", "k", "v"].forEach((kind, g) => {
       const o = this.origin(g);
@@ -170,7 +176,12 @@ export class TokenProjection {
     for (const [tip, text, chosen] of names) {
       if (narrow && !chosen) continue;
       const cls = `stage-label ca-kind${chosen ? "" : " ca-pale"}`;
-      this.items.push(this.stage.label(text, spots.place(tip, text, chosen ? 8.5 : 7.5), cls));
+      const at = spots.place(tip, text, chosen ? 8.5 : 8);
+      if (!chosen && crowded(spots.boxes)) {
+        spots.boxes.pop(); // no free place for another token's name: its arrow stays unnamed
+        continue;
+      }
+      this.items.push(this.stage.label(text, at, cls));
     }
     this.stage.requestRender();
     return n;
