@@ -10,7 +10,7 @@ POST   /api/rooms/{code}/quiz/reveal     presenter key, {answer} → the quiz wi
 DELETE /api/rooms/{code}/quiz            presenter key → 204
 WS     /api/rooms/{code}/ws              {state, followers} then every change; followers may only vote
 GET    /api/teacher                      teacher token → 204 (is this token right?)
-POST   /api/lessons, GET /api/lessons, GET|PUT|DELETE /api/lessons/{id}   (writes: teacher token)
+(saved lessons: app/classroom/lesson_routes.py)
 """
 
 from __future__ import annotations
@@ -26,10 +26,6 @@ from app.classroom import auth, limits, qr, quiz, rooms
 from app.classroom.broker import RoomLimit
 from app.classroom.schemas import (
     CreatedRoom,
-    Lesson,
-    LessonCreated,
-    LessonIn,
-    LessonSummary,
     QuizCreated,
     QuizReveal,
     QuizStart,
@@ -229,74 +225,3 @@ async def end_quiz(request: Request, code: str = Code) -> Response:
 async def room_socket(websocket: WebSocket, code: str) -> None:
     broker = await classroom(websocket.app).ready_broker()
     await rooms.serve_socket(websocket, broker, rooms.normal_code(code))
-
-
-# lessons
-
-_LESSON: Responses = {404: _err("No such lesson.")}
-
-
-def _no_lesson(lesson_id: int) -> ClientError:
-    return ClientError(404, ["path", "lesson_id"], f"no lesson {lesson_id}", "no_lesson")
-
-
-def _views(body: LessonIn) -> list[dict[str, Any]]:
-    return [{"state": v.state.plain(), "note": v.note} for v in body.views]
-
-
-@router.post(
-    "/lessons",
-    status_code=201,
-    response_model=LessonCreated,
-    summary="Save a lesson: a title and views, each with a note",
-    responses={**_AUTH, **_BAD, 429: _err(f"{limits.MAX_LESSONS} lessons are saved already.")},
-    openapi_extra=_body_doc(LessonIn),
-)
-async def create_lesson(request: Request) -> LessonCreated:
-    auth.require_teacher(request)
-    body: LessonIn = await _read(request, limits.MAX_LESSON_BYTES, LessonIn)
-    store = classroom(request.app).store
-    if await anyio.to_thread.run_sync(store.count_lessons) >= limits.MAX_LESSONS:
-        raise ClientError(429, ["body"], f"{limits.MAX_LESSONS} lessons are saved: delete one first", "lesson_limit")
-    lesson_id = await anyio.to_thread.run_sync(store.add_lesson, body.title, _views(body))
-    return LessonCreated(id=lesson_id)
-
-
-@router.get("/lessons", response_model=list[LessonSummary], summary="The saved lessons")
-async def list_lessons(request: Request) -> list[dict[str, Any]]:
-    return await anyio.to_thread.run_sync(classroom(request.app).store.lessons)
-
-
-LessonId = Path(ge=1, le=2**62, description="the lesson's id")
-
-
-@router.get("/lessons/{lesson_id}", response_model=Lesson, summary="One lesson", responses=_LESSON)
-async def get_lesson(request: Request, lesson_id: int = LessonId) -> dict[str, Any]:
-    lesson = await anyio.to_thread.run_sync(classroom(request.app).store.lesson, lesson_id)
-    if lesson is None:
-        raise _no_lesson(lesson_id)
-    return lesson
-
-
-@router.put(
-    "/lessons/{lesson_id}",
-    status_code=204,
-    summary="Replace a lesson",
-    responses={**_AUTH, **_LESSON, **_BAD},
-    openapi_extra=_body_doc(LessonIn),
-)
-async def replace_lesson(request: Request, lesson_id: int = LessonId) -> Response:
-    auth.require_teacher(request)
-    body: LessonIn = await _read(request, limits.MAX_LESSON_BYTES, LessonIn)
-    store = classroom(request.app).store
-    if not await anyio.to_thread.run_sync(store.replace_lesson, lesson_id, body.title, _views(body)):
-        raise _no_lesson(lesson_id)
-    return Response(status_code=204)
-
-
-@router.delete("/lessons/{lesson_id}", status_code=204, summary="Delete a lesson", responses={**_AUTH, **_LESSON})
-async def delete_lesson(request: Request, lesson_id: int = LessonId) -> Response:
-    auth.require_teacher(request)
-    if not await anyio.to_thread.run_sync(classroom(request.app).store.delete_lesson, lesson_id):
-        raise _no_lesson(lesson_id)
-    return Response(status_code=204)
