@@ -16,6 +16,7 @@ MAX_SOCKET_MESSAGES_PER_SECOND = 5  # a follower's messages per second, bursts o
 SOCKET_BURST = 10
 FOLLOWER_QUEUE = 512  # messages waiting for one slow follower: past it the follower is dropped (it reconnects)
 MAX_QUIZ_TOKENS = 512  # words a quiz offers (the page's largest sentence)
+MAX_QUIZ_LOG = 200  # finished questions a room's quiz summary keeps (the oldest go first)
 
 MAX_LESSON_BYTES = 1024 * 1024  # a lesson's JSON body: 413 past it
 MAX_LESSON_VIEWS = 200  # views in one lesson

@@ -122,10 +122,13 @@ def test_quiz_counts_and_reveals(three: tuple[Watched, Watched, Watched]) -> Non
     a.page.get_by_test_id("quiz-word-1").click()  # "cat": right
     b.page.get_by_test_id("quiz-word-4").click()  # "fish": wrong
     assert b.page.get_by_test_id("quiz-word-1").is_disabled()  # once only
-    teacher.page.wait_for_selector('[data-testid="quiz-count-1"]:text-is("1")')
-    teacher.page.wait_for_selector('[data-testid="quiz-count-4"]:text-is("1")')
-    assert teacher.text("quiz-count-0") == "0"
+    # the projector says how many answered, never which word they chose, before the reveal
+    teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="2"]')
+    assert teacher.text("quiz-result") == "2 of 2 answered."
+    assert teacher.page.locator('[data-testid^="quiz-count-"]').count() == 0
     teacher.page.get_by_test_id("quiz-reveal").click()
+    teacher.page.wait_for_selector('[data-testid="quiz-count-1"]:text-is("1")')
+    assert teacher.text("quiz-count-4") == "1" and teacher.text("quiz-count-0") == "0"
     a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
     b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
     assert "“cat”" in b.text("quiz-result")
