@@ -17,7 +17,7 @@ from fastapi.templating import Jinja2Templates
 from app import __version__, api, http
 from app.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
 from app.attention import Backend, default_backend, torch_available
-from app.classroom import lesson_routes as classroom_lesson_routes
+from app.classroom import lesson_routes as saved_lessons
 from app.classroom import room_routes
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.lesson import model_routes as lesson_model_routes
@@ -58,7 +58,7 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     app.include_router(lesson_routes.router)
     app.include_router(lesson_model_routes.router)
     app.include_router(room_routes.router)
-    app.include_router(classroom_lesson_routes.router)
+    app.include_router(saved_lessons.router)
     app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(SecurityHeaders)
     app.add_middleware(Compress)

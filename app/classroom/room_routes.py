@@ -8,6 +8,9 @@ GET    /api/rooms/{code}/qr.svg          the join address as a QR code
 POST   /api/rooms/{code}/quiz            presenter key, {tokens, focus} → 201 {id}
 POST   /api/rooms/{code}/quiz/reveal     presenter key, {answer} → the quiz with its counts
 DELETE /api/rooms/{code}/quiz            presenter key → 204
+POST   /api/rooms/{code}/reset           presenter key → 204 (no quiz, an empty quiz summary; the view stays)
+GET    /api/rooms/{code}/quiz/summary    presenter key → per question: asked, answered, right, the distribution
+GET    /api/rooms/{code}/quiz/summary.csv   presenter key → the same as CSV (a download)
 WS     /api/rooms/{code}/ws              {state, followers} then every change; followers may only vote
 GET    /api/teacher                      teacher token → 204 (is this token right?)
 
@@ -24,7 +27,7 @@ from fastapi import APIRouter, Path, Request, Response, WebSocket
 
 from app.classroom import auth, limits, qr, quiz, rooms
 from app.classroom.broker import RoomLimit
-from app.classroom.schemas import CreatedRoom, QuizCreated, QuizReveal, QuizStart, RoomInfo, ViewState
+from app.classroom.schemas import CreatedRoom, QuizCreated, QuizReveal, QuizStart, QuizSummary, RoomInfo, ViewState
 from app.classroom.service import classroom, lifespan
 from app.errors import ClientError
 from app.http import body_doc, error_docs, json_body
@@ -163,6 +166,49 @@ async def end_quiz(request: Request, code: str = Code) -> Response:
     await rooms.presenter_room(request, broker, code)
     await quiz.end(broker, code)
     return Response(status_code=204)
+
+
+@router.post(
+    "/rooms/{code}/reset",
+    status_code=204,
+    summary="Reset a room: no quiz running, an empty quiz summary (the view and followers stay)",
+    responses={**_AUTH, **_ROOM},
+)
+async def reset_room(request: Request, code: str = Code) -> Response:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    await quiz.reset(broker, code)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/rooms/{code}/quiz/summary",
+    response_model=QuizSummary,
+    summary="The class's quiz so far: per question asked, answered, right and the distribution",
+    responses={**_AUTH, **_ROOM},
+)
+async def quiz_summary(request: Request, code: str = Code) -> QuizSummary:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    return await quiz.summary(broker, code)
+
+
+@router.get(
+    "/rooms/{code}/quiz/summary.csv",
+    summary="The quiz summary as CSV (one row per question)",
+    responses={200: {"content": {"text/csv": {}}}, **_AUTH, **_ROOM},
+    response_class=Response,
+)
+async def quiz_summary_csv(request: Request, code: str = Code) -> Response:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    text = quiz.summary_csv(await quiz.summary(broker, code))
+    disposition = f'attachment; filename="quiz-{code}.csv"'
+    headers = {"content-disposition": disposition, "cache-control": "no-store"}
+    return Response(text.encode("utf-8-sig"), media_type="text/csv; charset=utf-8", headers=headers)
 
 
 @router.websocket("/rooms/{code}/ws")
