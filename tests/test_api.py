@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app import frame, limits
-from app.api import _check_finite, _check_scores
 from app.attention import STAGES, Stages, attention
 from app.examples import EXAMPLES
+from app.handset import check_finite, check_scores
 from app.main import create_app
 from app.schemas import InputError
 
@@ -291,7 +291,7 @@ def test_an_overflowing_output_is_refused_not_sent() -> None:
     ok = attention(np.ones((2, 1)), np.ones((2, 1)), np.ones((2, 1)))
     broken = Stages(ok.scores, ok.scaled, ok.masked, ok.weights, np.full((2, 1), math.inf))
     with pytest.raises(InputError, match="overflows float64") as e:
-        _check_finite(broken, np.ones((2, 1)), np.ones((2, 1)))
+        check_finite(broken, np.ones((2, 1)), np.ones((2, 1)))
     assert e.value.field == "v"
 
 
@@ -334,5 +334,5 @@ def test_overflowing_scores_are_refused_past_the_cauchy_schwarz_shortcut() -> No
         scores = big @ big.T
     assert not np.isfinite(scores).all()
     with pytest.raises(InputError, match="overflow float64"):
-        _check_scores(scores, big, big)
-    _check_scores(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))  # finite and small: no error
+        check_scores(scores, big, big)
+    check_scores(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))  # finite and small: no error
