@@ -9,16 +9,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import orjson
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app import limits
-from app.errors import ClientError
+from app.http import JSON, body_doc, error_docs, json_body, json_bytes, model_handle
 from app.model import service, summary
-from app.model.loader import handle_for
-from app.schemas import ErrorResponse
-from app.transport import body_error, in_slot, is_json, media_type, read_body
+from app.transport import in_slot
 
 router = APIRouter(prefix="/api", tags=["model"])
 Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
@@ -66,40 +63,20 @@ class OverviewResponse(BaseModel):
     )
 
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
-    415: {"model": ErrorResponse, "description": "Body not JSON."},
-    422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
-    503: {"model": ErrorResponse, "description": "The model cannot be loaded, or the server is busy (Retry-After)."},
-}
-_BODY = {"required": True, "content": {"application/json": {"schema": OverviewRequest.model_json_schema()}}}
-
-
 @router.post(
     "/overview",
     summary="Every layer and head, summarised",
     response_model=OverviewResponse,
-    responses=_ERRORS,
-    openapi_extra={"requestBody": _BODY},
+    responses=error_docs(413, 415, 422, s503="The model cannot be loaded, or the server is busy (Retry-After)."),
+    openapi_extra=body_doc(OverviewRequest),
 )
 async def post_overview(request: Request) -> Response:
     """Block-pooled weights, entropy, distance and strongest links of every head of every layer."""
-    body = _parse(await read_body(request), request.headers.get("content-type", "application/json"))
+    body = await json_body(request, OverviewRequest)
     given = "mask" in body.model_fields_set and body.mask is not None
-    handle = handle_for(getattr(request.app.state, "model_dir", None))
-    args = (handle, body.sentence, body.mask or "full", given, request.app.state.backend)
-    return await in_slot("application/json", _answer, *args)
+    args = (model_handle(request), body.sentence, body.mask or "full", given, request.app.state.backend)
+    return await in_slot(JSON, _answer, *args)
 
 
 def _answer(*args: Any) -> bytes:
-    return orjson.dumps(service.overview(*args), option=orjson.OPT_SERIALIZE_NUMPY)
-
-
-def _parse(body: bytes, content_type: str) -> OverviewRequest:
-    media = media_type(content_type)
-    if not is_json(media):
-        raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
-    try:
-        return OverviewRequest.model_validate_json(body)
-    except ValidationError as e:
-        raise body_error(e) from None
+    return json_bytes(service.overview(*args))

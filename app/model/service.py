@@ -22,21 +22,18 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import orjson
-from fastapi import Request, Response
 
-from app import frame, limits
+from app import limits
 from app.attention import Backend, Mask
-from app.errors import ClientError
+from app.errors import ClientError, InputError
 from app.model import nn
-from app.model.loader import ModelHandle, handle_for
+from app.model.loader import ModelHandle
 from app.model.select import HeadChoice, LayerChoice, all_weights, layers_needed, mean_over, select
-from app.model.spec import ModelError, ModelSpec
+from app.model.spec import ModelSpec
 from app.model.summary import Collector, Summary
 from app.model.tokenizer import Encoded
 from app.model.trace import Trace
-from app.schemas import InputError
-from app.transport import Body, in_slot
+from app.schemas import in_range
 
 QKV = ("q", "k", "v")
 
@@ -61,10 +58,8 @@ def is_sentence_request(req: Any) -> bool:
 
 
 def spec_of(handle: ModelHandle) -> ModelSpec:
-    try:
-        return handle.spec()
-    except ModelError as e:
-        raise ClientError(503, ["model"], f"the model cannot be used: {e}", "model_unavailable") from None
+    """The model's spec (a ModelError, answered 503 by app.http, when its folder cannot be used)."""
+    return handle.spec()
 
 
 def _mask(spec: ModelSpec, mask: Mask | None, given: bool) -> Mask:
@@ -79,13 +74,10 @@ def _mask(spec: ModelSpec, mask: Mask | None, given: bool) -> Mask:
 
 def encode_sentence(handle: ModelHandle, spec: ModelSpec, sentence: str) -> Encoded:
     """The sentence's tokens: an InputError for a sentence that is empty or has no token the model
-    reads, a 503 where the model cannot be loaded. The caller checks the length against its limit."""
+    reads (a ModelError where the model cannot be loaded). The caller checks the length against its limit."""
     if not sentence.strip():
         raise InputError("sentence", "sentence is empty: type at least one word")
-    try:
-        encoded = handle.encode(sentence)
-    except ModelError as e:
-        raise ClientError(503, ["model"], f"the model cannot be loaded: {e}", "model_unavailable") from None
+    encoded = handle.encode(sentence)
     if encoded.content == 0:
         raise InputError("sentence", f"sentence has no tokens that {spec.name} reads (only spaces or controls)")
     return encoded
@@ -162,10 +154,8 @@ def sentence_attention(
     """The fields and arrays of a sentence-mode answer (see app.model.select for the means)."""
     spec = spec_of(handle)
     layer = 0 if layer is None else layer
-    if isinstance(layer, int) and not 0 <= layer < spec.layers:
-        raise InputError("layer", f"layer must be 0 … {spec.layers - 1} or 'mean' ({spec.name} has {spec.layers})")
-    if isinstance(head, int) and not 0 <= head < spec.heads:
-        raise InputError("head", f"head must be 0 … {spec.heads - 1}, 'mean' or omitted ({spec.name} has {spec.heads})")
+    in_range("layer", layer, spec.layers, spec.name, " or 'mean'")
+    in_range("head", head, spec.heads, spec.name, ", 'mean' or omitted")
     mask = _mask(spec, mask, mask_given)
     encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
     with _one_flight(handle, backend, sentence):
@@ -281,30 +271,3 @@ def model_info(handle: ModelHandle) -> dict[str, Any]:
         "loading": handle.loading,
         "load_seconds": round(model.load_seconds, 6) if model else None,
     }
-
-
-async def respond(request: Request, req: Any) -> Response:
-    """The sentence mode of POST /api/attention: JSON, or a frame when the client accepts one."""
-    as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
-    handle = handle_for(getattr(request.app.state, "model_dir", None))
-    backend: Backend = request.app.state.backend
-    mask_given = "mask" in req.model_fields_set
-    args = (handle, req.sentence, req.layer, req.head, req.mask, mask_given, backend, as_frame)
-    return await in_slot(frame.FRAME_MEDIA_TYPE if as_frame else "application/json", _answer, *args)
-
-
-def _answer(
-    handle: ModelHandle,
-    sentence: str,
-    layer: LayerChoice | None,
-    head: HeadChoice,
-    mask: Mask | None,
-    mask_given: bool,
-    backend: Backend,
-    as_frame: bool,
-) -> Body:
-    """Run in a worker thread, in a compute slot: the stages, encoded (JSON can take a second)."""
-    fields, arrays = sentence_attention(handle, sentence, layer, head, mask, mask_given, backend)
-    if as_frame:
-        return frame.parts(fields, arrays)
-    return orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)

@@ -122,10 +122,13 @@ def test_quiz_counts_and_reveals(three: tuple[Watched, Watched, Watched]) -> Non
     a.page.get_by_test_id("quiz-word-1").click()  # "cat": right
     b.page.get_by_test_id("quiz-word-4").click()  # "fish": wrong
     assert b.page.get_by_test_id("quiz-word-1").is_disabled()  # once only
-    teacher.page.wait_for_selector('[data-testid="quiz-count-1"]:text-is("1")')
-    teacher.page.wait_for_selector('[data-testid="quiz-count-4"]:text-is("1")')
-    assert teacher.text("quiz-count-0") == "0"
+    # the projector says how many answered, never which word they chose, before the reveal
+    teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="2"]')
+    assert teacher.text("quiz-result") == "2 of 2 answered."
+    assert teacher.page.locator('[data-testid^="quiz-count-"]').count() == 0
     teacher.page.get_by_test_id("quiz-reveal").click()
+    teacher.page.wait_for_selector('[data-testid="quiz-count-1"]:text-is("1")')
+    assert teacher.text("quiz-count-4") == "1" and teacher.text("quiz-count-0") == "0"
     a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
     b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
     assert "“cat”" in b.text("quiz-result")
@@ -305,7 +308,8 @@ def test_record_save_replay_export_and_import_a_lesson(watched: Watched, classro
     file.write_text(json.dumps({**exported, "title": "Two steps, imported"}))
     w.page.get_by_test_id("lesson-import").set_input_files(str(file))
     w.page.wait_for_selector("[data-testid=lesson-status]:has-text('Imported as lesson')")
-    with urllib.request.urlopen(classroom_server + "/api/lessons") as r:
+    teacher = {"authorization": f"Bearer {TOKEN}"}  # reading lessons needs the teacher token
+    with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
         titles = [lesson["title"] for lesson in json.loads(r.read())]
     assert "Two steps" in titles and "Two steps, imported" in titles
     # replay with the clicker
@@ -379,9 +383,12 @@ def test_classroom_controls_have_no_axe_violations(browser: Any, classroom_serve
 def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watched, classroom_server: str) -> None:
     w = watched
     w.base = classroom_server
-    with urllib.request.urlopen(classroom_server + "/api/lessons") as r:
+    teacher = {"authorization": f"Bearer {TOKEN}"}  # reading lessons needs the teacher token
+    with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
         ready_made = json.loads(r.read())[0]
-    with urllib.request.urlopen(f"{classroom_server}/api/lessons/{ready_made['id']}") as r:
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{classroom_server}/api/lessons/{ready_made['id']}", headers=teacher)
+    ) as r:
         views = json.loads(r.read())["views"]
     w.page.set_viewport_size({"width": 1280, "height": 720})
     w.page.goto(f"{classroom_server}/?token={TOKEN}")

@@ -107,9 +107,10 @@ export class Presenter {
     if ("followers" in msg) {
       this.followers = msg.followers;
       this.drawCount();
+      this.quiz.setFollowers(msg.followers);
     }
     if ("quiz" in msg) this.quiz.show(msg.quiz);
-    if (msg.votes) this.quiz.counts(msg.votes);
+    if (msg.votes) this.quiz.progress(msg.votes);
   }
 
   drawJoin() {

@@ -1,0 +1,28 @@
+// Holding the weights back: while a quiz waits for answers, while the projector's H hides the
+// numbers, or while a follower's teacher has hidden them, no part of the page may show anything
+// computed from the attention weights (the numbers panel, the arithmetic, the table's colours,
+// the 3D links' widths and labels, the exports). The scores, the question's givens, stay.
+//
+//   withhold(reason, on)   add or drop one reason ("quiz", "numbers", "teacher"); the page
+//                          withholds while any reason holds
+//   withheld()             true while any reason holds
+//
+// The page's store owns the flag itself (hub.setWithholding, when the page provides it: derive()
+// then leaves every weight-derived value out of the view); body.cr-withheld is the CSS's half
+// (and the tests' hook): it greys what is on screen at once, before the next render.
+
+import * as hub from "../hub.js";
+
+const reasons = new Set();
+
+export function withhold(reason, on) {
+  const before = reasons.size > 0;
+  if (on) reasons.add(reason);
+  else reasons.delete(reason);
+  const now = reasons.size > 0;
+  document.body.classList.toggle("cr-withheld", now);
+  document.body.dataset.withheld = [...reasons].sort().join(" ");
+  if (before !== now && typeof hub.setWithholding === "function") hub.setWithholding(now);
+}
+
+export const withheld = () => reasons.size > 0;
