@@ -9,7 +9,6 @@ from typing import Any, Literal
 
 import anyio
 import numpy as np
-import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
@@ -17,7 +16,7 @@ from app import export, frame, handset, limits
 from app.attention import STAGES, Backend, stages
 from app.errors import ClientError, InputError
 from app.examples import EXAMPLES, Example
-from app.http import body_error, declared_size, is_json, media_type, model_handle, read_body
+from app.http import body_error, declared_size, is_json, json_bytes, media_type, model_handle, read_body
 from app.model import service as model_service
 from app.schemas import (
     ARRAY_NAMES,
@@ -279,7 +278,7 @@ def _encode(fields: dict[str, Any], arrays: dict[str, np.ndarray], wanted: Wante
     if wanted.kind == "csv":
         name = wanted.names[0]
         return export.stage_csv(name, chosen[name], fields["tokens"])
-    return orjson.dumps({**fields, **chosen}, option=orjson.OPT_SERIALIZE_NUMPY)
+    return json_bytes({**fields, **chosen})
 
 
 def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) -> Body:
