@@ -15,11 +15,11 @@ from pydantic import ValidationError
 
 from app import export, frame, limits
 from app.attention import STAGES, Backend, Stages, attention, stages
-from app.errors import ClientError
+from app.errors import ClientError, InputError
 from app.examples import EXAMPLES, Example
+from app.http import body_error, declared_size, is_json, media_type, model_handle, read_body
 from app.lesson.mistakes import with_mistake
 from app.model import service as model_service
-from app.model.loader import handle_for
 from app.schemas import (
     ARRAY_NAMES,
     ArrayName,
@@ -28,7 +28,6 @@ from app.schemas import (
     AttentionResponse,
     ErrorResponse,
     ExampleOut,
-    InputError,
     checked,
 )
 from app.transport import (
@@ -36,13 +35,8 @@ from app.transport import (
     Answer,
     Body,
     Start,
-    body_error,
-    declared_size,
     in_slot,
-    is_json,
-    media_type,
     preferred,
-    read_body,
     stream_in_slot,
 )
 
@@ -291,7 +285,7 @@ def _encode(fields: dict[str, Any], arrays: dict[str, np.ndarray], wanted: Wante
 
 def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) -> Body:
     """Run in a worker thread, in a compute slot: the model's stages, encoded (JSON can take a second)."""
-    handle = handle_for(getattr(request.app.state, "model_dir", None))
+    handle = model_handle(request)
     backend: Backend = request.app.state.backend
     fields, arrays = model_service.sentence_attention(
         handle, req.sentence or "", req.layer, req.head, req.mask, req.mask is not None, backend

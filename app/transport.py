@@ -1,8 +1,6 @@
-"""How bodies come in and answers go out.
+"""How big answers go out (bodies come in through app.http).
 
-- read_body: a request body, refused with 413 as soon as it passes MAX_BODY_BYTES;
-  media_type / is_json / body_error: reading its Content-Type, and its validation errors as 422s;
-  preferred: which of the offered media types the Accept header prefers (q-values honoured).
+- preferred: which of the offered media types the Accept header prefers (q-values honoured).
 - PARSE_SLOTS: PARSE_SLOTS large bodies may be parsed into numbers at once (parsing JSON is most of
   a request's memory); the rest wait, holding only their bytes.
 - SLOTS: COMPUTE_SLOTS requests may compute and send a big answer at once; the rest wait.
@@ -20,51 +18,15 @@ from typing import Any, TypeVar
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from fastapi import Request, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from fastapi import Response
 from starlette.types import Receive, Scope, Send
 
 from app import limits
-from app.errors import ClientError
 
 CHUNK = 1 << 20  # an answer goes out at most this many bytes at a time: the server's send buffer stays small
 SLOTS = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
 PARSE_SLOTS = anyio.CapacityLimiter(limits.PARSE_SLOTS)
 T = TypeVar("T")
-
-
-async def read_body(request: Request) -> bytes:
-    """The body, refused with 413 as soon as it passes the limit (declared or streamed).
-
-    The bytes are not kept on the request (as request.body() would): once parsed they can go.
-    """
-    too_big = ClientError(413, ["body"], f"the body is larger than {limits.MAX_BODY_BYTES:,} bytes", "too_large")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.MAX_BODY_BYTES:
-        raise too_big
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limits.MAX_BODY_BYTES:
-            raise too_big
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def declared_size(request: Request) -> int | None:
-    """The Content-Length the client declared, if any."""
-    declared = request.headers.get("content-length", "")
-    return int(declared) if declared.isdigit() else None
-
-
-def media_type(content_type: str) -> str:
-    """The media type of a Content-Type header, without parameters, lower-cased."""
-    return content_type.split(";")[0].strip().lower()
-
-
-def is_json(media: str) -> bool:
-    return media in ("application/json", "") or media.endswith("+json")
 
 
 def _quality(accept: str, media: str) -> tuple[float, int]:
@@ -104,11 +66,6 @@ def preferred(accept: str | None, offers: tuple[str, ...]) -> str:
         if q > 0 and (specific == 2 or i == 0):
             eligible.append((q, -i, media))
     return max(eligible)[2] if eligible else offers[0]
-
-
-def body_error(e: ValidationError) -> RequestValidationError:
-    """A model's validation errors as the API reports them: located in the body (422)."""
-    return RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()])
 
 
 Body = bytes | list[memoryview]

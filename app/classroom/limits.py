@@ -23,3 +23,5 @@ MAX_LESSON_VIEWS = 200  # views in one lesson
 MAX_LESSON_TITLE = 200  # characters
 MAX_NOTE_CHARS = 2000  # characters of one view's note
 MAX_LESSONS = 1000  # lessons kept in one data directory: POST answers 429 past it
+LESSONS_PAGE = 100  # lessons in one page of GET /api/lessons (?limit= up to MAX_LESSONS_PAGE)
+MAX_LESSONS_PAGE = 1000

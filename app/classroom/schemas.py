@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.classroom import limits
 
@@ -136,6 +136,20 @@ class LessonIn(BaseModel):
 
 class LessonCreated(BaseModel):
     id: int
+
+
+class LessonOrder(BaseModel):
+    """Lessons in a new order: they take the places they held among the others, in this order."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: list[Annotated[int, Field(ge=1, le=2**62)]] = Field(min_length=1, max_length=limits.MAX_LESSONS)
+
+    @field_validator("ids")
+    @classmethod
+    def _each_once(cls, ids: list[int]) -> list[int]:
+        if len(set(ids)) != len(ids):
+            raise ValueError("each lesson id at most once")
+        return ids
 
 
 class LessonSummary(BaseModel):

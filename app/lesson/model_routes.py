@@ -16,21 +16,21 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import numpy as np
-import orjson
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app import limits
 from app.attention import Backend
-from app.errors import ClientError
+from app.errors import InputError
+from app.http import json_body, json_bytes, json_response, model_handle
 from app.lesson import block as blocks
 from app.lesson.multihead import HEAD_STAGES, ShapeError, check_shapes, example, multihead
-from app.model.loader import ModelHandle, handle_for
+from app.model.loader import ModelHandle
 from app.model.service import encode_sentence, spec_of
 from app.model.spec import ModelSpec
 from app.model.tokenizer import Encoded
-from app.schemas import ErrorResponse, InputError, MaskField, Matrix, Token
-from app.transport import body_error, in_slot, is_json, media_type, read_body
+from app.schemas import ErrorResponse, MaskField, Matrix, Token
+from app.transport import in_slot
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 
@@ -164,22 +164,6 @@ def _body(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
 
-async def _parse(request: Request, model: type[Any]) -> Any:
-    body = await read_body(request)
-    media = media_type(request.headers.get("content-type", "application/json"))
-    if not is_json(media):
-        raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
-    no_bools = b"true" not in body and b"false" not in body  # numpy may then convert matrices in C
-    try:
-        return model.model_validate_json(body, context={"no_bools": no_bools})
-    except ValidationError as e:
-        raise body_error(e) from None
-
-
-def _json(content: Any) -> bytes:
-    return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY)
-
-
 # ---- POST /api/multihead ----------------------------------------------------------------------
 
 
@@ -223,7 +207,7 @@ def _multihead_answer(req: MultiheadRequest, tokens: list[str], backend: Backend
     finite = [mh.heads[s] for s in HEAD_STAGES if s != "masked"] + [mh.concat, mh.output]
     if not all(np.isfinite(a).all() for a in finite):
         raise InputError("x", "the numbers overflow float64 (scores or outputs beyond ±1.8e308): use smaller values")
-    return _json({"tokens": tokens, "mask": req.mask, "heads": mh.heads, "concat": mh.concat, "output": mh.output})
+    return json_bytes({"tokens": tokens, "mask": req.mask, "heads": mh.heads, "concat": mh.concat, "output": mh.output})
 
 
 @router.post(
@@ -235,7 +219,7 @@ def _multihead_answer(req: MultiheadRequest, tokens: list[str], backend: Backend
 )
 async def post_multihead(request: Request) -> Response:
     """MultiHead(X) = Concat(head_1, …, head_h) · W_O with head_i = Attention(X·W_Q[i], X·W_K[i], X·W_V[i])."""
-    req: MultiheadRequest = await _parse(request, MultiheadRequest)
+    req: MultiheadRequest = await json_body(request, MultiheadRequest)
     tokens = _check_limits(req)
     return await in_slot("application/json", _multihead_answer, req, tokens, request.app.state.backend)
 
@@ -246,14 +230,10 @@ async def get_multihead_example(
     seed: Annotated[int, Query(ge=0, le=2**32 - 1, description="Seed of numpy.random.default_rng.")] = 7,
 ) -> Response:
     """4 tokens, d_model = 4, heads of size 2: x, each head's W_Q, W_K, W_V, then W_O, from one seeded generator."""
-    return Response(_json(example(heads, seed)), media_type="application/json")
+    return json_response(example(heads, seed))
 
 
 # ---- the real model: POST /api/multihead/model and POST /api/block ---------------------------
-
-
-def _handle(request: Request) -> ModelHandle:
-    return handle_for(getattr(request.app.state, "model_dir", None))
 
 
 def _prepare(handle: ModelHandle, sentence: str, layer: int) -> tuple[ModelSpec, Encoded]:
@@ -294,7 +274,7 @@ def _model_heads(handle: ModelHandle, sentence: str, layer: int, backend: Backen
         mh = blocks.layer_attention(x, model.weights, spec, layer, backend)
     _finite(mh.heads["weights"], mh.concat, mh.output)
     w_o = f"encoder.layer.{layer}.attention.output.dense" if spec.kind == "bert" else f"h.{layer}.attn.c_proj"
-    return _json(
+    return json_bytes(
         {
             **_layer_fields(spec, encoded, layer),
             "heads": spec.heads,
@@ -327,7 +307,7 @@ def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> 
         b = blocks.block(x, model.weights, spec, layer, backend)
         what_if = blocks.pre_ln_what_if(x, model.weights, spec, layer, backend) if spec.kind == "bert" else None
     _finite(*b.vectors.values(), *(what_if.vectors.values() if what_if else ()))
-    return _json(
+    return json_bytes(
         {
             **_layer_fields(spec, encoded, layer),
             "hidden": spec.hidden,
@@ -352,9 +332,9 @@ def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> 
 
 async def _layer_answer(request: Request, compute: Callable[[ModelHandle, str, int, Backend], bytes]) -> Response:
     """`compute`'s JSON for a SentenceLayerRequest (sentence, layer), made in a compute slot."""
-    req: SentenceLayerRequest = await _parse(request, SentenceLayerRequest)
+    req: SentenceLayerRequest = await json_body(request, SentenceLayerRequest)
     backend: Backend = request.app.state.backend
-    return await in_slot("application/json", compute, _handle(request), req.sentence, req.layer, backend)
+    return await in_slot("application/json", compute, model_handle(request), req.sentence, req.layer, backend)
 
 
 @router.post(

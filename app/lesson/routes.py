@@ -21,18 +21,15 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 import numpy as np
-import orjson
 from fastapi import APIRouter, Request, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints
 
-from app.errors import ClientError
+from app.errors import InputError
+from app.http import json_body, json_response, model_handle
 from app.lesson import positions, projections, rnn, scaling
 from app.model import service
-from app.model.loader import handle_for
-from app.model.spec import ModelError
-from app.schemas import ErrorResponse, InputError
-from app.transport import SLOTS, body_error, is_json, media_type, read_body
+from app.schemas import ErrorResponse
+from app.transport import SLOTS
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 
@@ -50,29 +47,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _json(content: Any) -> Response:
-    return Response(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
-
-
 async def _parse(request: Request, model: type[M]) -> M:
-    """The JSON body as `model`; errors as the rest of the API words them (413, 415, 422)."""
-    body = await read_body(request)
-    media = media_type(request.headers.get("content-type", "application/json"))
-    if not is_json(media):
-        raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
-    try:
-        return model.model_validate_json(body or b"{}")
-    except ValidationError as e:
-        raise _named(body_error(e)) from None
-
-
-def _named(e: RequestValidationError) -> RequestValidationError:
-    """Each message starts with the field it is about ("d_k: Input should be …"), as the rest of the API's."""
-    named = []
-    for err in e.errors():
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"][1:]).lstrip(".")
-        named.append({**err, "msg": f"{where}: {err['msg']}" if where else err["msg"]})
-    return RequestValidationError(named)
+    """The JSON body as `model` (empty: every field its default); each 422 message names its field."""
+    return await json_body(request, model, empty_is_default=True, named=True)
 
 
 def _body(model: type[BaseModel]) -> dict[str, Any]:
@@ -121,7 +98,7 @@ async def post_rnn(request: Request) -> Response:
     req = await _parse(request, RnnRequest)
     r = rnn.run(req.words)
     w = r.params
-    return _json({
+    return json_response({
         "words": r.words, "d_x": rnn.D_X, "d_h": rnn.D_H, "x": r.x, "w_h": w.w_h, "w_x": w.w_x, "h": r.h,
         "jacobians": r.jacobians, "influence": r.influence, "norm": "spectral",
         "w_q": w.w_q, "w_k": w.w_k, "w_v": w.w_v, "weights": r.weights, "last_to_first": float(r.weights[-1, 0]),
@@ -148,7 +125,7 @@ class ProjectionsResponse(BaseModel):
 async def get_projections() -> Response:
     """Seed 000's demo: X, W_Q, W_K, W_V (seed 42, in that order) and their products."""
     p = projections.project()
-    return _json({
+    return json_response({
         "example": projections.EXAMPLE_ID, "tokens": p.tokens, "x": p.x,
         "w_q": p.w_q, "w_k": p.w_k, "w_v": p.w_v, "q": p.q, "k": p.k, "v": p.v,
     })  # fmt: skip
@@ -231,7 +208,7 @@ def _scaling(d_k: int) -> dict[str, Any]:
 async def post_scaling(request: Request) -> Response:
     """The measured spread of q·k beside √d_k, and one query's softmax with and without ÷√d_k."""
     req = await _parse(request, ScalingRequest)
-    return _json(await anyio.to_thread.run_sync(_scaling, req.d_k, limiter=SLOTS))
+    return json_response(await anyio.to_thread.run_sync(_scaling, req.d_k, limiter=SLOTS))
 
 
 # --- positions ---------------------------------------------------------------------------------
@@ -281,16 +258,13 @@ def _positions(request: Request, req: PositionsRequest, order: list[int]) -> dic
     t = positions.toy(req.words, order)
     real = None
     if req.model:
-        handle = handle_for(getattr(request.app.state, "model_dir", None))
+        handle = model_handle(request)
         spec = service.spec_of(handle)
         if req.layer >= spec.layers:
             raise InputError("layer", f"layer must be 0 … {spec.layers - 1} ({spec.name} has {spec.layers})")
         if req.head >= spec.heads:
             raise InputError("head", f"head must be 0 … {spec.heads - 1} ({spec.name} has {spec.heads})")
-        try:
-            real = positions.model(handle.model(), req.words, order, req.layer, req.head)
-        except ModelError as e:
-            raise ClientError(503, ["model"], f"the model cannot be loaded: {e}", "model_unavailable") from None
+        real = positions.model(handle.model(), req.words, order, req.layer, req.head)
     return {
         "words": t.words, "order": t.order, "words_perm": t.words_perm, "d_model": positions.D_MODEL,
         "w_q": positions.projections()[0], "w_k": positions.projections()[1],
@@ -357,4 +331,4 @@ async def post_positions(request: Request) -> Response:
         if sorted(order) != list(range(n)):
             raise InputError("order", f"order must hold each of 0 … {n - 1} exactly once (a permutation of the "
                              f"{n} words), got {order}")  # fmt: skip
-    return _json(await anyio.to_thread.run_sync(_positions, request, req, order, limiter=SLOTS))
+    return json_response(await anyio.to_thread.run_sync(_positions, request, req, order, limiter=SLOTS))

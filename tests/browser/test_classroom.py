@@ -557,7 +557,8 @@ def test_record_save_replay_export_and_import_a_lesson(watched: Watched, classro
     file.write_text(json.dumps({**exported, "title": "Two steps, imported"}))
     w.page.get_by_test_id("lesson-import").set_input_files(str(file))
     w.page.wait_for_selector("[data-testid=lesson-status]:has-text('Imported as lesson')")
-    with urllib.request.urlopen(classroom_server + "/api/lessons") as r:
+    teacher = {"authorization": f"Bearer {TOKEN}"}  # reading lessons needs the teacher token
+    with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
         titles = [lesson["title"] for lesson in json.loads(r.read())]
     assert "Two steps" in titles and "Two steps, imported" in titles
     # replay with the clicker
@@ -633,9 +634,12 @@ def test_classroom_controls_have_no_axe_violations(browser: Any, classroom_serve
 def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watched, classroom_server: str) -> None:
     w = watched
     w.base = classroom_server
-    with urllib.request.urlopen(classroom_server + "/api/lessons") as r:
+    teacher = {"authorization": f"Bearer {TOKEN}"}  # reading lessons needs the teacher token
+    with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
         ready_made = json.loads(r.read())[0]
-    with urllib.request.urlopen(f"{classroom_server}/api/lessons/{ready_made['id']}") as r:
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{classroom_server}/api/lessons/{ready_made['id']}", headers=teacher)
+    ) as r:
         views = json.loads(r.read())["views"]
     w.page.set_viewport_size({"width": 1280, "height": 720})
     w.page.goto(f"{classroom_server}/?token={TOKEN}")

@@ -70,7 +70,7 @@ export class Lessons {
 
   async refresh() {
     try {
-      const lessons = await call("GET", "/api/lessons");
+      const lessons = await call("GET", "/api/lessons?limit=1000", { secret: teacherToken() });
       const keep = this.list.value;
       this.list.replaceChildren(
         ...lessons.map((l) => el("option", { value: String(l.id) }, `${l.title} (${l.views} views)`)),
@@ -105,7 +105,7 @@ export class Lessons {
 
   async selected() {
     if (!this.list.value) return null;
-    return call("GET", `/api/lessons/${this.list.value}`);
+    return call("GET", `/api/lessons/${this.list.value}`, { secret: teacherToken() });
   }
 
   async play() {

@@ -1,4 +1,4 @@
-"""Routes of the classroom: rooms, their WebSocket, the quiz, saved lessons.
+"""Routes of the classroom's rooms: a teacher's view followed live by phones, and the quiz.
 
 POST   /api/rooms                        teacher token → 201 {code, presenter_key, join_url}
 GET    /api/rooms/{code}                 → {state, followers}
@@ -13,7 +13,8 @@ GET    /api/rooms/{code}/quiz/summary    presenter key → per question: asked, 
 GET    /api/rooms/{code}/quiz/summary.csv   presenter key → the same as CSV (a download)
 WS     /api/rooms/{code}/ws              {state, followers} then every change; followers may only vote
 GET    /api/teacher                      teacher token → 204 (is this token right?)
-POST   /api/lessons, GET /api/lessons, GET|PUT|DELETE /api/lessons/{id}   (writes: teacher token)
+
+Saved lessons have their own routes (app.classroom.lesson_routes); bodies are read by app.http.
 """
 
 from __future__ import annotations
@@ -23,86 +24,24 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, Path, Request, Response, WebSocket
-from pydantic import BaseModel, ValidationError
 
 from app.classroom import auth, limits, qr, quiz, rooms
 from app.classroom.broker import RoomLimit
-from app.classroom.schemas import (
-    CreatedRoom,
-    Lesson,
-    LessonCreated,
-    LessonIn,
-    LessonSummary,
-    QuizCreated,
-    QuizReveal,
-    QuizStart,
-    QuizSummary,
-    RoomInfo,
-    ViewState,
-)
+from app.classroom.schemas import CreatedRoom, QuizCreated, QuizReveal, QuizStart, QuizSummary, RoomInfo, ViewState
 from app.classroom.service import classroom, lifespan
 from app.errors import ClientError
-from app.schemas import ErrorResponse
-from app.transport import body_error, is_json, media_type
+from app.http import body_doc, error_docs, json_body
 
 router = APIRouter(prefix="/api", tags=["classroom"], lifespan=lifespan)
 auth.hide_tokens_in_logs()  # the teacher link's ?token= never reaches uvicorn's access log
 
-
-def _err(description: str) -> dict[str, Any]:
-    return {"model": ErrorResponse, "description": description}
-
-
-Responses = dict[int | str, dict[str, Any]]
-_AUTH: Responses = {401: _err("No Bearer credential."), 403: _err("A wrong one.")}
-_ROOM: Responses = {404: _err("No such room (closed, expired or never opened).")}
-_BAD: Responses = {
-    413: _err("Body too large."),
-    415: _err("Body not JSON."),
-    422: _err("The detail names the field and rule."),
-}
+_AUTH = error_docs(401, 403)
+_ROOM = error_docs(s404="No such room (closed, expired or never opened).")
+_BAD = error_docs(413, 415, 422)
+_TOO_OFTEN = error_docs(s429=f"More than {limits.MAX_PUTS_PER_SECOND} changes a second.")
 Code = Path(max_length=32, description="the room's code (case and dashes do not matter)")
-
-
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    """The schema with its local $refs replaced by the definitions (the OpenAPI document has no $defs)."""
-    if isinstance(node, dict):
-        if "$ref" in node:
-            return _inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
-        return {k: _inline(v, defs) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_inline(v, defs) for v in node]
-    return node
-
-
-def _body_doc(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    schema = _inline(schema, schema.pop("$defs", {}))
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-
-async def _read(request: Request, limit: int, model: type[Any]) -> Any:
-    """The body as `model`: 413 past `limit` bytes (declared or streamed), 415 if not JSON, 422 if invalid."""
-    media = media_type(request.headers.get("content-type", "application/json"))
-    if not is_json(media):
-        raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
-    too_big = ClientError(413, ["body"], f"the body is larger than {limit:,} bytes", "too_large")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise too_big
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_big
-        chunks.append(chunk)
-    try:
-        return model.model_validate_json(b"".join(chunks))
-    except ValidationError as e:
-        raise body_error(e) from None
-
-
-# rooms
+QUIZ_BODY_BYTES = 64 * 1024
+REVEAL_BODY_BYTES = 1024
 
 
 @router.get("/teacher", status_code=204, summary="Check a teacher token", responses=_AUTH)
@@ -116,7 +55,7 @@ def check_teacher(request: Request) -> Response:
     status_code=201,
     response_model=CreatedRoom,
     summary="Open a room",
-    responses={**_AUTH, 429: _err(f"{limits.MAX_ROOMS} rooms are open already.")},
+    responses={**_AUTH, **error_docs(s429=f"{limits.MAX_ROOMS} rooms are open already.")},
 )
 async def create_room(request: Request) -> CreatedRoom:
     """Needs the teacher token. The presenter key drives this room only: keep it in the presenter's tab."""
@@ -155,15 +94,15 @@ async def get_room(request: Request, code: str = Code) -> RoomInfo:
     "/rooms/{code}/state",
     status_code=204,
     summary="Drive the room: the presenter's view",
-    responses={**_AUTH, **_ROOM, **_BAD, 429: _err(f"More than {limits.MAX_PUTS_PER_SECOND} changes a second.")},
-    openapi_extra=_body_doc(ViewState),
+    responses={**_AUTH, **_ROOM, **_BAD, **_TOO_OFTEN},
+    openapi_extra=body_doc(ViewState),
 )
 async def put_state(request: Request, code: str = Code) -> Response:
     """The page's URL state (≤ 32 kB); every follower gets it at once, in order."""
     code = rooms.normal_code(code)
     room = classroom(request.app)
     await rooms.presenter_room(request, room.broker, code)
-    state: ViewState = await _read(request, limits.MAX_STATE_BYTES, ViewState)
+    state = await json_body(request, ViewState, limits.MAX_STATE_BYTES)
     room.count_put(code)
     await room.broker.set_state(code, json.dumps(state.plain(), ensure_ascii=False, separators=(",", ":")))
     return Response(status_code=204)
@@ -196,27 +135,27 @@ async def room_qr(request: Request, code: str = Code) -> Response:
     response_model=QuizCreated,
     summary="Ask the class: which word will this query attend to most?",
     responses={**_AUTH, **_ROOM, **_BAD},
-    openapi_extra=_body_doc(QuizStart),
+    openapi_extra=body_doc(QuizStart),
 )
 async def start_quiz(request: Request, code: str = Code) -> QuizCreated:
     code = rooms.normal_code(code)
     broker = classroom(request.app).broker
     await rooms.presenter_room(request, broker, code)
-    body: QuizStart = await _read(request, 64 * 1024, QuizStart)
+    body = await json_body(request, QuizStart, QUIZ_BODY_BYTES)
     return QuizCreated(id=await quiz.start(broker, code, body))
 
 
 @router.post(
     "/rooms/{code}/quiz/reveal",
     summary="Reveal the quiz's answer (followers see it and the counts)",
-    responses={**_AUTH, **_ROOM, **_BAD, 409: _err("No quiz is running.")},
-    openapi_extra=_body_doc(QuizReveal),
+    responses={**_AUTH, **_ROOM, **_BAD, **error_docs(s409="No quiz is running.")},
+    openapi_extra=body_doc(QuizReveal),
 )
 async def reveal_quiz(request: Request, code: str = Code) -> dict[str, Any]:
     code = rooms.normal_code(code)
     broker = classroom(request.app).broker
     await rooms.presenter_room(request, broker, code)
-    body: QuizReveal = await _read(request, 1024, QuizReveal)
+    body = await json_body(request, QuizReveal, REVEAL_BODY_BYTES)
     return await quiz.reveal(broker, code, body.answer)
 
 
@@ -276,74 +215,3 @@ async def quiz_summary_csv(request: Request, code: str = Code) -> Response:
 async def room_socket(websocket: WebSocket, code: str) -> None:
     broker = await classroom(websocket.app).ready_broker()
     await rooms.serve_socket(websocket, broker, rooms.normal_code(code))
-
-
-# lessons
-
-_LESSON: Responses = {404: _err("No such lesson.")}
-
-
-def _no_lesson(lesson_id: int) -> ClientError:
-    return ClientError(404, ["path", "lesson_id"], f"no lesson {lesson_id}", "no_lesson")
-
-
-def _views(body: LessonIn) -> list[dict[str, Any]]:
-    return [{"state": v.state.plain(), "note": v.note} for v in body.views]
-
-
-@router.post(
-    "/lessons",
-    status_code=201,
-    response_model=LessonCreated,
-    summary="Save a lesson: a title and views, each with a note",
-    responses={**_AUTH, **_BAD, 429: _err(f"{limits.MAX_LESSONS} lessons are saved already.")},
-    openapi_extra=_body_doc(LessonIn),
-)
-async def create_lesson(request: Request) -> LessonCreated:
-    auth.require_teacher(request)
-    body: LessonIn = await _read(request, limits.MAX_LESSON_BYTES, LessonIn)
-    store = classroom(request.app).store
-    if await anyio.to_thread.run_sync(store.count_lessons) >= limits.MAX_LESSONS:
-        raise ClientError(429, ["body"], f"{limits.MAX_LESSONS} lessons are saved: delete one first", "lesson_limit")
-    lesson_id = await anyio.to_thread.run_sync(store.add_lesson, body.title, _views(body))
-    return LessonCreated(id=lesson_id)
-
-
-@router.get("/lessons", response_model=list[LessonSummary], summary="The saved lessons")
-async def list_lessons(request: Request) -> list[dict[str, Any]]:
-    return await anyio.to_thread.run_sync(classroom(request.app).store.lessons)
-
-
-LessonId = Path(ge=1, le=2**62, description="the lesson's id")
-
-
-@router.get("/lessons/{lesson_id}", response_model=Lesson, summary="One lesson", responses=_LESSON)
-async def get_lesson(request: Request, lesson_id: int = LessonId) -> dict[str, Any]:
-    lesson = await anyio.to_thread.run_sync(classroom(request.app).store.lesson, lesson_id)
-    if lesson is None:
-        raise _no_lesson(lesson_id)
-    return lesson
-
-
-@router.put(
-    "/lessons/{lesson_id}",
-    status_code=204,
-    summary="Replace a lesson",
-    responses={**_AUTH, **_LESSON, **_BAD},
-    openapi_extra=_body_doc(LessonIn),
-)
-async def replace_lesson(request: Request, lesson_id: int = LessonId) -> Response:
-    auth.require_teacher(request)
-    body: LessonIn = await _read(request, limits.MAX_LESSON_BYTES, LessonIn)
-    store = classroom(request.app).store
-    if not await anyio.to_thread.run_sync(store.replace_lesson, lesson_id, body.title, _views(body)):
-        raise _no_lesson(lesson_id)
-    return Response(status_code=204)
-
-
-@router.delete("/lessons/{lesson_id}", status_code=204, summary="Delete a lesson", responses={**_AUTH, **_LESSON})
-async def delete_lesson(request: Request, lesson_id: int = LessonId) -> Response:
-    auth.require_teacher(request)
-    if not await anyio.to_thread.run_sync(classroom(request.app).store.delete_lesson, lesson_id):
-        raise _no_lesson(lesson_id)
-    return Response(status_code=204)
