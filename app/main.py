@@ -20,9 +20,9 @@ from app.attention import Backend, default_backend, torch_available
 from app.classroom import lesson_routes as saved_lessons
 from app.classroom import room_routes
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
-from app.lesson import model_routes as lesson_model_routes
 from app.lesson import routes as lesson_routes
 from app.middleware import Compress, HeadAsGet
+from app.model import overview_routes
 from app.model import routes as model_routes
 from app.schemas import ErrorResponse
 from app.security import SecurityHeaders, csp, script_hash
@@ -55,8 +55,8 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     http.install(app)
     app.include_router(api.router)
     app.include_router(model_routes.router)
+    app.include_router(overview_routes.router)
     app.include_router(lesson_routes.router)
-    app.include_router(lesson_model_routes.router)
     app.include_router(room_routes.router)
     app.include_router(saved_lessons.router)
     app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR), name="static")

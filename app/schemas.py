@@ -243,6 +243,15 @@ def checked(req: AttentionRequest) -> AttentionInput:
     return AttentionInput(tokens, q, k, v, req.mask or "full")
 
 
+def in_range(field: str, value: object, count: int, model: str, others: str = "") -> None:
+    """A 422 naming `field` unless a whole-number value is 0 … count − 1 (a model's layer or head).
+
+    Other values ("mean", None) are the caller's to read; `others` names them in the message.
+    """
+    if isinstance(value, int) and not 0 <= value < count:
+        raise InputError(field, f"{field} must be 0 … {count - 1}{others} ({model} has {count})")
+
+
 class AttentionResponse(BaseModel):
     """Every stage, by name. 3-D input (heads first) gives 3-D stages."""
 
