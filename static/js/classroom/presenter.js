@@ -9,6 +9,7 @@
 // CSV), reset the room, close it.
 
 import { el } from "../dom.js";
+import * as hub from "../hub.js";
 import { currentView, onViewChange, viewState } from "../hub.js";
 import { call } from "./api.js";
 import { answerOf, QuizPanel } from "./quiz.js";
@@ -225,8 +226,9 @@ export class Presenter {
   /** The 3D views re-framed to their content (the projector's canvas has another shape). */
   reframe() {
     if (!this.presenting) return;
-    const view = currentView();
-    requestAnimationFrame(() => view?.reframe?.());
+    requestAnimationFrame(() => {
+      if (typeof hub.reframe === "function") hub.reframe();
+    });
   }
 
   say(text) {
