@@ -7,22 +7,27 @@
 //                          withholds while any reason holds
 //   withheld()             true while any reason holds
 //
-// The page's store owns the flag itself (hub.setWithholding, when the page provides it: derive()
-// then leaves every weight-derived value out of the view); body.cr-withheld is the CSS's half
-// (and the tests' hook): it greys what is on screen at once, before the next render.
+// The page's store owns the flag itself (hub.withhold(reason) / hub.release(), when the page
+// provides them: derive() then leaves every weight-derived value out of the view, and
+// currentView().answer holds no weights); body.cr-withheld is the CSS's half (and the tests'
+// hook): it greys what is on screen at once, before the next render.
 
 import * as hub from "../hub.js";
 
 const reasons = new Set();
+const PAGE_REASON = { quiz: "quiz", numbers: "hidden", teacher: "hidden" }; // the page's names
 
 export function withhold(reason, on) {
-  const before = reasons.size > 0;
+  const before = [...reasons].sort().join(" ");
   if (on) reasons.add(reason);
   else reasons.delete(reason);
-  const now = reasons.size > 0;
-  document.body.classList.toggle("cr-withheld", now);
-  document.body.dataset.withheld = [...reasons].sort().join(" ");
-  if (before !== now && typeof hub.setWithholding === "function") hub.setWithholding(now);
+  const now = [...reasons].sort().join(" ");
+  document.body.classList.toggle("cr-withheld", reasons.size > 0);
+  document.body.dataset.withheld = now;
+  if (before === now) return;
+  const first = reasons.has("quiz") ? "quiz" : [...reasons][0];
+  if (first && typeof hub.withhold === "function") hub.withhold(PAGE_REASON[first] ?? first);
+  else if (!first && typeof hub.release === "function") hub.release();
 }
 
 export const withheld = () => reasons.size > 0;
