@@ -7,12 +7,20 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server postgresql clean notebook
+.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server postgresql clean notebook docs test-all
 
 run: setup
 	$(BIN)/attention3d --host $(HOST) --port $(PORT)
 
-test: setup-test lint typecheck pytest
+test: setup-test lint typecheck docs pytest
+
+# Every generated example the default suite trims (tests/budget.py), e.g. schemathesis's per operation.
+test-all: setup-test lint typecheck docs
+	ATTENTION_TEST_ALL=1 $(BIN)/pytest $(PYTEST_ARGS)
+
+# The documentation as a site (docs/ → site/), offline; --strict: a broken link fails the build.
+docs: $(VENV)/.installed-test
+	$(BIN)/mkdocs build --strict --quiet
 
 lint:
 	$(BIN)/ruff check .
