@@ -22,6 +22,7 @@ from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.lesson import model_routes as lesson_model_routes
 from app.lesson import routes as lesson_routes
 from app.middleware import Compress, HeadAsGet
+from app.model import generate_routes
 from app.model import routes as model_routes
 from app.schemas import ErrorResponse
 from app.security import SecurityHeaders, csp, script_hash
@@ -54,6 +55,7 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     errors.install(app)
     app.include_router(api.router)
     app.include_router(model_routes.router)
+    app.include_router(generate_routes.router)
     app.include_router(lesson_routes.router)
     app.include_router(lesson_model_routes.router)
     app.include_router(classroom_routes.router)
