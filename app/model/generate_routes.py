@@ -22,17 +22,16 @@ import numpy as np
 import orjson
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from app import limits
-from app.errors import ClientError
+from app.errors import InputError
+from app.http import body_doc, error_docs, json_body, json_response
 from app.model import generate, registry
 from app.model.generate import Done, Sampling, Written
 from app.model.loader import Model, ModelHandle
 from app.model.spec import ModelError
 from app.model.tokenizer import Encoded
-from app.schemas import ErrorResponse, InputError
-from app.transport import SLOTS, body_error, is_json, media_type, preferred, read_body
+from app.transport import SLOTS, preferred
 
 router = APIRouter(prefix="/api", tags=["decoder"])
 
@@ -90,18 +89,6 @@ class GenerateRequest(BaseModel):
     chat: bool = Field(False, description="Wrap the prompt in the model's chat template (a user's message).")
 
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
-    415: {"model": ErrorResponse, "description": "Body not JSON."},
-    422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
-    503: {"model": ErrorResponse, "description": "The model's files are missing or unreadable (server set-up)."},
-}
-
-
-def _json(content: Any) -> Response:
-    return Response(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
-
-
 @router.get("/models", summary="The models this server offers", response_model=ModelsResponse)
 async def get_models(
     request: Request,
@@ -119,7 +106,7 @@ async def get_models(
         for m in listed:
             if m["id"] == load and not m.get("loaded"):
                 m["loading"] = True
-    return _json({"models": listed})
+    return json_response({"models": listed})
 
 
 def _load_quietly(h: ModelHandle) -> None:
@@ -127,22 +114,9 @@ def _load_quietly(h: ModelHandle) -> None:
         h.model()
 
 
-def _parse(body: bytes, content_type: str) -> GenerateRequest:
-    media = media_type(content_type)
-    if not is_json(media):
-        raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
-    try:
-        return GenerateRequest.model_validate_json(body)
-    except ValidationError as e:
-        raise body_error(e) from None
-
-
 def _prepare(handle: ModelHandle, req: GenerateRequest) -> tuple[Model, Encoded, int]:
     """The loaded model, the prompt's tokens and the watched layer, or a 4xx naming the field."""
-    try:
-        model = handle.model()
-    except ModelError as e:
-        raise ClientError(503, ["model"], f"the model cannot be loaded: {e}", "model_unavailable") from None
+    model = handle.model()  # ModelError: a 503 (app.http)
     s = model.spec
     if s.kind != "llama":
         raise InputError(
@@ -221,17 +195,12 @@ def _prompt_fields(model_id: str, encoded: Encoded) -> dict[str, Any]:
             "kv_len cached tokens), kv_len, layer, head, q, k, v}; the first line also has model, prompt_tokens, "
             "prompt_ids; the last is {done: true, reason: length|eos|stopped, seconds, written, cache_bytes}.",
         },
-        **_ERRORS,
+        **error_docs(413, 415, 422, 503),
     },
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": GenerateRequest.model_json_schema()}},
-        }
-    },
+    openapi_extra=body_doc(GenerateRequest),
 )
 async def post_generate(request: Request) -> Response:
-    req = _parse(await read_body(request), request.headers.get("content-type", "application/json"))
+    req = await json_body(request, GenerateRequest)
     default_dir = getattr(request.app.state, "model_dir", None)
     entry = registry.entry(req.model or registry.DECODER_ID, default_dir)
     if req.model is None and registry.decoder_file() is None:
@@ -243,7 +212,7 @@ async def post_generate(request: Request) -> Response:
     steps = generate.write(model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend)
     header = _prompt_fields(entry.id, encoded)
     if preferred(request.headers.get("accept"), (NDJSON, "application/json")) == "application/json":
-        return _json(await anyio.to_thread.run_sync(_whole, steps, header, layer, req.head, limiter=SLOTS))
+        return json_response(await anyio.to_thread.run_sync(_whole, steps, header, layer, req.head, limiter=SLOTS))
     return StreamingResponse(_lines(steps, header, layer, req.head), media_type=NDJSON)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from app.model.spec import ModelError
+from app.errors import ModelError
 
 CACHE_ENV = "ATTENTION_MODEL_CACHE"  # where converted models go (default <data folder>/models)
 FORMAT = 1  # bumped when what a converted folder holds changes: older folders are made again
@@ -184,11 +184,15 @@ def tokenizer_json(reader: Any) -> str:
 
 
 def _cache_root() -> Path:
+    """$ATTENTION_MODEL_CACHE, else models/ in the data folder the classroom keeps its lessons in
+    ($ATTENTION_DATA_DIR, else the platform's per-user data folder, e.g. ~/.local/share/attention3d)."""
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV])
-    from app.classroom.store import default_data_dir
+    if os.environ.get("ATTENTION_DATA_DIR"):
+        return Path(os.environ["ATTENTION_DATA_DIR"]) / "models"
+    import platformdirs
 
-    return default_data_dir() / "models"
+    return Path(platformdirs.user_data_dir("attention3d", appauthor=False)) / "models"
 
 
 def cached_dir(path: Path) -> Path:

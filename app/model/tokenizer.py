@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders
 
-from app.model.spec import ModelError
+from app.errors import ModelError
 
 
 @dataclass(frozen=True)

@@ -175,3 +175,39 @@ def test_closing_the_stream_stops_the_work(smollm: Model, monkeypatch: pytest.Mo
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_sentence_routes_take_the_model(app_client: TestClient) -> None:
+    sentence = "The cat ate its fish because it was hungry."
+    body = {"sentence": sentence, "model": DECODER, "layer": 3}
+    a = app_client.post("/api/attention", json={**body, "head": 4}).json()
+    n = len(a["tokens"])
+    assert a["kind"] == "llama" and a["mask"] == "causal" and a["d_k"] == 64 and np.shape(a["weights"]) == (n, n)
+    assert np.allclose(np.triu(np.array(a["weights"]), 1), 0)
+    group = [app_client.post("/api/attention", json={**body, "head": h}).json()["k"] for h in (3, 5, 6)]
+    assert group[0] == group[1] != group[2]  # heads 3 and 5 read KV head 1; head 6 reads KV head 2
+    heads = app_client.post("/api/heads", json={"sentence": sentence, "model": DECODER}).json()
+    assert (heads["layers"], heads["heads"]) == (30, 9) and np.shape(heads["weights"]) == (30, 9, n, n)
+    overview = app_client.post("/api/overview", json={"sentence": sentence, "model": DECODER}).json()
+    assert (overview["layers"], overview["heads"]) == (30, 9) and np.shape(overview["entropy"]) == (30, 9)
+    mini = app_client.post("/api/attention", json={"sentence": sentence, "layer": 0, "head": 0}).json()
+    assert mini["kind"] == "bert" and mini["tokens"][0] == "[CLS]"  # no model: the server's own
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "words"),
+    [
+        ("/api/attention", {"sentence": "a cat", "model": "gpt-9"}, "no model 'gpt-9'"),
+        ("/api/heads", {"sentence": "a cat", "model": "gpt-9"}, "no model 'gpt-9'"),
+        ("/api/block", {"sentence": "a cat", "model": DECODER}, "BERT and GPT-2 blocks"),
+        ("/api/attention", {"q": [[1.0]], "k": [[1.0]], "v": [[1.0]], "model": DECODER}, "goes with sentence"),
+        ("/api/attention", {"sentence": "a cat", "model": DECODER, "mask": "full"}, "causal by nature"),
+    ],
+)
+def test_sentence_routes_refuse_what_the_model_cannot_do(
+    app_client: TestClient, route: str, body: dict[str, Any], words: str
+) -> None:
+    r = app_client.post(route, json=body)
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"][0]
+    assert words in detail["msg"] and detail["loc"][-1] in ("model", "mask"), detail
