@@ -150,8 +150,14 @@ class PostgreSQL(Database):
             self._connection()  # refused now (Unavailable) rather than on the first lesson
 
     def _connection(self) -> Any:
-        if self._conn is not None and not self._conn.closed and not self._conn.broken:
-            return self._conn
+        """The open connection, checked (a server restarted since the last call leaves it stale), else a new one."""
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            try:
+                conn.execute("SELECT 1")
+                return conn
+            except self._psycopg.Error:
+                conn.close()
         try:
             self._conn = self._psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS)
         except self._psycopg.OperationalError as e:

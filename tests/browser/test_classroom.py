@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -502,18 +503,29 @@ def test_follower_phone_layout(three: tuple[Watched, Watched, Watched]) -> None:
     teacher.page.get_by_test_id("quiz-end").click()
 
 
-def test_closed_room_says_so(three: tuple[Watched, Watched, Watched]) -> None:
+def test_reset_and_close_a_room_from_the_page(three: tuple[Watched, Watched, Watched]) -> None:
     teacher, a, _ = three
-    code = presenter(teacher)
+    code = presenter(teacher, query="example=the-cat-ate-its-fish&step=softmax&focus=3")
     follower(a, code)
-    room = json.loads(teacher.page.evaluate("sessionStorage.getItem('a3d.presenter')"))
-    request = urllib.request.Request(
-        f"{teacher.base}/api/rooms/{code}", method="DELETE", headers={"authorization": f"Bearer {room['key']}"}
-    )
-    with urllib.request.urlopen(request) as r:
-        assert r.status == 204
+    teacher.page.on("dialog", lambda d: d.accept())  # "Reset the room?", "Close the room?"
+    teacher.page.get_by_test_id("quiz-ask").click()
+    a.page.wait_for_selector('[data-testid="quiz-word-1"]')
+    a.page.get_by_test_id("quiz-word-1").click()
+    teacher.page.get_by_test_id("quiz-reveal").click()
+    teacher.page.locator("[data-testid=room-menu] summary").click()
+    teacher.page.wait_for_selector('[data-testid="quiz-summary-row-1"]')
+    teacher.page.get_by_test_id("room-reset").click()  # the summary starts again; the quiz is gone everywhere
+    teacher.page.wait_for_selector('[data-testid="quiz-summary-empty"]')
+    a.page.wait_for_selector('[data-testid="quiz"]', state="hidden")
+    assert a.page.get_by_test_id("follow-bar").get_attribute("data-status") == "live"
+    teacher.page.get_by_test_id("room-close").click()
     a.page.wait_for_selector('[data-testid="room-closed"]:has-text("closed")')
     assert a.page.get_by_test_id("follow-bar").get_attribute("data-status") == "closed"
+    teacher.page.wait_for_selector('[data-testid="classroom-message"]:has-text("is closed")')
+    assert teacher.page.evaluate("sessionStorage.getItem('a3d.presenter')") is None
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(f"{teacher.base}/api/rooms/{code}")
+    assert gone.value.code == 404
 
 
 def test_reconnects_after_the_server_restarts(browser: Any, tmp_path: Path) -> None:

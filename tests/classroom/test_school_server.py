@@ -84,6 +84,9 @@ def test_postgresql_lost_then_back(tmp_path: Path, postgres: PostgresServer) -> 
             postgres.start()
         assert call("POST", base + "/api/lessons", LESSON)[0] == 201
         assert [row["title"] for row in call("GET", base + "/api/lessons")[1]][-1] == "Shared"
+        postgres.stop()  # a restart between two requests: the first one after it finds the new server
+        postgres.start()
+        assert call("GET", base + "/api/lessons")[0] == 200
 
 
 def attention3d(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -9,6 +9,7 @@
 // CSV), reset the room, close it.
 
 import { el } from "../dom.js";
+import * as hub from "../hub.js";
 import { currentView, onViewChange, viewState } from "../hub.js";
 import { call } from "./api.js";
 import { answerOf, QuizPanel } from "./quiz.js";
@@ -123,17 +124,12 @@ export class Presenter {
       return b;
     };
     this.summaryBox = el("div", { className: "cr-summary", dataset: { testid: "quiz-summary" } });
-    panel.append(
-      el("h3", {}, "The class's quiz"),
-      this.summaryBox,
-      el("p", { className: "cr-lessons-row" }),
-      el("h3", {}, "The room"),
-      el("p", { className: "cr-room-help" }, "Reset: no quiz running, the quiz summary starts again (students stay). Close: every student's page is told the room has closed."),
-    );
-    panel.children[2].append(button("Download CSV", "quiz-csv", () => this.downloadSummary()));
-    panel.append(
-      el("p", { className: "cr-lessons-row" }, button("Reset the room", "room-reset", () => this.reset()), button("Close the room", "room-close", () => this.close())),
-    );
+    const csvRow = el("p", { className: "cr-lessons-row" });
+    csvRow.append(button("Download CSV", "quiz-csv", () => this.downloadSummary()));
+    const roomRow = el("p", { className: "cr-lessons-row" });
+    roomRow.append(button("Reset the room", "room-reset", () => this.reset()), button("Close the room", "room-close", () => this.close()));
+    const help = "Reset: no quiz running, the quiz summary starts again (students stay). Close: every student's page is told the room has closed.";
+    panel.append(el("h3", {}, "The class's quiz"), this.summaryBox, csvRow, el("h3", {}, "The room"), el("p", { className: "cr-room-help" }, help), roomRow);
     details.append(panel);
     details.addEventListener("toggle", () => details.open && this.drawSummary());
     this.menu = details;
@@ -153,14 +149,23 @@ export class Presenter {
       this.summaryBox.replaceChildren(el("p", { dataset: { testid: "quiz-summary-empty" } }, "No question has ended yet."));
       return;
     }
-    const head = el("tr", {}, ...["#", "query", "asked", "answered", "right", "answers per word"].map((t) => el("th", { scope: "col" }, t)));
-    const rows = s.questions.map((q) => {
+    const row = (cells, tag, props = {}) => {
+      const tr = el("tr", props);
+      tr.append(...cells.map((text) => el(tag, tag === "th" ? { scope: "col" } : {}, String(text))));
+      return tr;
+    };
+    const thead = el("thead");
+    thead.append(row(["#", "query", "asked", "answered", "right", "answers per word"], "th"));
+    const tbody = el("tbody");
+    for (const q of s.questions) {
       const spread = q.tokens.map((w, j) => `${w} ${q.counts[j]}`).join(" · ");
       const right = q.right === null ? "not revealed" : `${q.right} (${q.tokens[q.answer]})`;
-      return el("tr", { dataset: { testid: `quiz-summary-row-${q.number}` } }, ...[q.number, q.query, q.asked, q.answered, right, spread].map((v) => el("td", {}, String(v))));
-    });
-    const total = el("p", { dataset: { testid: "quiz-summary-total" } }, `${s.asked} question${s.asked === 1 ? "" : "s"}, ${s.answers} answers, ${s.right} of ${s.answers_revealed} right where the answer was revealed.`);
-    this.summaryBox.replaceChildren(el("table", { className: "cr-summary-table" }, el("thead", {}, head), el("tbody", {}, ...rows)), total);
+      tbody.append(row([q.number, q.query, q.asked, q.answered, right, spread], "td", { dataset: { testid: `quiz-summary-row-${q.number}` } }));
+    }
+    const table = el("table", { className: "cr-summary-table" });
+    table.append(thead, tbody);
+    const total = `${s.asked} question${s.asked === 1 ? "" : "s"}, ${s.answers} answers, ${s.right} of ${s.answers_revealed} right where the answer was revealed.`;
+    this.summaryBox.replaceChildren(table, el("p", { dataset: { testid: "quiz-summary-total" } }, total));
   }
 
   async downloadSummary() {
@@ -225,8 +230,9 @@ export class Presenter {
   /** The 3D views re-framed to their content (the projector's canvas has another shape). */
   reframe() {
     if (!this.presenting) return;
-    const view = currentView();
-    requestAnimationFrame(() => view?.reframe?.());
+    requestAnimationFrame(() => {
+      if (typeof hub.reframe === "function") hub.reframe();
+    });
   }
 
   say(text) {
