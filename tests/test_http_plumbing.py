@@ -6,7 +6,6 @@ A small app with routes of its own exercises each piece the way the real routes 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,6 +18,7 @@ from starlette.types import Message
 
 from app.errors import ClientError, InputError, ModelError
 from app.http import body_doc, install, json_body, json_response, model_handle, read_body
+from app.model import registry
 from app.model.loader import handle_for
 
 
@@ -153,22 +153,20 @@ def test_the_limit_holds_while_reading_not_after() -> None:
     assert anyio.run(read_body, request, LIMIT) == b"abcd"
 
 
-def test_the_model_handle_names_an_unknown_id(client: TestClient, tmp_path: Path) -> None:
+def test_the_model_handle_names_an_unknown_id(client: TestClient) -> None:
     assert client.post("/model/default").json() == {"path": str(handle_for(None).path)}
     r = client.post("/model/llama-9000")
     assert r.status_code == 422
     assert r.json()["detail"] == [
         {
             "loc": ["body", "model"],
-            "msg": "no model 'llama-9000': the models are none besides the default",
+            "msg": "no model 'llama-9000': the models are all-minilm-l6-v2, smollm2-135m",
             "type": "unknown_model",
         }
     ]
-    app = make_app()
-    app.state.models = {"tiny": str(tmp_path)}
-    assert TestClient(app).post("/model/tiny").json() == {"path": str(tmp_path.resolve())}
-    r = TestClient(app).post("/model/" + "x" * 60)
-    assert r.json()["detail"][0]["msg"] == f"no model '{'x' * 37}…': the models are tiny"
+    assert client.post("/model/smollm2-135m").json() == {"path": str(handle_for(registry.decoder_file()).path)}
+    r = client.post("/model/" + "x" * 60)
+    assert r.json()["detail"][0]["msg"] == f"no model '{'x' * 37}…': the models are all-minilm-l6-v2, smollm2-135m"
 
 
 def test_one_error_mapping_for_the_apps_own_errors(client: TestClient) -> None:
