@@ -283,7 +283,7 @@ def _encode(fields: dict[str, Any], arrays: dict[str, np.ndarray], wanted: Wante
 
 def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) -> Body:
     """Run in a worker thread, in a compute slot: the model's stages, encoded (JSON can take a second)."""
-    handle = model_handle(request)
+    handle = model_handle(request, req.model)
     backend: Backend = request.app.state.backend
     fields, arrays = model_service.sentence_attention(
         handle, req.sentence or "", req.layer, req.head, req.mask, req.mask is not None, backend

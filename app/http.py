@@ -131,17 +131,19 @@ def json_response(obj: Any, status_code: int = 200, headers: dict[str, str] | No
 def model_handle(request: Request, model_id: str | None = None, loc: Iterable[str] = ("body", "model")) -> ModelHandle:
     """The handle of the model a request names (None: the server's own, --model or the default).
 
-    Other ids are looked up in app.state.models (id → model directory); an id not there is a 422
+    Other ids are the ones GET /api/models lists (app.model.registry); an id not there is a 422
     naming it and the ids there are. The handle loads the weights on first need (ModelError → 503).
     """
+    from app.model import registry
+
+    default_dir = getattr(request.app.state, "model_dir", None)
     if model_id is None:
-        return handle_for(getattr(request.app.state, "model_dir", None))
-    known: dict[str, Any] = getattr(request.app.state, "models", None) or {}
-    if model_id not in known:
+        return handle_for(default_dir)
+    ids = [e.id for e in registry.entries(default_dir)]
+    if model_id not in ids:
         shown = model_id if len(model_id) <= 40 else model_id[:37] + "…"
-        there = ", ".join(sorted(known)) or "none besides the default"
-        raise ClientError(422, list(loc), f"no model {shown!r}: the models are {there}", "unknown_model")
-    return handle_for(known[model_id])
+        raise ClientError(422, list(loc), f"no model {shown!r}: the models are {', '.join(ids)}", "unknown_model")
+    return registry.handle(model_id, default_dir)
 
 
 # ---- the OpenAPI text of hand-read bodies -----------------------------------------------------

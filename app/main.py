@@ -22,7 +22,7 @@ from app.classroom import room_routes
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.lesson import routes as lesson_routes
 from app.middleware import Compress, HeadAsGet
-from app.model import overview_routes
+from app.model import generate_routes, overview_routes
 from app.model import routes as model_routes
 from app.schemas import ErrorResponse
 from app.security import SecurityHeaders, csp, script_hash
@@ -56,6 +56,7 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     app.include_router(api.router)
     app.include_router(model_routes.router)
     app.include_router(overview_routes.router)
+    app.include_router(generate_routes.router)
     app.include_router(lesson_routes.router)
     app.include_router(room_routes.router)
     app.include_router(saved_lessons.router)

@@ -173,6 +173,9 @@ class AttentionRequest(BaseModel):
         description=f"Instead of tokens, q, k, v: text for the model (default all-MiniLM-L6-v2) to read; "
         f"≤ {limits.MAX_SENTENCE_CHARS:,} characters and ≤ the model's max_tokens (GET /api/model).",
     )
+    model: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="With sentence: a model id of GET /api/models (default: the server's own model)."
+    )
     layer: IntOrMean = Field(None, description="With sentence: 0-based layer, or 'mean' over layers (default 0).")
     head: IntOrMean = Field(
         None, description="With sentence: 0-based head, 'mean' over heads, or omitted for all heads (a head axis)."
@@ -272,7 +275,9 @@ class AttentionResponse(BaseModel):
     mistake: Mistake | None = Field(None, description="Echoed when the request asked for a mistake.")
     # Sentence mode only (app/model): q, k, v above are the model's own for that layer and head.
     model: str | None = Field(None, description="Sentence mode: the model's name.")
-    kind: Literal["bert", "gpt2"] | None = Field(None, description="Sentence mode: encoder (bert) or decoder (gpt2).")
+    kind: Literal["bert", "gpt2", "llama"] | None = Field(
+        None, description="Sentence mode: encoder (bert) or decoder (gpt2, llama)."
+    )
     words: list[int | None] | None = Field(None, description="Sentence mode: word index per token, null for [CLS].")
     spans: list[list[int] | None] | None = Field(
         None,

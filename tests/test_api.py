@@ -18,6 +18,7 @@ from app import frame, limits
 from app.attention import STAGES, attention
 from app.examples import EXAMPLES
 from app.main import create_app
+from tests.budget import examples
 
 CAT = EXAMPLES["the-cat-ate-its-fish"]
 CAT_BODY = {"tokens": list(CAT.tokens), "q": CAT.q.tolist(), "k": CAT.k.tolist(), "v": CAT.v.tolist()}
@@ -253,7 +254,7 @@ junk = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150, 50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(q=junk, k=junk, v=junk, mask=junk, tokens=junk)
 def test_junk_never_gets_a_5xx(client: TestClient, q: Any, k: Any, v: Any, mask: Any, tokens: Any) -> None:
     raw = json.dumps({"q": q, "k": k, "v": v, "mask": mask, "tokens": tokens}).encode()  # may hold NaN
@@ -262,7 +263,7 @@ def test_junk_never_gets_a_5xx(client: TestClient, q: Any, k: Any, v: Any, mask:
     strict_json(r.content)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60, 20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     n=st.integers(1, 6),
     d_k=st.integers(1, 4),

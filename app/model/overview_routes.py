@@ -30,6 +30,9 @@ class OverviewRequest(BaseModel):
         description=f"Any text; ≤ {limits.MAX_SENTENCE_CHARS:,} characters and at most the model's "
         "max_tokens after tokenizing (GET /api/model)."
     )
+    model: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="A model id of GET /api/models (default: the server's own model)."
+    )
     mask: Literal["full", "causal"] | None = Field(
         None, description="Default: the model's own (BERT full, GPT-2 causal)"
     )
@@ -39,7 +42,7 @@ class OverviewResponse(BaseModel):
     """Every layer × head of a sentence, summarised; arrays are [layer][head][…]."""
 
     model: str
-    kind: Literal["bert", "gpt2"]
+    kind: Literal["bert", "gpt2", "llama"]
     tokens: list[str]
     words: list[int | None]
     spans: list[list[int] | None]
@@ -74,7 +77,7 @@ async def post_overview(request: Request) -> Response:
     """Block-pooled weights, entropy, distance and strongest links of every head of every layer."""
     body = await json_body(request, OverviewRequest)
     given = "mask" in body.model_fields_set and body.mask is not None
-    args = (model_handle(request), body.sentence, body.mask or "full", given, request.app.state.backend)
+    args = (model_handle(request, body.model), body.sentence, body.mask or "full", given, request.app.state.backend)
     return await in_slot(JSON, _answer, *args)
 
 

@@ -34,6 +34,9 @@ class HeadsRequest(BaseModel):
         description=f"Any text; ≤ {limits.MAX_SENTENCE_CHARS:,} characters and "
         f"≤ {limits.MAX_OVERVIEW_TOKENS} tokens after tokenizing ([CLS] and [SEP] count)."
     )
+    model: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="A model id of GET /api/models (default: the server's own model)."
+    )
     mask: Literal["full", "causal"] | None = Field(
         None, description="Default: the model's own (BERT full, GPT-2 causal)"
     )
@@ -43,7 +46,7 @@ class HeadsResponse(BaseModel):
     """All layers × heads of weights for small heatmaps; weights[L][H] is n × n, rows sum to ≈ 1."""
 
     model: str
-    kind: Literal["bert", "gpt2"]
+    kind: Literal["bert", "gpt2", "llama"]
     tokens: list[str] = Field(description="As the model sees them: [CLS], ##pieces, [SEP] (BERT).")
     words: list[int | None] = Field(description="Word index of each token (null for special tokens).")
     spans: list[list[int] | None] = Field(description="[start, end) characters of each token in the sentence.")
@@ -56,7 +59,7 @@ class HeadsResponse(BaseModel):
 
 class ModelInfo(BaseModel):
     name: str
-    kind: Literal["bert", "gpt2"]
+    kind: Literal["bert", "gpt2", "llama"]
     layers: int
     heads: int
     head_size: int = Field(description="d_k of every head: hidden_size / heads.")
@@ -84,7 +87,7 @@ async def post_heads(request: Request) -> Response:
     mask = body.mask or "full"
     backend = request.app.state.backend
     out = await anyio.to_thread.run_sync(
-        service.heads_overview, model_handle(request), body.sentence, mask, given, backend, limiter=SLOTS
+        service.heads_overview, model_handle(request, body.model), body.sentence, mask, given, backend, limiter=SLOTS
     )
     return json_response(out)
 

@@ -47,7 +47,7 @@ def is_sentence_request(req: Any) -> bool:
         if req.tokens is not None:
             raise InputError("tokens", "tokens cannot be sent with sentence: the model's tokenizer makes them")
         return True
-    for name in ("layer", "head"):
+    for name in ("layer", "head", "model"):
         if getattr(req, name) is not None:
             raise InputError(name, f"{name} goes with sentence (a model's layer and head); q, k, v have no layers")
     for name in QKV:
@@ -66,7 +66,7 @@ def _mask(spec: ModelSpec, mask: Mask | None, given: bool) -> Mask:
     """The model's own mask unless asked otherwise (None: the model's own); a decoder is always causal."""
     if spec.causal:
         if given and mask not in (None, "causal"):
-            msg = f"{spec.name} is a GPT-2 decoder: its attention is causal by nature, so mask must be 'causal'"
+            msg = f"{spec.name} is a decoder: its attention is causal by nature, so mask must be 'causal'"
             raise InputError("mask", msg)
         return "causal"
     return mask or "full"

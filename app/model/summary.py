@@ -35,6 +35,7 @@ import numpy as np
 
 from app.attention import Mask, visible
 from app.model import nn
+from app.model.select import layer_heads
 from app.model.trace import Trace
 
 BINS = 32  # blocks per side of a pooled map: 32 × 32 cells draw sharply in an overview thumbnail
@@ -154,7 +155,8 @@ class Collector:
             layer = self.layers.get(id(trace.k[i]))
             if layer is None or not layer.seen.all():
                 layer = _Layer(self.heads, self.n, self.edges, self.mask)
-                layer.recompute(trace.q[i], trace.k[i])
+                q, k, _ = layer_heads(trace, i)  # a grouped-query model's KV heads, one per query head
+                layer.recompute(q, k)
             return layer.result(min(top, self.n))
 
         parts = nn.parallel(one, list(range(trace.layers)))

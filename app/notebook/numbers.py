@@ -88,7 +88,7 @@ class HandSet:
 
 
 def hand_set(example: str | None, tokens: list[str] | None, q: Any, k: Any, v: Any) -> HandSet:
-    """An example by id (default: the seed's "the cat ate its fish"), or q, k, v set by hand."""
+    """An example by id (default: the worked example "the cat ate its fish"), or q, k, v set by hand."""
     given = [name for name, a in (("q", q), ("k", k), ("v", v)) if a is not None]
     if example is not None and (given or tokens is not None):
         raise InputError(given[0] if given else "tokens", "send an example, or tokens with q, k and v: not both")

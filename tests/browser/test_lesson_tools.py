@@ -191,3 +191,30 @@ def test_the_whole_lesson_as_one_offline_file(
         context.close()
     assert not outside, outside
     assert not errors, errors
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080), (390, 844)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_editor_and_the_handout_fit_the_screen(
+    watched: Watched, lesson_server: str, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """Nothing of the editor or the handout lies outside the window, at a projector's sizes and a phone's."""
+    w = watched
+    w.base = lesson_server
+    w.page.set_viewport_size({"width": size[0], "height": size[1]})
+    lesson_id = api("POST", lesson_server + "/api/lessons", THREE)["id"]
+    open_lessons(w, lesson_id)
+    w.page.get_by_test_id("lesson-edit").click()
+    w.page.wait_for_selector("[data-testid=lesson-edit-view]")
+    outside = """(root) => [...root.querySelectorAll('*')].filter((e) => {
+        const r = e.getBoundingClientRect();
+        return r.width > 0 && (r.left < -1 || r.right > window.innerWidth + 1);
+    }).map((e) => e.dataset.testid || e.tagName)"""
+    assert w.page.get_by_test_id("lesson-editor").evaluate(outside) == []
+    w.page.screenshot(path=str(tmp_path / f"editor-{size[0]}.png"))
+    w.page.get_by_test_id("lesson-edit-cancel").click()
+    w.page.get_by_test_id("lesson-handout-make").click()
+    w.page.wait_for_selector("[data-testid=lesson-handout]", timeout=30_000)
+    handout = w.page.get_by_test_id("lesson-handout")
+    assert handout.evaluate(outside) == []
+    assert handout.evaluate("(h) => h.scrollWidth <= h.clientWidth")
+    w.page.screenshot(path=str(tmp_path / f"handout-{size[0]}.png"))

@@ -383,7 +383,8 @@ def summary(client: TestClient, room: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def test_quiz_summary_and_its_csv(client: TestClient, room: dict[str, Any]) -> None:
+def test_quiz_summary_and_its_csv(client: TestClient, room: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTENTION_VOTES_PER_ADDRESS", "0")  # three followers from one test client
     code, key = room["code"], room["presenter_key"]
     path = f"/api/rooms/{code}/quiz/summary"
     assert client.get(path).status_code == 401

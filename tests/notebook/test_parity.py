@@ -38,7 +38,7 @@ def _random(n: int, d_k: int, d_v: int, seed: int) -> tuple[list[str], Any, Any,
 
 
 def answers() -> list[dict[str, Any]]:
-    """The seed's example (2-D) in both masks, projected 4-D/3-D vectors, and a crowded row of 16."""
+    """The worked example (2-D) in both masks, projected 4-D/3-D vectors, and a crowded row of 16."""
     cat = hand_set(None, None, None, None, None)
     return [
         cat.result("causal"),

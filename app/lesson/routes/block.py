@@ -29,7 +29,7 @@ class WhatIf(BaseModel):
 
 class BlockResponse(BaseModel):
     model: str
-    kind: Literal["bert", "gpt2"]
+    kind: Literal["bert", "gpt2", "llama"]
     tokens: list[str]
     ids: list[int]
     layer: int

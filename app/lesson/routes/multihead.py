@@ -91,7 +91,7 @@ class ExampleResponse(BaseModel):
 
 class ModelHeadsResponse(BaseModel):
     model: str
-    kind: Literal["bert", "gpt2"]
+    kind: Literal["bert", "gpt2", "llama"]
     tokens: list[str]
     ids: list[int]
     layer: int

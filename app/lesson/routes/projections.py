@@ -1,4 +1,4 @@
-"""GET /api/projections: seed 000's X, W_Q, W_K, W_V and q = X·W_Q, k = X·W_K, v = X·W_V.
+"""GET /api/projections: the SELECT * FROM customers example's X, W_Q, W_K, W_V and q = X·W_Q, k = X·W_K, v = X·W_V.
 The math: app.lesson.projections."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class ProjectionsResponse(BaseModel):
 
 @router.get("/projections", summary="Where q, k and v come from", response_model=ProjectionsResponse)
 async def get_projections() -> Response:
-    """Seed 000's demo: X, W_Q, W_K, W_V (seed 42, in that order) and their products."""
+    """The SELECT * FROM customers example: X, W_Q, W_K, W_V (numpy seed 42, in that order) and their products."""
     p = projections.project()
     return json_response({
         "example": projections.EXAMPLE_ID, "tokens": p.tokens, "x": p.x,

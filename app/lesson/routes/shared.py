@@ -49,11 +49,16 @@ class SentenceLayerRequest(BaseModel):
         description=f"Any text; ≤ {limits.MAX_SENTENCE_CHARS:,} characters and ≤ {MAX_LESSON_TOKENS} tokens."
     )
     layer: LayerIndex = Field(0, description="0-based layer (all-MiniLM-L6-v2: 0 … 5).")
+    model: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="A model id of GET /api/models (default: the server's own model)."
+    )
 
 
 def prepare(handle: ModelHandle, sentence: str, layer: int) -> tuple[ModelSpec, Encoded]:
     """The model's spec and the sentence's tokens, once the layer and the length fit the model."""
     spec = spec_of(handle)
+    if spec.kind == "llama":
+        raise InputError("model", f"this view shows BERT and GPT-2 blocks; {spec.name} is a Llama decoder")
     in_range("layer", layer, spec.layers, spec.name)
     encoded = encode_sentence(handle, spec, sentence)
     limit = min(spec.max_tokens, MAX_LESSON_TOKENS)
@@ -83,4 +88,6 @@ async def layer_answer(request: Request, compute: Callable[[ModelHandle, str, in
     """`compute`'s JSON for a SentenceLayerRequest (sentence, layer), made in a compute slot."""
     req = await json_body(request, SentenceLayerRequest)
     backend: Backend = request.app.state.backend
-    return await in_slot("application/json", compute, model_handle(request), req.sentence, req.layer, backend)
+    return await in_slot(
+        "application/json", compute, model_handle(request, req.model), req.sentence, req.layer, backend
+    )

@@ -23,6 +23,8 @@ export function withhold(reason, on) {
   else reasons.delete(reason);
   const now = [...reasons].sort().join(" ");
   document.body.classList.toggle("cr-withheld", reasons.size > 0);
+  // a page without the store's withholding: the CSS greys the table's numbers and the 3D labels
+  document.body.classList.toggle("cr-withheld-fallback", reasons.size > 0 && typeof hub.withhold !== "function");
   document.body.dataset.withheld = now;
   if (before === now) return;
   const first = reasons.has("quiz") ? "quiz" : [...reasons][0];
