@@ -14,6 +14,7 @@ from pathlib import Path
 from app.classroom import limits
 from app.classroom.broker import Subscriber
 from tests.classroom.conftest import ROOT, free_port
+from tests.servers import stop
 
 
 def test_teacher_link_is_printed_and_the_token_never_logged(tmp_path: Path) -> None:
@@ -22,12 +23,15 @@ def test_teacher_link_is_printed_and_the_token_never_logged(tmp_path: Path) -> N
     env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
     env.pop("ATTENTION_TEACHER_TOKEN", None)
     cmd = [sys.executable, "-m", "app", "--port", str(port), "--teacher-token", token, "--data-dir", str(tmp_path)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out_file, err_file = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    # the server's output goes to files, not pipes: a pipe nobody reads fills up and blocks the server
+    with out_file.open("wb") as out, err_file.open("wb") as err:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err)
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}") as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}", timeout=5) as r:
                     assert r.status == 200
                 break
             except OSError:
@@ -36,12 +40,11 @@ def test_teacher_link_is_printed_and_the_token_never_logged(tmp_path: Path) -> N
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/api/rooms", method="POST", headers={"authorization": f"Bearer {token}"}
         )
-        with urllib.request.urlopen(request) as r:
+        with urllib.request.urlopen(request, timeout=10) as r:
             assert r.status == 201
     finally:
-        proc.terminate()
-        out, err = proc.communicate(timeout=15)
-    stdout, stderr = out.decode(), err.decode()
+        stop(proc, 15)
+    stdout, stderr = out_file.read_text(), err_file.read_text()
     assert f"http://127.0.0.1:{port}/?token={token}" in stdout  # the teacher link, once, at start
     both = stdout + stderr
     assert both.count(token) == 1  # uvicorn's access log shows the request as /?token=[hidden]
