@@ -72,6 +72,8 @@ def test_edit_reorder_and_delete_lessons_in_the_page(watched: Watched, lesson_se
     w.page.get_by_test_id("lesson-edit-note").nth(1).fill("the weights, edited")
     w.page.get_by_test_id("lesson-edit-down").first.click()  # score moves below softmax
     w.page.get_by_test_id("lesson-edit-remove").nth(2).click()  # the rnn view goes
+    w.page.get_by_test_id("lesson-edit-capture").nth(1).click()  # score → the page's own view (mix, focus 0)
+    assert w.page.get_by_test_id("lesson-edit-what").nth(1).inner_text().startswith("steps · mix · focus 0")
     w.page.get_by_test_id("lesson-edit-title").fill("Two views, edited")
     w.page.get_by_test_id("lesson-edit-save").click()
     w.page.wait_for_selector(f"[data-testid=lesson-status]:has-text('Lesson {lesson_id} saved (2 views)')")
@@ -80,8 +82,9 @@ def test_edit_reorder_and_delete_lessons_in_the_page(watched: Watched, lesson_se
     assert saved["title"] == "Two views, edited"
     assert [(v["state"]["step"], v["note"]) for v in saved["views"]] == [
         ("softmax", "the weights, edited"),
-        ("score", "q·k for its"),
+        ("mix", "q·k for its"),
     ]
+    assert saved["views"][1]["state"]["focus"] == "0"
     assert "Two views, edited (2 views)" in w.page.get_by_test_id("lesson-select").inner_text()
     # reorder: up the list, one place per click
     before = [row["id"] for row in api("GET", lesson_server + "/api/lessons")]
