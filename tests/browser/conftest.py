@@ -66,7 +66,6 @@ def running_server() -> Iterator[str]:
     # the classroom: a known teacher token, and saved lessons in a folder of this run, not the user's
     env.setdefault("ATTENTION_TEACHER_TOKEN", "browser-tests-teacher-token")
     env["ATTENTION_DATA_DIR"] = tempfile.mkdtemp(prefix="attention3d-data-")
-    env["ATTENTION_VOTES_PER_ADDRESS"] = "0"  # every page of these tests comes from 127.0.0.1: one vote per seat
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
