@@ -36,6 +36,9 @@ Mask = Literal["full", "causal"]
 Backend = Literal["numpy", "torch"]
 MASKS: tuple[Mask, ...] = ("full", "causal")
 STAGES = ("scores", "scaled", "masked", "weights", "output")
+# The classic mistakes app.lesson.mistakes computes (named here, where the API's models can see them)
+Mistake = Literal["no-scale", "softmax-columns", "mask-after-softmax"]
+MISTAKES: tuple[Mistake, ...] = ("no-scale", "softmax-columns", "mask-after-softmax")
 
 
 @dataclass(frozen=True)

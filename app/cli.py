@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.open:  # the teacher link, as Jupyter opens its own: this tab may open rooms
         threading.Timer(1.0, webbrowser.open, [teacher_link]).start()
     server.raise_open_files_limit()  # every socket is a file: the common soft limit of 1,024 is too few
-    uvicorn.run("app.main:app", host=args.host, port=args.port, **tls, **options)
+    uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers, **tls, **options)
 
 
 def _tls(certfile: str | None, keyfile: str | None) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def start_server(stack: ExitStack, data: Path, **env: str) -> tuple[str, int]:
     deadline = time.monotonic() + 30
     while True:
         try:
-            with urllib.request.urlopen(base + "/api/lessons", timeout=1):
+            with urllib.request.urlopen(base + "/api/examples", timeout=1):
                 return base, proc.pid
         except OSError:
             if time.monotonic() > deadline or proc.poll() is not None:

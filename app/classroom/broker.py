@@ -9,7 +9,8 @@ Messages (JSON objects, one per WebSocket text frame):
   {"state": {...}, "seq": n}        the presenter's new view (seq grows by one per change)
   {"followers": n}                  the number of followers, when it changes (at most 5 times a second)
   {"quiz": {...} | null}            a quiz was asked, revealed (then it holds "answer" and "counts") or ended
-  {"votes": {"id", "counts"}}       the live counts of a quiz (presenter sockets only)
+  {"votes": {"id", "answered"}}     how many have answered a quiz (presenter sockets only; the counts
+                                    themselves wait for the reveal, so that they steer nobody)
   {"voted": {...}} / {"error": {...}}   the answer to this socket's own vote
   {"closed": "why"}                 the room is closed; the socket closes with code 4404
 
@@ -163,6 +164,14 @@ class Broker(ABC):
     @abstractmethod
     async def publish(self, code: str, text: str, presenters_only: bool = False) -> None: ...
 
+    @abstractmethod
+    async def log_quiz(self, code: str, entry: dict[str, Any] | None) -> None:
+        """Add one finished question to the room's quiz summary (None: forget the summary)."""
+
+    @abstractmethod
+    async def quiz_log(self, code: str) -> list[dict[str, Any]]:
+        """The room's finished questions, oldest first."""
+
     async def close(self) -> None:
         for task in self._count_flush.values():
             task.cancel()
@@ -224,8 +233,9 @@ class Broker(ABC):
             text += ',"seat":' + json.dumps(seat_token(code, seat))
         if quiz is not None:
             text += ',"quiz":' + json.dumps(public_quiz(quiz))
-            if presenter:
-                text += ',"votes":' + json.dumps(await self.vote_counts(code, quiz))
+            if presenter and "answer" not in quiz:
+                answered = len(await self.votes(code, quiz["id"]))
+                text += ',"votes":' + json.dumps({"id": quiz["id"], "answered": answered})
         return text + "}"
 
     async def vote_counts(self, code: str, quiz: dict[str, Any]) -> dict[str, Any]:
@@ -256,6 +266,7 @@ class _Room:
     quiz: dict[str, Any] | None = None
     votes: dict[str, int] = field(default_factory=dict)  # voter id → choice
     voters: set[str] = field(default_factory=set)
+    quiz_log: list[dict[str, Any]] = field(default_factory=list)  # the finished questions
 
 
 class MemoryBroker(Broker):
@@ -397,6 +408,15 @@ class MemoryBroker(Broker):
     async def publish(self, code: str, text: str, presenters_only: bool = False) -> None:
         self.deliver(code, text, presenters_only)
 
+    async def log_quiz(self, code: str, entry: dict[str, Any] | None) -> None:
+        room = self.rooms.get(code)
+        if room is not None:
+            room.quiz_log = [] if entry is None else [*room.quiz_log, entry][-limits.MAX_QUIZ_LOG :]
+
+    async def quiz_log(self, code: str) -> list[dict[str, Any]]:
+        room = self.rooms.get(code)
+        return [] if room is None else list(room.quiz_log)
+
 
 _SET_STATE = """
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
@@ -493,7 +513,7 @@ class RedisBroker(Broker):
     async def close_room(self, code: str) -> None:
         keys = [self._key(code), self._key(code, "followers"), self._key(code, "votes"), self._key(code, "voters")]
         keys.append(self._key(code, "addresses"))
-        await self.redis.delete(*keys)
+        await self.redis.delete(*keys, self._key(code, "quizlog"))
         await self.redis.zrem(self.PREFIX + "rooms", code)
         await self.publish(code, closed_message("the presenter closed this room"))
 
@@ -541,6 +561,19 @@ class RedisBroker(Broker):
         keys = [self._key(code), self._key(code, "votes"), self._key(code, "voters")]
         done = await self._vote(keys=keys, args=[quiz_id, choice, *voters])
         return bool(done)
+
+    async def log_quiz(self, code: str, entry: dict[str, Any] | None) -> None:
+        key = self._key(code, "quizlog")
+        if entry is None:
+            await self.redis.delete(key)
+            return
+        await self.redis.rpush(key, json.dumps(entry))
+        await self.redis.ltrim(key, -limits.MAX_QUIZ_LOG, -1)
+        await self.redis.expire(key, limits.ROOM_TTL_SECONDS)
+
+    async def quiz_log(self, code: str) -> list[dict[str, Any]]:
+        texts = await self.redis.lrange(self._key(code, "quizlog"), 0, -1)
+        return [dict(json.loads(t)) for t in texts]
 
     async def votes(self, code: str, quiz_id: str) -> list[int]:
         if await self.redis.hget(self._key(code), "quiz_id") != quiz_id:

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from app.classroom import auth, limits, rooms, service, store
+from app.classroom import auth, database, limits, rooms, service, store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +42,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"count one vote per follower seat only, not also one per address (${limits.VOTES_PER_ADDRESS_ENV}=0)",
     )
+    group.add_argument(
+        "--database",
+        metavar="URL",
+        help=f"where lessons live: sqlite:///FILE or postgresql://user@host:port/db (default ${database.URL_ENV},"
+        " else the data folder's SQLite file); PostgreSQL lets several machines share them",
+    )
+    group.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="server processes on this machine (default 1); more than 1 needs --redis (docs/school-server.md)",
+    )
 
 
 def _token(args: argparse.Namespace) -> str:
@@ -75,6 +88,17 @@ def configure(args: argparse.Namespace, scheme: str = "http") -> str:
         os.environ[store.DATA_ENV] = os.path.abspath(args.data_dir)
     if args.redis:
         os.environ[service.REDIS_ENV] = args.redis
+    check_database(args)
+    if args.workers < 1 or args.workers > 64:
+        print("attention3d: --workers: between 1 and 64 processes", file=sys.stderr)
+        sys.exit(2)
+    if args.workers > 1 and not os.environ.get(service.REDIS_ENV):
+        print(
+            f"attention3d: --workers {args.workers} needs --redis URL: a room's followers reach any of the workers,"
+            " and only Redis carries the presenter's changes between them (docs/school-server.md)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     lan = rooms.lan_address() if args.host in ("0.0.0.0", "::") else None
     shown = lan or ("127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host)
     link = f"{scheme}://{shown}:{args.port}/?token={token}"
@@ -86,3 +110,16 @@ def configure(args: argparse.Namespace, scheme: str = "http") -> str:
         print("Only this computer can reach the server: start with --host 0.0.0.0 for a classroom.")
     sys.stdout.flush()
     return link
+
+
+def check_database(args: argparse.Namespace) -> None:
+    """--database (or $ATTENTION_DATABASE_URL): opened and migrated now; unusable or unreachable → one line, exit 2."""
+    url = args.database or os.environ.get(database.URL_ENV)
+    if not url:
+        return
+    try:
+        store.Store.open(store.default_data_dir(), url).close()
+    except (database.BadURL, database.Unavailable) as e:
+        print(f"attention3d: --database: {e}", file=sys.stderr)
+        sys.exit(2)
+    os.environ[database.URL_ENV] = url

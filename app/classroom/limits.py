@@ -18,12 +18,15 @@ MAX_SOCKET_MESSAGES_PER_SECOND = 5  # a follower's messages per second, bursts o
 SOCKET_BURST = 10
 FOLLOWER_QUEUE = 512  # messages waiting for one slow follower: past it the follower is dropped (it reconnects)
 MAX_QUIZ_TOKENS = 512  # words a quiz offers (the page's largest sentence)
+MAX_QUIZ_LOG = 200  # finished questions a room's quiz summary keeps (the oldest go first)
 
 MAX_LESSON_BYTES = 1024 * 1024  # a lesson's JSON body: 413 past it
 MAX_LESSON_VIEWS = 200  # views in one lesson
 MAX_LESSON_TITLE = 200  # characters
 MAX_NOTE_CHARS = 2000  # characters of one view's note
 MAX_LESSONS = 1000  # lessons kept in one data directory: POST answers 429 past it
+LESSONS_PAGE = 100  # lessons in one page of GET /api/lessons (?limit= up to MAX_LESSONS_PAGE)
+MAX_LESSONS_PAGE = 1000
 
 # One device (client address) in a room (docs/security.md): settable, as a school behind one NAT may need.
 FOLLOWERS_PER_ADDRESS = 8  # follower sockets of one address in one room: more are closed with 4409 ("address_full")

@@ -40,6 +40,7 @@ import numpy as np
 from app.attention import attention
 from app.lesson.rnn import word_vectors
 from app.model.loader import Model
+from app.model.select import layer_heads
 from app.model.tokenizer import Encoded
 from app.model.trace import Trace
 
@@ -204,7 +205,7 @@ def model(m: Model, words: list[str], order: list[int], layer: int, head: int) -
     a, b = m.forward(first.ids), m.forward(second.ids)  # Trace: per layer (h, n, d) q, k, v
 
     def heads(trace: Trace) -> np.ndarray:
-        rows = [attention(trace.q[i], trace.k[i], trace.v[i], "causal" if m.spec.causal else "full").weights
+        rows = [attention(*layer_heads(trace, i), "causal" if m.spec.causal else "full").weights
                 for i in range(m.spec.layers)]  # fmt: skip
         return np.stack(rows)  # (layers, heads, n, n)
 

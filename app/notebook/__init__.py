@@ -2,7 +2,7 @@
 
     pip install 'attention-3d[notebook]'      # pythreejs 2.4.2 and ipywidgets 8.1.9
     from attention3d import show               # the same function as app.notebook.show
-    show()                                     # the seed's "the cat ate its fish"
+    show()                                     # the worked example "the cat ate its fish"
 
 The numbers come from app.attention and app.model in the kernel (no server): app.notebook.numbers.
 The drawing is pythreejs (app.notebook.scene), the controls ipywidgets (app.notebook.view).

@@ -3,7 +3,8 @@
 A port of the page's static/js/format.js, table.js and arithmetic.js, so the notebook reads
 like the page: 3 decimals with a true minus sign, −∞ for a hidden key, the cividis heat scale
 from light (0) to dark (1). Every number comes from a view's `result` (the API's JSON);
-nothing is computed here but the text. Token text is always escaped.
+nothing is computed here but the text. Token text is always escaped. The worked arithmetic is
+held to the page's by tests/notebook/test_parity.py (the page's arithmetic.js run in Node).
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ def arithmetic(result: dict[str, Any], step: Step, i: int) -> tuple[str, list[tu
             if hidden(result, step, i, j):
                 lines.append((tokens[j], "−∞ → 0 (hidden)", True))
             else:
-                text = f"{fixed3(result['masked'][i][j])} → {fixed3(w)}  ({w * 100:.1f} %)"
+                text = f"{fixed3(result['masked'][i][j])} → {fixed3(w)}  ({w * 100:.1f}\u202f%)"
                 lines.append((tokens[j], text, False))
         check = f"Row check: {' + '.join(parts)} = {fixed3(total)}"
     else:

@@ -1,7 +1,7 @@
 """The notebook view: the 3-D scene with ipywidgets controls, the table and the arithmetic beside it.
 
     from attention3d import show          # or: from app.notebook import show
-    show()                                # the seed's "the cat ate its fish"
+    show()                                # the worked example "the cat ate its fish"
     show(sentence="The animal didn't cross the street because it was too tired.", layer=3, head=1)
 
 Every number comes from app.attention / app.model in the kernel (app.notebook.numbers); the

@@ -2,17 +2,41 @@
 //
 // With the teacher token (from the teacher link) Present opens a room: the page PUTs its view
 // state on every change of the view (hub.onViewChange), shows the join address in large type, its
-// QR code (drawn by the server) and the number of followers. B blanks the screen, H hides the
-// numbers (predict first), PageDown / PageUp keep walking the lesson.
+// QR code (drawn by the server) and the number of followers (the panel folds away once students
+// have joined). B blanks the screen, H hides the numbers (predict first): both on every
+// follower's page too (the state's `screen`). PageDown / PageUp keep walking the lesson. A line
+// says where the class is (chapter · step · mask). The room menu: the quiz summary (and its
+// CSV), reset the room, close it.
 
 import { el } from "../dom.js";
+import * as hub from "../hub.js";
 import { currentView, onViewChange, viewState } from "../hub.js";
 import { call } from "./api.js";
 import { answerOf, QuizPanel } from "./quiz.js";
 import { keepPresenterRoom, presenterRoom, teacherToken, viewOnly } from "./session.js";
 import { RoomSocket } from "./socket.js";
+import { withhold } from "./withhold.js";
+
+const $ = (id) => document.getElementById(id);
 
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
+const MIN_FIT = 0.35; // the smallest scale fitPanels() gives a side panel
+const PANELS = ".workspace .lesson, .chapter-side"; // the step's words and tables, beside the 3D view
+
+const within = (e) => e.scrollHeight <= e.clientHeight + 1 && e.scrollWidth <= e.clientWidth + 1;
+
+/** The boxes inside `panel` that clip what they hold (a table's scrolling box, a clamped cell). */
+function clippers(panel) {
+  return [...panel.querySelectorAll("*")].filter((e) => {
+    const s = getComputedStyle(e);
+    return (s.overflowX !== "visible" || s.overflowY !== "visible") && e.getClientRects().length;
+  });
+}
+
+/** Does the panel show all it holds (nothing past its box or past a box inside it, nothing to scroll)? */
+function fits(panel, inner) {
+  return within(panel) && inner.every(within);
+}
 
 export class Presenter {
   constructor(bar) {
@@ -28,10 +52,12 @@ export class Presenter {
     this.askButton.title = "Which word will the focused query attend to most?";
     this.askButton.addEventListener("click", () => this.ask());
     this.roomTools = el("span", { className: "cr-room-tools" });
-    this.roomTools.append(this.askButton);
+    this.roomTools.append(this.askButton, this.roomMenu());
     this.roomTools.hidden = true;
+    this.where = el("p", { className: "cr-where", dataset: { testid: "projector-where" } });
     this.message = el("span", { className: "cr-message", role: "status", dataset: { testid: "classroom-message" } });
     bar.append(this.button, this.roomTools, this.message);
+    document.querySelector(".topbar")?.append(this.where);
 
     this.join = el("aside", { className: "cr-join", "aria-label": "Join the class", dataset: { testid: "join-panel" } });
     this.join.hidden = true;
@@ -42,7 +68,171 @@ export class Presenter {
     document.body.append(this.blank);
     this.quiz = new QuizPanel({ mode: "presenter", reveal: () => this.reveal(), end: () => this.endQuiz() });
     document.querySelector("#main")?.prepend(this.quiz.root);
-    onViewChange((params) => this.send(params));
+    onViewChange((params) => {
+      this.send(params);
+      this.drawWhere(params);
+      this.scheduleFit();
+    });
+    window.addEventListener("resize", () => {
+      this.scheduleFit();
+      this.reframe();
+    });
+    // the panels change when a chapter draws (often after the view change): fit them again then
+    this.fitting = 0;
+    const watch = new MutationObserver(() => this.scheduleFit());
+    for (const panel of document.querySelectorAll(PANELS)) watch.observe(panel, { childList: true, subtree: true, characterData: true });
+  }
+
+  scheduleFit() {
+    if (!this.presenting || this.fitting) return;
+    this.fitting = requestAnimationFrame(() => {
+      this.fitting = 0;
+      this.drawWhere();
+      this.fitPanels();
+    });
+  }
+
+  /** Scale each side panel (CSS zoom) to the largest size at which it shows everything it holds. */
+  fitPanels() {
+    for (const panel of document.querySelectorAll(PANELS)) {
+      panel.style.zoom = "";
+      delete panel.dataset.fit;
+      if (!this.presenting || !panel.getClientRects().length) continue;
+      const inner = clippers(panel);
+      if (fits(panel, inner)) continue;
+      let lo = MIN_FIT;
+      let hi = 1;
+      for (let i = 0; i < 8; i++) {
+        const mid = (lo + hi) / 2;
+        panel.style.zoom = String(mid);
+        if (fits(panel, inner)) lo = mid;
+        else hi = mid;
+      }
+      panel.style.zoom = String(lo);
+      panel.dataset.fit = lo.toFixed(3);
+    }
+  }
+
+  /** The room menu: the quiz summary (and its CSV), reset, close. */
+  roomMenu() {
+    const details = el("details", { className: "cr-room-menu", dataset: { testid: "room-menu" } });
+    details.append(el("summary", {}, "Room"));
+    const panel = el("div", { className: "cr-room-panel" });
+    const button = (text, testid, fn) => {
+      const b = el("button", { type: "button", dataset: { testid } }, text);
+      b.addEventListener("click", fn);
+      return b;
+    };
+    this.summaryBox = el("div", { className: "cr-summary", dataset: { testid: "quiz-summary" } });
+    const csvRow = el("p", { className: "cr-lessons-row" });
+    csvRow.append(button("Download CSV", "quiz-csv", () => this.downloadSummary()));
+    const roomRow = el("p", { className: "cr-lessons-row" });
+    roomRow.append(button("Reset the room", "room-reset", () => this.reset()), button("Close the room", "room-close", () => this.close()));
+    const help = "Reset: no quiz running, the quiz summary starts again (students stay). Close: every student's page is told the room has closed.";
+    panel.append(el("h3", {}, "The class's quiz"), this.summaryBox, csvRow, el("h3", {}, "The room"), el("p", { className: "cr-room-help" }, help), roomRow);
+    details.append(panel);
+    details.addEventListener("toggle", () => details.open && this.drawSummary());
+    this.menu = details;
+    return details;
+  }
+
+  async drawSummary() {
+    if (!this.room) return;
+    let s;
+    try {
+      s = await call("GET", `/api/rooms/${this.room.code}/quiz/summary`, { secret: this.room.key });
+    } catch (e) {
+      this.summaryBox.replaceChildren(el("p", {}, e.message));
+      return;
+    }
+    if (!s.questions.length) {
+      this.summaryBox.replaceChildren(el("p", { dataset: { testid: "quiz-summary-empty" } }, "No question has ended yet."));
+      return;
+    }
+    const row = (cells, tag, props = {}) => {
+      const tr = el("tr", props);
+      tr.append(...cells.map((text) => el(tag, tag === "th" ? { scope: "col" } : {}, String(text))));
+      return tr;
+    };
+    const thead = el("thead");
+    thead.append(row(["#", "query", "asked", "answered", "right", "answers per word"], "th"));
+    const tbody = el("tbody");
+    for (const q of s.questions) {
+      const spread = q.tokens.map((w, j) => `${w} ${q.counts[j]}`).join(" · ");
+      const right = q.right === null ? "not revealed" : `${q.right} (${q.tokens[q.answer]})`;
+      tbody.append(row([q.number, q.query, q.asked, q.answered, right, spread], "td", { dataset: { testid: `quiz-summary-row-${q.number}` } }));
+    }
+    const table = el("table", { className: "cr-summary-table" });
+    table.append(thead, tbody);
+    const total = `${s.asked} question${s.asked === 1 ? "" : "s"}, ${s.answers} answers, ${s.right} of ${s.answers_revealed} right where the answer was revealed.`;
+    this.summaryBox.replaceChildren(table, el("p", { dataset: { testid: "quiz-summary-total" } }, total));
+  }
+
+  async downloadSummary() {
+    if (!this.room) return;
+    try {
+      const response = await fetch(`/api/rooms/${this.room.code}/quiz/summary.csv`, { headers: { authorization: `Bearer ${this.room.key}` } });
+      if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
+      const url = URL.createObjectURL(await response.blob());
+      const a = el("a", { href: url, download: `quiz-${this.room.code}.csv` });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (e) {
+      this.say(`No CSV: ${e.message}`);
+    }
+  }
+
+  async reset() {
+    if (!this.room || !window.confirm("Reset the room? The quiz summary starts again; the students stay.")) return;
+    try {
+      await call("POST", `/api/rooms/${this.room.code}/reset`, { secret: this.room.key });
+      this.say(`Room ${this.room.code} is reset.`);
+      this.drawSummary();
+    } catch (e) {
+      this.say(e.message);
+    }
+  }
+
+  async close() {
+    if (!this.room || !window.confirm("Close the room? Every student's page is told it has closed.")) return;
+    const room = this.room;
+    try {
+      await call("DELETE", `/api/rooms/${room.code}`, { secret: room.key });
+    } catch (e) {
+      if (e.status !== 404) {
+        this.say(e.message);
+        return;
+      }
+    }
+    this.socket?.stop();
+    this.socket = null;
+    this.room = null;
+    keepPresenterRoom(null);
+    this.quiz.show(null);
+    this.roomTools.hidden = true;
+    this.menu.open = false;
+    this.followers = 0;
+    this.say(`Room ${room.code} is closed. Present opens a new one.`);
+    if (this.presenting) this.setPresenting(false);
+  }
+
+  /** chapter · step · mask: where the class is, in one line. */
+  drawWhere(params = viewState()) {
+    const chapter = ($("chapter-name")?.textContent || params.chapter || "").trim();
+    const title = document.querySelector(params.chapter === "steps" || params.chapter === "masks" ? "#step-title" : "#chapter-title");
+    const parts = [chapter, (title?.textContent || params.step || "").trim()];
+    if (params.chapter === "steps" || params.chapter === "masks") parts.push(`${params.mask ?? "full"} mask`);
+    this.where.textContent = parts.filter(Boolean).join(" · ");
+  }
+
+  /** The 3D views re-framed to their content (the projector's canvas has another shape). */
+  reframe() {
+    if (!this.presenting) return;
+    requestAnimationFrame(() => {
+      if (typeof hub.reframe === "function") hub.reframe();
+    });
   }
 
   say(text) {
@@ -59,6 +249,9 @@ export class Presenter {
     if (!on) this.toggleBlank(false);
     if (on && !this.room) await this.open();
     this.drawJoin();
+    this.drawWhere();
+    this.fitPanels();
+    this.reframe();
   }
 
   /** Open a room (or take back this tab's room), then send the current view. */
@@ -107,9 +300,10 @@ export class Presenter {
     if ("followers" in msg) {
       this.followers = msg.followers;
       this.drawCount();
+      this.quiz.setFollowers(msg.followers);
     }
     if ("quiz" in msg) this.quiz.show(msg.quiz);
-    if (msg.votes) this.quiz.counts(msg.votes);
+    if (msg.votes) this.quiz.progress(msg.votes);
   }
 
   drawJoin() {
@@ -129,8 +323,25 @@ export class Presenter {
     const code = el("p", { className: "cr-code", dataset: { testid: "join-code" } }, this.room.code);
     const parts = [qr, el("p", { className: "cr-join-title" }, "Join on your phone"), address, code, this.count];
     if (local) parts.push(el("p", { className: "cr-warn" }, "Students cannot reach this: start with --host 0.0.0.0"));
-    this.join.replaceChildren(...parts);
+    this.fold = el("button", { type: "button", className: "cr-fold", dataset: { testid: "join-fold" } });
+    this.fold.addEventListener("click", () => this.setFolded(!this.folded));
+    this.join.replaceChildren(this.fold, ...parts);
+    this.setFolded(this.folded ?? false);
     this.drawCount();
+  }
+
+  /** The join panel folded to a strip (the code and the count stay), once the class has joined. */
+  setFolded(on) {
+    this.folded = on;
+    this.join.classList.toggle("cr-folded", on);
+    this.join.dataset.folded = String(on);
+    if (this.fold) {
+      this.fold.textContent = on ? "QR" : "Hide QR";
+      this.fold.setAttribute("aria-expanded", String(!on));
+      this.fold.title = on ? "Show the QR code and the address again" : "Fold the join panel (the code stays)";
+    }
+    this.scheduleFit();
+    this.reframe();
   }
 
   drawCount() {
@@ -138,12 +349,21 @@ export class Presenter {
     const n = this.followers ?? 0;
     this.count.textContent = `${n} following`;
     this.count.dataset.count = String(n);
+    if (this.fold) this.fold.hidden = n === 0; // foldable once students have joined
+  }
+
+  /** The projector's B / H for the followers: "blank", "hidden" or nothing. */
+  screen() {
+    if (!this.blank.hidden) return "blank";
+    return document.body.classList.contains("cr-numbers-hidden") ? "hidden" : null;
   }
 
   /** PUT the view: at most one request in flight, the latest view wins. */
   async send(params) {
     if (!this.room) return;
     this.queued = viewOnly(params);
+    const screen = this.screen();
+    if (screen) this.queued.screen = screen;
     if (this.sending) return;
     this.sending = true;
     try {
@@ -165,11 +385,15 @@ export class Presenter {
   }
 
   toggleBlank(on = this.blank.hidden) {
+    if (this.blank.hidden === !on) return;
     this.blank.hidden = !on;
+    this.send(viewState());
   }
 
-  toggleNumbers() {
-    document.body.classList.toggle("cr-numbers-hidden");
+  toggleNumbers(on = !document.body.classList.contains("cr-numbers-hidden")) {
+    document.body.classList.toggle("cr-numbers-hidden", on);
+    withhold("numbers", on);
+    this.send(viewState());
   }
 
   async ask() {

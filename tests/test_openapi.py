@@ -15,6 +15,7 @@ from schemathesis.checks import (
 
 from app.frame import FRAME_MEDIA_TYPE
 from app.main import create_app
+from tests.budget import examples
 
 
 @schemathesis.serializer(FRAME_MEDIA_TYPE)
@@ -27,7 +28,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(backend="num
 
 
 @schema.parametrize()
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(120, 25), deadline=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case: schemathesis.Case) -> None:  # type: ignore[type-arg]
     case.call_and_validate(
         checks=[

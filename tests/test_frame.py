@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from app import frame
 from app.main import create_app
+from tests.budget import examples
 
 HEADERS = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
 
@@ -150,7 +151,7 @@ junk = st.recursive(
 fields = st.dictionaries(st.sampled_from(["mask", "tokens", "sentence", "layer", "head", "q", "x"]), junk, max_size=3)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300, 80), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     arrays=st.dictionaries(names, spec, max_size=4) | junk,
     extra=fields,
@@ -164,13 +165,13 @@ def test_random_headers_and_bytes_never_get_a_5xx(
     post_then_get(conn, body if cut is None else body[:cut])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(150, 40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=st.binary(max_size=300), prefix=st.booleans())
 def test_random_bytes_never_get_a_5xx(conn: http.client.HTTPConnection, body: bytes, prefix: bool) -> None:
     post_then_get(conn, (b"ATF1" + body) if prefix else body)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(100, 30), deadline=None, suppress_health_check=list(HealthCheck))
 @given(n=st.integers(1, 4), d=st.integers(1, 3), cut=st.integers(0, 10_000), mask=st.sampled_from(["full", "causal"]))
 def test_truncated_frames_never_get_a_5xx(
     conn: http.client.HTTPConnection, n: int, d: int, cut: int, mask: str

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from app import frame
 from app.attention import STAGES, attention
 from app.examples import EXAMPLES
+from tests.budget import examples
 
 CAT = EXAMPLES["the-cat-ate-its-fish"]
 CAT_BODY: dict[str, Any] = {"tokens": list(CAT.tokens), "q": CAT.q.tolist(), "k": CAT.k.tolist(), "v": CAT.v.tolist()}
@@ -149,7 +150,7 @@ fields = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200, 50), deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     extra=fields,
     use_qkv=st.booleans(),
