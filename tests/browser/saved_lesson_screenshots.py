@@ -1,6 +1,6 @@
 """The screenshots of docs/lessons.md (1280×720): the editor, a page of the handout, the offline file.
 
-    .venv/bin/python -m tests.browser.saved_lesson_screenshots   (a server of its own; docs/screenshots/lessons-*.png)
+.venv/bin/python -m tests.browser.saved_lesson_screenshots   (a server of its own; docs/screenshots/lessons-*.png)
 """
 
 from __future__ import annotations
