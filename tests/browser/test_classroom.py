@@ -291,7 +291,7 @@ def test_a_follower_has_no_teacher_controls_and_explores_then_follows(
     for testid in ("present", "quiz-ask", "room-menu", "lessons", "join-panel"):
         assert phone.page.get_by_test_id(testid).count() == 0, testid
     assert "live" in phone.text("follow-status")
-    phone.page.get_by_test_id("next-step").click()  # the student taps a control of the page
+    phone.page.get_by_test_id("step-mask").click()  # the student taps a control of the page
     phone.page.wait_for_selector('[data-testid="follow-bar"][data-following="false"]')
     assert "exploring" in phone.text("follow-status") and "live" not in phone.text("follow-status")
     assert phone.text("follow-toggle") == "Back to the teacher"
