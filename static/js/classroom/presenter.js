@@ -13,7 +13,7 @@ import * as hub from "../hub.js";
 import { currentView, onViewChange, viewState } from "../hub.js";
 import { call } from "./api.js";
 import { answerOf, QuizPanel } from "./quiz.js";
-import { keepPresenterRoom, presenterRoom, teacherToken, viewOnly } from "./session.js";
+import { keepPresenterRoom, keepQuizAnswer, presenterRoom, quizAnswer, teacherToken, viewOnly } from "./session.js";
 import { RoomSocket } from "./socket.js";
 import { withhold } from "./withhold.js";
 
@@ -399,24 +399,30 @@ export class Presenter {
   async ask() {
     const view = currentView();
     const tokens = view?.answer?.tokens;
-    if (!this.room || !Array.isArray(tokens) || answerOf(view.answer, view.focus) === null) {
+    const answer = answerOf(view?.answer, view?.focus);
+    if (!this.room || !Array.isArray(tokens) || answer === null) {
       this.say("A quiz needs a view with attention weights (the five steps, or the masks).");
       return;
     }
-    this.quizView = { answer: view.answer, focus: view.focus };
+    // the answer is read now, before the page withholds the weights, and kept for this tab (a
+    // reloaded projector can still reveal it)
     try {
-      await call("POST", `/api/rooms/${this.room.code}/quiz`, {
+      const asked = await call("POST", `/api/rooms/${this.room.code}/quiz`, {
         body: { tokens: tokens.map(String), focus: view.focus },
         secret: this.room.key,
       });
+      keepQuizAnswer(asked.id, answer);
     } catch (e) {
       this.say(e.message);
     }
   }
 
   async reveal() {
-    const answer = answerOf(this.quizView?.answer, this.quizView?.focus);
-    if (answer === null) return;
+    const answer = quizAnswer(this.quiz.quiz?.id);
+    if (answer === null) {
+      this.say("This tab did not ask this question, so it does not know the answer: end the quiz and ask again.");
+      return;
+    }
     try {
       await call("POST", `/api/rooms/${this.room.code}/quiz/reveal`, { body: { answer }, secret: this.room.key });
     } catch (e) {
