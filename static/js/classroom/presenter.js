@@ -10,7 +10,7 @@
 
 import { el } from "../dom.js";
 import * as hub from "../hub.js";
-import { currentView, onViewChange, viewState } from "../hub.js";
+import { applyViewState, currentView, onViewChange, viewState } from "../hub.js";
 import { call } from "./api.js";
 import { answerOf, QuizPanel } from "./quiz.js";
 import { keepPresenterRoom, keepQuizAnswer, presenterRoom, quizAnswer, teacherToken, viewOnly } from "./session.js";
@@ -239,7 +239,8 @@ export class Presenter {
     this.message.textContent = text;
   }
 
-  async setPresenting(on) {
+  /** `adopt`: take up the kept room's view (a bare /?present=1 reload) instead of sending this page's. */
+  async setPresenting(on, { adopt = false } = {}) {
     this.presenting = on;
     document.body.classList.toggle("cr-presenting", on);
     document.documentElement.classList.toggle("cr-presenting-root", on);
@@ -247,15 +248,15 @@ export class Presenter {
     this.button.setAttribute("aria-pressed", String(on));
     this.join.hidden = !on;
     if (!on) this.toggleBlank(false);
-    if (on && !this.room) await this.open();
+    if (on && !this.room) await this.open(adopt);
     this.drawJoin();
     this.drawWhere();
     this.fitPanels();
     this.reframe();
   }
 
-  /** Open a room (or take back this tab's room), then send the current view. */
-  async open() {
+  /** Open a room (or take back this tab's room), then send the current view (or adopt the room's). */
+  async open(adopt = false) {
     const token = teacherToken();
     if (!token) {
       this.say("Open the teacher link (/?token=…) to let the class follow.");
@@ -264,7 +265,16 @@ export class Presenter {
     const kept = presenterRoom();
     if (kept) {
       try {
-        await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewOnly(viewState()), secret: kept.key });
+        const room = adopt ? await call("GET", `/api/rooms/${kept.code}`) : null;
+        if (room?.state) {
+          // the projector was reloaded: the class stays where it is, and so does the screen
+          const { screen, ...view } = room.state;
+          await applyViewState(view);
+          if (screen === "hidden") this.toggleNumbers(true);
+          if (screen === "blank") this.blank.hidden = false;
+        } else {
+          await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewOnly(viewState()), secret: kept.key });
+        }
         this.start(kept);
         return;
       } catch {

@@ -53,7 +53,9 @@ export function takeUrl() {
     for (const k of ours) url.searchParams.delete(k);
     window.history.replaceState(null, "", url.pathname + (url.search || "") + url.hash);
   }
-  return { room: room ? room.trim().toUpperCase() : null, present, hadToken: Boolean(token) };
+  // a bare /?present=1 names no view: a projector reloaded that way takes up its room's view
+  const names = [...url.searchParams.keys()].length > 0;
+  return { room: room ? room.trim().toUpperCase() : null, present, hadToken: Boolean(token), namesView: names };
 }
 
 export const teacherToken = () => read(KEYS.token);
