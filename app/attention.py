@@ -3,7 +3,7 @@
 References:
   Vaswani et al., "Attention Is All You Need" (2017), section 3.2.1:
       Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
-  ../shared/seeds: the worked examples kept in app/examples.py.
+  app/examples.py: the lesson's worked examples, whose numbers the tests check.
 
 The product exists to show the stages, so every one is returned by name:
 

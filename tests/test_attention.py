@@ -38,7 +38,7 @@ def test_causal_cat_splits_fifty_fifty() -> None:
 
 
 def _seed_000_recipe() -> tuple[np.ndarray, np.ndarray]:
-    """Seed 000's demo as it is written: global seed, -1e9 for hidden keys, rounded print."""
+    """The decoder demo as the lesson's notes write it: global seed, -1e9 for hidden keys, rounded print."""
     np.random.seed(42)
     x = np.random.randn(4, 8)
     w_q, w_k, w_v = np.random.randn(8, 8), np.random.randn(8, 8), np.random.randn(8, 8)

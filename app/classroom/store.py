@@ -153,8 +153,8 @@ class Store:
 
     def migrate(self) -> None:
         with self.db.transaction() as run:
+            self.db.lock_for_migration(run)  # first: even CREATE … IF NOT EXISTS races on PostgreSQL
             run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            self.db.lock_for_migration(run)
             row = run("SELECT version FROM schema_version")
             if not row:
                 run("INSERT INTO schema_version (version) VALUES (0)")

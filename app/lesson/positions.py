@@ -6,8 +6,8 @@ References:
       added to the embeddings at the bottom of the stack.
   Devlin et al., "BERT" (2019), section 3: learned position embeddings instead (all-MiniLM-L6-v2,
       app/model/bert.py embed(): token + position + token type).
-  ../shared/seeds: seed 003 ("positional encoding is added to each embedding, because attention by
-      itself does not know word order").
+  The lesson: a positional encoding is added to each embedding, because attention by itself does
+      not know word order.
 
 Why: reorder the words with a permutation matrix P (row i of P·X is row order[i] of X). Without
 positions every q, k and v row moves with its word, so the scores are P·S·Pᵀ and softmax, taken

@@ -34,7 +34,7 @@ const root = $("app");
 const DEFAULT_EXAMPLE = root.dataset.defaultExample;
 const drawn = drawnSignal(root); // applyView() resolves once the page is drawn
 const settle = () => drawn.settle();
-/** Where an example opens when the URL names no focus: seed 003 walks through "its". */
+/** Where an example opens when the URL names no focus: the lesson walks through "its". */
 const OPENING_WORD = { "the-cat-ate-its-fish": "its" };
 const state = createState(DEFAULT_EXAMPLE);
 const urlParams = new URLSearchParams(window.location.search);

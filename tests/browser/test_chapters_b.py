@@ -63,7 +63,7 @@ def test_heads_example_numbers_and_code(watched: Watched, size: tuple[int, int])
     w.page.keyboard.press("ArrowRight")
     w.page.wait_for_selector("[data-testid=heads-formula]")
     formula = w.text("heads-formula")
-    assert "Concat(head_1, …, head_3) · W_O" in formula
+    assert "MultiHead(Q, K, V) = Concat(head_1, head_2, head_3) · W_O" in formula  # three heads: each named
     assert w.text("heads-output-table-2-3") == f3(mh["output"][2][3])
     assert close(run_python(w.text("numpy-code"))["output"], mh["output"], 1e-9)
     chapter_fits(w)
@@ -141,6 +141,14 @@ def test_block_post_ln_against_the_pre_ln_what_if(watched: Watched) -> None:
 # ---- mistakes ------------------------------------------------------------------------------------
 
 
+# what the page calls each mistake (never the API's names)
+NAMED = {
+    "no-scale": "no ÷√d_k",
+    "softmax-columns": "softmax down the columns",
+    "mask-after-softmax": "mask after softmax",
+}
+
+
 @pytest.mark.parametrize("size", VIEWPORTS)
 def test_mistakes_each_beside_the_right_result(watched: Watched, size: tuple[int, int]) -> None:
     w = watched
@@ -151,7 +159,7 @@ def test_mistakes_each_beside_the_right_result(watched: Watched, size: tuple[int
     for mistake in ("no-scale", "softmax-columns", "mask-after-softmax"):
         wrong = post(w.base, "/api/attention", base | {"mistake": mistake})
         w.page.get_by_test_id(f"step-{mistake}").click()
-        w.page.locator("[data-testid=mistake-wrong] caption", has_text=f"({mistake})").wait_for()
+        w.page.locator("[data-testid=mistake-wrong] caption", has_text=f"({NAMED[mistake]})").wait_for()
         for i in range(5):
             for j in range(5):
                 assert w.text(f"mistake-right-{i}-{j}") == f3(right["weights"][i][j])

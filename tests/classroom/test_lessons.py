@@ -4,6 +4,7 @@ summary columns, the teacher's order), editing, export/import, limits, migration
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import sqlite3
@@ -19,6 +20,7 @@ from fastapi.testclient import TestClient
 from app.classroom import database, limits, store
 from app.main import create_app
 from tests.classroom.conftest import TOKEN, app_process, auth
+from tests.classroom.store_process import open_and_add
 from tests.postgres import PostgresServer
 
 CAT = {"chapter": "steps", "example": "the-cat-ate-its-fish", "focus": "3"}
@@ -247,6 +249,18 @@ def test_postgresql_migrates_once_and_goes_on_numbering(postgres: PostgresServer
     assert [row["title"][:3] for row in second.lessons()] == ["Sel", "new"]
     first.close()
     second.close()
+
+
+def test_processes_that_start_together_migrate_once(tmp_path: Path, db_url: str | None) -> None:
+    """Four processes open a fresh database at the same moment (as `--workers 4` does): one migrates,
+    the others wait for it; every lesson is saved once, the ready-made one once."""
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        ids = pool.map(open_and_add, [(str(tmp_path / "data"), db_url, i) for i in range(4)])
+    s = store.Store(database.connect(db_url)) if db_url else store.Store(tmp_path / "data")
+    titles = [row["title"] for row in s.lessons()]
+    assert sorted(ids) == [2, 3, 4, 5] and s.version() == len(store.MIGRATIONS)
+    assert len(titles) == 5 and sum("the cat ate its fish" in t for t in titles) == 1
+    s.close()
 
 
 def test_a_saved_lesson_survives_kill_9(tmp_path: Path, db_url: str | None) -> None:

@@ -7,11 +7,22 @@
 // view either an attention view ({ step, mask, focus, answers }) or a still one ({ title, text,
 // picture, numbers }), each with its note; ← → keep stepping within a view, PageDown/PageUp (or the
 // buttons) go from view to view.
+//
+// A long sentence is drawn as the page draws it: a window of at most SCENE_MAX tokens around the
+// focused one (the table keeps every row).
 import { el } from "../dom.js";
+import { sliceView } from "../model.js";
 import { drawing } from "../projection.js";
 import { SceneView } from "../scene/view.js";
 import { STEPS, stepText } from "../steps.js";
 import { MatrixTable } from "../table.js";
+
+const SCENE_MAX = 32; // the most tokens the page's 3D view draws at once (static/js/main.js)
+
+/** The first row of the 3D view's window for n tokens focused on row `focus`, as the page picks it. */
+function windowStart(n, focus, max = SCENE_MAX) {
+  return n > max ? Math.min(n - max, Math.max(0, focus - Math.floor(max / 2))) : 0;
+}
 
 const file = JSON.parse(document.getElementById("attention-data").textContent);
 const lesson = file.lesson ?? null;
@@ -22,10 +33,11 @@ const view = { step: "score", mask: "full", focus: 0, index: 0 };
 
 const sceneData = (answer) => (answer.q[0].length > 2 && !answer.drawn ? { ...answer, drawn: drawing(answer) } : answer);
 let drawn = {};
-const most = Math.max(2, ...attentionViews.flatMap((v) => Object.values(v.answers).map((a) => a.tokens.length)));
+const most = Math.min(SCENE_MAX, Math.max(2, ...attentionViews.flatMap((v) => Object.values(v.answers).map((a) => a.tokens.length))));
+let offset = 0; // the first row the 3D view draws
 const scene = attentionViews.length
   ? new SceneView($("scene"), most, (i) => {
-      view.focus = i;
+      view.focus = i + offset;
       render();
     })
   : null;
@@ -111,7 +123,11 @@ function render() {
   $("step-title").textContent = step.title;
   $("step-text").textContent = stepText(step, view.mask);
   table.update({ focus: view.focus, hover: null }, answer, step);
-  scene.update({ data: drawn[view.mask], step, focus: view.focus, hover: null }, false);
+  const n = answer.tokens.length;
+  offset = windowStart(n, view.focus);
+  const shown = n > SCENE_MAX ? sliceView(drawn[view.mask], offset, offset + SCENE_MAX) : drawn[view.mask];
+  scene.update({ data: shown, step, focus: view.focus - offset, hover: null }, false);
+  document.body.dataset.window = `${offset + 1}-${offset + Math.min(n, SCENE_MAX)}`;
   document.body.dataset.step = step.id;
   document.body.dataset.mask = view.mask;
 }

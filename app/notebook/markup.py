@@ -1,4 +1,4 @@
-"""The notebook view's text: the n × n table and the worked arithmetic, as HTML.
+"""The notebook view's table and worked arithmetic, as HTML (the text the page's panels show).
 
 A port of the page's static/js/format.js, table.js and arithmetic.js, so the notebook reads
 like the page: 3 decimals with a true minus sign, −∞ for a hidden key, the cividis heat scale
@@ -28,9 +28,10 @@ SCENE_BACKGROUND = "#f4f3ee"
 
 EXPLAIN: dict[str, str | dict[str, str]] = {
     "score": "Each query q is compared with every key k by the dot product q·k: coordinates multiplied "
-    "pairwise and added. Arrows pointing the same way score high, crossed arrows score zero.",
-    "scale": "Every score is divided by √d_k, the square root of the query/key length, so that long "
-    "vectors do not push softmax into picking a single key.",
+    "pairwise and added. Arrows pointing the same way score high, perpendicular arrows score zero, "
+    "opposite arrows score below zero.",
+    "scale": "Every score is divided by √d_k, the square root of d_k (the number of coordinates of each query "
+    "and key), so that many coordinates do not push softmax into picking a single key.",
     "mask": {
         "full": "Full mask (BERT): every word may look at every word, so nothing changes at this step.",
         "causal": "Causal mask (GPT): a word may look only at itself and earlier words; later keys get −∞, "
