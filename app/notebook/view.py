@@ -17,9 +17,9 @@ import ipywidgets as widgets
 
 from app.attention import MASKS, Mask
 from app.model.select import HeadChoice, LayerChoice
+from app.notebook.markup import arithmetic_html, table_html
 from app.notebook.numbers import STEPS, HandSet, Sentence, hand_set
 from app.notebook.scene import AttentionScene
-from app.notebook.text import arithmetic_html, table_html
 from app.schemas import InputError
 
 
