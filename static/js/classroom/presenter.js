@@ -10,10 +10,10 @@
 
 import { el } from "../dom.js";
 import * as hub from "../hub.js";
-import { currentView, onViewChange, viewState } from "../hub.js";
+import { applyViewState, currentView, onViewChange, viewState } from "../hub.js";
 import { call } from "./api.js";
 import { answerOf, QuizPanel } from "./quiz.js";
-import { keepPresenterRoom, presenterRoom, teacherToken, viewOnly } from "./session.js";
+import { keepPresenterRoom, keepQuizAnswer, presenterRoom, quizAnswer, teacherToken, viewOnly } from "./session.js";
 import { RoomSocket } from "./socket.js";
 import { withhold } from "./withhold.js";
 
@@ -239,7 +239,8 @@ export class Presenter {
     this.message.textContent = text;
   }
 
-  async setPresenting(on) {
+  /** `adopt`: take up the kept room's view (a bare /?present=1 reload) instead of sending this page's. */
+  async setPresenting(on, { adopt = false } = {}) {
     this.presenting = on;
     document.body.classList.toggle("cr-presenting", on);
     document.documentElement.classList.toggle("cr-presenting-root", on);
@@ -247,15 +248,15 @@ export class Presenter {
     this.button.setAttribute("aria-pressed", String(on));
     this.join.hidden = !on;
     if (!on) this.toggleBlank(false);
-    if (on && !this.room) await this.open();
+    if (on && !this.room) await this.open(adopt);
     this.drawJoin();
     this.drawWhere();
     this.fitPanels();
     this.reframe();
   }
 
-  /** Open a room (or take back this tab's room), then send the current view. */
-  async open() {
+  /** Open a room (or take back this tab's room), then send the current view (or adopt the room's). */
+  async open(adopt = false) {
     const token = teacherToken();
     if (!token) {
       this.say("Open the teacher link (/?token=…) to let the class follow.");
@@ -264,7 +265,16 @@ export class Presenter {
     const kept = presenterRoom();
     if (kept) {
       try {
-        await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewOnly(viewState()), secret: kept.key });
+        const room = adopt ? await call("GET", `/api/rooms/${kept.code}`) : null;
+        if (room?.state) {
+          // the projector was reloaded: the class stays where it is, and so does the screen
+          const { screen, ...view } = room.state;
+          await applyViewState(view);
+          if (screen === "hidden") this.toggleNumbers(true);
+          if (screen === "blank") this.blank.hidden = false;
+        } else {
+          await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewOnly(viewState()), secret: kept.key });
+        }
         this.start(kept);
         return;
       } catch {
@@ -399,24 +409,30 @@ export class Presenter {
   async ask() {
     const view = currentView();
     const tokens = view?.answer?.tokens;
-    if (!this.room || !Array.isArray(tokens) || answerOf(view.answer, view.focus) === null) {
+    const answer = answerOf(view?.answer, view?.focus);
+    if (!this.room || !Array.isArray(tokens) || answer === null) {
       this.say("A quiz needs a view with attention weights (the five steps, or the masks).");
       return;
     }
-    this.quizView = { answer: view.answer, focus: view.focus };
+    // the answer is read now, before the page withholds the weights, and kept for this tab (a
+    // reloaded projector can still reveal it)
     try {
-      await call("POST", `/api/rooms/${this.room.code}/quiz`, {
+      const asked = await call("POST", `/api/rooms/${this.room.code}/quiz`, {
         body: { tokens: tokens.map(String), focus: view.focus },
         secret: this.room.key,
       });
+      keepQuizAnswer(asked.id, answer);
     } catch (e) {
       this.say(e.message);
     }
   }
 
   async reveal() {
-    const answer = answerOf(this.quizView?.answer, this.quizView?.focus);
-    if (answer === null) return;
+    const answer = quizAnswer(this.quiz.quiz?.id);
+    if (answer === null) {
+      this.say("This tab did not ask this question, so it does not know the answer: end the quiz and ask again.");
+      return;
+    }
     try {
       await call("POST", `/api/rooms/${this.room.code}/quiz/reveal`, { body: { answer }, secret: this.room.key });
     } catch (e) {
