@@ -1,11 +1,12 @@
 """The live quiz: "which word will this query attend to most?" One vote per follower, counted here.
 
 The presenter asks (the tokens and the focused query), the followers tap a word (one vote per
-socket and per page). Until the reveal nobody sees the counts, not even the presenter: its socket
-hears only how many have answered ({"votes": {"id", "answered"}}), so the counts steer no one who
-votes last. The presenter then reveals the answer (the argmax of the focused query's weights,
-which the presenter's page reads from the server's answer); every follower sees the answer and
-the counts, and its page says whether it was right.
+seat and, by default, per address: broker.Subscriber.voters). Until the reveal nobody sees the
+counts, not even the presenter: its socket hears only how many have answered
+({"votes": {"id", "answered"}}), so the counts steer no one who votes last. The presenter then
+reveals the answer (the argmax of the focused query's weights, which the presenter's page reads
+from the server's answer); every follower sees the answer and the counts, and its page says
+whether it was right.
 
 Every question that ends (revealed, ended, or replaced by the next one) joins the room's quiz
 summary: asked (followers in the room), answered, right, and the distribution over the words
@@ -17,7 +18,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import time
 import uuid
 from typing import Any
@@ -25,8 +25,6 @@ from typing import Any
 from app.classroom.broker import Broker, Subscriber
 from app.classroom.schemas import QuizStart, QuizSummary, QuizSummaryRow
 from app.errors import ClientError
-
-_VOTER = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
 
 async def _answered(broker: Broker, code: str, quiz: dict[str, Any]) -> str:
@@ -139,7 +137,7 @@ async def vote(broker: Broker, code: str, sub: Subscriber, body: Any) -> str:
         return json.dumps({"error": {"type": kind, "msg": msg}})
 
     if not isinstance(body, dict) or not isinstance(body.get("choice"), int) or not isinstance(body.get("quiz"), str):
-        return error("vote", 'a vote is {"quiz": id, "choice": word index, "voter": optional page id}')
+        return error("vote", 'a vote is {"quiz": id, "choice": word index, "seat": optional earlier seat}')
     quiz = await broker.quiz(code)
     if quiz is None or quiz["id"] != body["quiz"]:
         return error("no_quiz", "that quiz is over")
@@ -148,10 +146,7 @@ async def vote(broker: Broker, code: str, sub: Subscriber, body: Any) -> str:
     choice = body["choice"]
     if not 0 <= choice < len(quiz["tokens"]):
         return error("vote", f"choice must be a word index from 0 to {len(quiz['tokens']) - 1}")
-    voters = [sub.id]
-    voter = body.get("voter")
-    if isinstance(voter, str) and _VOTER.match(voter):
-        voters.append("page:" + voter)  # a page that reconnects keeps its vote
+    voters = sub.voters(code, body.get("seat"))  # a page that reconnects sends its earlier seat: one vote
     if not await broker.add_vote(code, quiz["id"], voters, choice):
         return error("voted", "you have voted in this quiz already")
     await broker.publish(code, await _answered(broker, code, quiz), presenters_only=True)

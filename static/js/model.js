@@ -43,9 +43,14 @@ export async function sentenceAttention(req, mask, signal) {
   return outcome.ok ? { ok: true, data: frameAsJson(outcome.frame) } : outcome;
 }
 
+/** The stages that depend on the mask; q, k, v, scores and scaled are the same under both. */
+export const MASKED_STAGES = ["masked", "weights", "output"];
+
 /**
- * The sentence under both masks, like the hand-set mode (the page shows one and compares).
- * A decoder (GPT-2) has only its causal mask: `full` is then null.
+ * The sentence under both masks, like the hand-set mode (the page shows one and compares), in
+ * two frames asked at once: every stage under the full mask, and only the stages the mask
+ * changes under the causal one (the server runs the model once for both). A decoder (GPT-2) has
+ * only its causal mask: `full` is then null.
  */
 export async function sentenceBothMasks(req, signal) {
   if (req.kind === "gpt2") {
@@ -53,12 +58,13 @@ export async function sentenceBothMasks(req, signal) {
     return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
   }
   const [full, causal] = await Promise.all([
-    sentenceAttention(req, "full", signal),
-    sentenceAttention(req, "causal", signal),
+    sentenceFrame(req, "full", {}, signal),
+    sentenceFrame(req, "causal", { stages: MASKED_STAGES }, signal),
   ]);
   if (!full.ok) return full;
   if (!causal.ok) return causal;
-  return { ok: true, data: { full: full.data, causal: causal.data } };
+  const fullData = frameAsJson(full.frame);
+  return { ok: true, data: { full: fullData, causal: { ...fullData, ...frameAsJson(causal.frame) } } };
 }
 
 /**

@@ -27,6 +27,7 @@ THREE: dict[str, Any] = {
         {"state": {"chapter": "rnn"}, "note": "before attention: a chain"},
     ],
 }
+MASKS = {"chapter": "masks", "example": "the-cat-ate-its-fish", "step": "causal", "mask": "causal", "focus": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,8 @@ def test_edit_reorder_and_delete_lessons_in_the_page(watched: Watched, lesson_se
     w.page.get_by_test_id("lesson-edit-note").nth(1).fill("the weights, edited")
     w.page.get_by_test_id("lesson-edit-down").first.click()  # score moves below softmax
     w.page.get_by_test_id("lesson-edit-remove").nth(2).click()  # the rnn view goes
+    w.page.get_by_test_id("lesson-edit-capture").nth(1).click()  # score → the page's own view (mix, focus 0)
+    assert w.page.get_by_test_id("lesson-edit-what").nth(1).inner_text().startswith("steps · mix · focus 0")
     w.page.get_by_test_id("lesson-edit-title").fill("Two views, edited")
     w.page.get_by_test_id("lesson-edit-save").click()
     w.page.wait_for_selector(f"[data-testid=lesson-status]:has-text('Lesson {lesson_id} saved (2 views)')")
@@ -79,8 +82,9 @@ def test_edit_reorder_and_delete_lessons_in_the_page(watched: Watched, lesson_se
     assert saved["title"] == "Two views, edited"
     assert [(v["state"]["step"], v["note"]) for v in saved["views"]] == [
         ("softmax", "the weights, edited"),
-        ("score", "q·k for its"),
+        ("mix", "q·k for its"),
     ]
+    assert saved["views"][1]["state"]["focus"] == "0"
     assert "Two views, edited (2 views)" in w.page.get_by_test_id("lesson-select").inner_text()
     # reorder: up the list, one place per click
     before = [row["id"] for row in api("GET", lesson_server + "/api/lessons")]
@@ -137,14 +141,15 @@ def test_the_whole_lesson_as_one_offline_file(
 ) -> None:
     w = watched
     w.base = lesson_server
-    lesson_id = api("POST", lesson_server + "/api/lessons", THREE)["id"]
+    four = {**THREE, "views": [*THREE["views"], {"state": MASKS, "note": "no peeking ahead"}]}
+    lesson_id = api("POST", lesson_server + "/api/lessons", four)["id"]
     open_lessons(w, lesson_id)
     with w.page.expect_download(timeout=30_000) as download:
         w.page.get_by_test_id("lesson-offline").click()
     path = tmp_path / "lesson.html"
     download.value.save_as(path)
     assert download.value.suggested_filename == "lesson-three-views.html"
-    w.page.wait_for_selector("[data-testid=lesson-status]:has-text('(3 views) that opens offline')")
+    w.page.wait_for_selector("[data-testid=lesson-status]:has-text('(4 views) that opens offline')")
     html = path.read_text(encoding="utf-8")
     assert "<script src=" not in html and "http://" not in html.split("attention-data")[0]
     context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -165,28 +170,33 @@ def test_the_whole_lesson_as_one_offline_file(
     try:
         page.goto(path.as_uri())
         page.wait_for_selector('body[data-ready="true"]', timeout=10_000)
-        assert page.locator("#lesson-where").inner_text() == "1 / 3"
+        assert page.locator("#lesson-where").inner_text() == "1 / 4"
         assert page.locator("#lesson-note").inner_text() == "q·k for its"
         assert page.evaluate("document.body.dataset.step") == "score"
         assert page.locator('[data-testid="cell-3-1"]').inner_text() == "6.000"  # its·cat = 2·3 + 0·0
         page.wait_for_function("Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         page.keyboard.press("PageDown")
-        assert page.locator("#lesson-where").inner_text() == "2 / 3"
+        assert page.locator("#lesson-where").inner_text() == "2 / 4"
         assert page.locator("#lesson-note").inner_text() == "softmax: each row sums to 1"
         row = [page.locator(f'[data-testid="cell-3-{j}"]').inner_text() for j in range(5)]
         assert row == ["0.013", "0.895", "0.013", "0.026", "0.053"]
         page.keyboard.press("m")  # both masks travel, as in the single-view file
         assert page.locator('[data-testid="cell-1-0"]').inner_text() == "0.500"
         page.get_by_role("button", name="Next view →").click()
-        assert page.locator("#lesson-where").inner_text() == "3 / 3"
+        assert page.locator("#lesson-where").inner_text() == "3 / 4"
         assert page.locator("#viewer").is_hidden() and page.locator("#still").is_visible()
         assert page.locator("#lesson-note").inner_text() == "before attention: a chain"
         size = page.locator("#still-picture").evaluate("(i) => [i.naturalWidth, i.naturalHeight]")
         assert size[0] > 300 and size[1] > 150
         assert len(json.loads(page.locator("#still-numbers").inner_text())) > 0
         page.screenshot(path=str(tmp_path / "offline-still.png"))
+        page.keyboard.press("PageDown")  # the masks chapter: the viewer opens on the mask step, causal
+        assert page.locator("#lesson-where").inner_text() == "4 / 4" and page.locator("#viewer").is_visible()
+        assert page.evaluate("[document.body.dataset.step, document.body.dataset.mask]") == ["mask", "causal"]
+        assert page.locator('[data-testid="cell-0-1"]').inner_text() == "−∞"  # "the" can't see "cat"
         page.keyboard.press("PageUp")
-        assert page.locator("#lesson-where").inner_text() == "2 / 3" and page.locator("#viewer").is_visible()
+        page.keyboard.press("PageUp")
+        assert page.locator("#lesson-where").inner_text() == "2 / 4" and page.locator("#viewer").is_visible()
     finally:
         context.close()
     assert not outside, outside

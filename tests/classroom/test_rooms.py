@@ -13,7 +13,7 @@ import segno
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from app.classroom import limits, rooms
+from app.classroom import broker, limits, rooms
 from app.main import create_app
 from tests.classroom.conftest import TOKEN, auth
 
@@ -207,6 +207,7 @@ def test_socket_gets_the_state_then_every_change_in_order(client: TestClient, ro
     assert put(client, room, STATE).status_code == 204
     with client.websocket_connect(f"/api/rooms/{code}/ws") as ws:
         hello = ws.receive_json()
+        assert broker.seat_of(code, hello.pop("seat"))  # the follower's seat, signed by the server
         assert hello == {"state": STATE, "seq": 1, "followers": 1}
         for i in range(5):
             assert put(client, room, {**STATE, "focus": str(i)}).status_code == 204
@@ -315,7 +316,10 @@ def ask(client: TestClient, room: dict[str, Any], tokens: list[str], focus: int)
     return str(r.json()["id"])
 
 
-def test_quiz_counts_one_vote_per_follower_and_reveals(client: TestClient, room: dict[str, Any]) -> None:
+def test_quiz_counts_one_vote_per_follower_and_reveals(
+    client: TestClient, room: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(limits.VOTES_PER_ADDRESS_ENV, "0")  # a and b share TestClient's address: count per seat
     code, key = room["code"], room["presenter_key"]
     tokens = ["the", "cat", "ate", "its", "fish"]
     assert client.post(f"/api/rooms/{code}/quiz", json={"tokens": tokens, "focus": 3}).status_code == 401
@@ -328,8 +332,9 @@ def test_quiz_counts_one_vote_per_follower_and_reveals(client: TestClient, room:
         client.websocket_connect(f"/api/rooms/{code}/ws") as a,
         client.websocket_connect(f"/api/rooms/{code}/ws") as b,
     ):
-        for ws in (teacher, a, b):
-            ws.receive_json()
+        teacher.receive_json()
+        seat_a = a.receive_json()["seat"]
+        b.receive_json()
         quiz_id = ask(client, room, tokens, 3)
         asked = next_with(a, "quiz")["quiz"]
         assert asked == {"id": quiz_id, "question": asked["question"], "tokens": tokens, "focus": 3, "asked": 2}
@@ -341,7 +346,7 @@ def test_quiz_counts_one_vote_per_follower_and_reveals(client: TestClient, room:
         assert next_with(teacher, "votes")["votes"] == {"id": quiz_id, "answered": 1}
         a.send_json({"vote": {"quiz": quiz_id, "choice": 4}})  # once only
         assert next_with(a, "error")["error"]["type"] == "voted"
-        b.send_json({"vote": {"quiz": quiz_id, "choice": 4, "voter": "page-aaaaaaaa"}})  # the same page again
+        b.send_json({"vote": {"quiz": quiz_id, "choice": 4, "seat": seat_a}})  # the same page again (a's seat)
         assert next_with(b, "error")["error"]["type"] == "voted"
         b.send_json({"vote": {"quiz": quiz_id, "choice": 9}})
         assert next_with(b, "error")["error"]["type"] == "vote"

@@ -5,7 +5,13 @@ import { fileName, save } from "../export/download.js";
 import { isAttention, lessonHtml } from "../export/html.js";
 import { bothMasks } from "../export/index.js";
 import { scenePicture } from "../export/snapshot.js";
+import { STEPS } from "../steps.js";
 import { eachView } from "./lesson-views.js";
+
+/** The viewer's step for a view: its own, else the step that shows its stage (the masks chapter's "causal" → mask). */
+export function viewerStep(shown) {
+  return STEPS.find((s) => s.id === shown.step)?.id ?? STEPS.find((s) => s.stage === shown.stage)?.id ?? "softmax";
+}
 
 export async function offlineLesson(lesson, progress) {
   const app = document.getElementById("app");
@@ -14,7 +20,7 @@ export async function offlineLesson(lesson, progress) {
   const views = [];
   await eachView(lesson, async (view, shown) => {
     if (isAttention(shown?.answer)) {
-      views.push({ note: view.note, step: shown.step, mask: shown.mask, focus: shown.focus ?? 0, answers: await bothMasks(shown) });
+      views.push({ note: view.note, step: viewerStep(shown), mask: shown.mask, focus: shown.focus ?? 0, answers: await bothMasks(shown) });
     } else {
       const canvas = shown?.canvas ? scenePicture(shown, 1) : null;
       views.push({ note: view.note, title: shown?.title ?? "", text: shown?.text ?? "", picture: canvas ? canvas.toDataURL("image/png") : null, numbers: shown?.answer ?? {} });
