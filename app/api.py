@@ -9,26 +9,22 @@ from typing import Any, Literal
 
 import anyio
 import numpy as np
-import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
-from app import export, frame, limits
-from app.attention import STAGES, Backend, Stages, attention, stages
-from app.errors import ClientError
+from app import export, frame, handset, limits
+from app.attention import STAGES, Backend, stages
+from app.errors import ClientError, InputError
 from app.examples import EXAMPLES, Example
-from app.lesson.mistakes import with_mistake
+from app.http import body_error, declared_size, error_docs, is_json, json_bytes, media_type, model_handle, read_body
 from app.model import service as model_service
-from app.model.loader import handle_for
 from app.schemas import (
     ARRAY_NAMES,
     ArrayName,
     AttentionInput,
     AttentionRequest,
     AttentionResponse,
-    ErrorResponse,
     ExampleOut,
-    InputError,
     checked,
 )
 from app.transport import (
@@ -36,13 +32,8 @@ from app.transport import (
     Answer,
     Body,
     Start,
-    body_error,
-    declared_size,
     in_slot,
-    is_json,
-    media_type,
     preferred,
-    read_body,
     stream_in_slot,
 )
 
@@ -90,10 +81,12 @@ _ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
             "text/csv": {"schema": {"type": "string"}},
         },
     },
-    413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
-    415: {"model": ErrorResponse, "description": "Body neither JSON nor a frame."},
-    422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
-    503: {"model": ErrorResponse, "description": "Sentence mode: the model's files are missing or unreadable."},
+    **error_docs(
+        422,
+        s413=f"Body over {limits.MAX_BODY_BYTES:,} bytes.",
+        s415="Body neither JSON nor a frame.",
+        s503="Sentence mode: the model's files are missing or unreadable.",
+    ),
 }
 Format = Literal["json", "csv"]
 FORMATS: tuple[Format, ...] = ("json", "csv")
@@ -198,7 +191,7 @@ async def list_examples() -> list[ExampleOut]:
     "/examples/{example_id}",
     summary="One built-in example",
     response_model=ExampleOut,
-    responses={404: {"model": ErrorResponse, "description": "No example with that id."}},
+    responses=error_docs(s404="No example with that id."),
 )
 async def get_example(example_id: str) -> ExampleOut:
     if example_id not in EXAMPLES:
@@ -286,12 +279,12 @@ def _encode(fields: dict[str, Any], arrays: dict[str, np.ndarray], wanted: Wante
     if wanted.kind == "csv":
         name = wanted.names[0]
         return export.stage_csv(name, chosen[name], fields["tokens"])
-    return orjson.dumps({**fields, **chosen}, option=orjson.OPT_SERIALIZE_NUMPY)
+    return json_bytes({**fields, **chosen})
 
 
 def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) -> Body:
     """Run in a worker thread, in a compute slot: the model's stages, encoded (JSON can take a second)."""
-    handle = handle_for(getattr(request.app.state, "model_dir", None))
+    handle = model_handle(request, req.model)
     backend: Backend = request.app.state.backend
     fields, arrays = model_service.sentence_attention(
         handle, req.sentence or "", req.layer, req.head, req.mask, req.mask is not None, backend
@@ -300,40 +293,7 @@ def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) ->
 
 
 def _compute_and_encode(inp: AttentionInput, backend: Backend, wanted: Wanted, mistake: Any = None) -> Body:
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        if mistake is None:
-            computed = attention(inp.q, inp.k, inp.v, inp.mask, backend)
-        else:
-            computed = with_mistake(inp.q, inp.k, inp.v, inp.mask, mistake)
-    _check_finite(computed, inp.q, inp.k)
-    fields = _fields(inp) | ({"mistake": mistake} if mistake else {})
-    return _encode(fields, {"q": inp.q, "k": inp.k, "v": inp.v, **computed.as_dict()}, wanted)
-
-
-def _fields(inp: AttentionInput) -> dict[str, Any]:
-    """The answer's fields besides the arrays."""
-    return {"tokens": inp.tokens, "mask": inp.mask, "d_k": int(inp.q.shape[-1])}
-
-
-def _check_finite(s: Stages, q: np.ndarray, k: np.ndarray) -> None:
-    _check_scores(s.scores, q, k)
-    if not np.isfinite(s.weights).all():  # a mistake's softmax of overflowing scaled scores
-        raise InputError("q", "q·k scores are too large for the softmax in float64: make q or k smaller")
-    if not np.isfinite(s.output).all():
-        raise InputError("v", "weights·v overflows float64 (beyond ±1.8e308): make v smaller")
-
-
-def _check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray) -> None:
-    """A 422 when a score overflowed. By Cauchy–Schwarz |q·k| ≤ ‖q‖‖k‖: when the longest query times
-    the longest key stays far from float64's end, no score can overflow and the n × n pass is skipped."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        bound = math.sqrt(float(np.einsum("...i,...i->...", q, q).max())) * math.sqrt(
-            float(np.einsum("...i,...i->...", k, k).max())
-        )
-    if bound < 1e300:  # (false for inf and nan)
-        return
-    if not np.isfinite(scores).all():  # (scaled and weights are finite whenever scores are)
-        raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
+    return _encode(*handset.compute(inp, backend, mistake), wanted)
 
 
 def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start:
@@ -343,14 +303,14 @@ def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start
     with np.errstate(over="ignore", invalid="ignore"):
         computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
         _, scores = next(computed)
-    _check_scores(scores, inp.q, inp.k)
+    handset.check_scores(scores, inp.q, inp.k)
     names = wanted.names
     every = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "output": inp.v.shape}
     every |= {s: scores.shape for s in STAGES[:-1]}
     shapes: dict[str, tuple[int, ...]] = {name: every[name] for name in names}
     same_as = {"masked": "scaled"} if inp.mask == "full" and {"masked", "scaled"} <= set(names) else {}
     given = {"q": inp.q, "k": inp.k, "v": inp.v, "scores": scores}
-    ready = [frame.header(_fields(inp), shapes, same_as, wanted.dtype)]
+    ready = [frame.header(handset.fields(inp), shapes, same_as, wanted.dtype)]
     for name in names:
         if name in given:
             ready += frame.data(given[name], wanted.dtype)

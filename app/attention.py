@@ -3,7 +3,7 @@
 References:
   Vaswani et al., "Attention Is All You Need" (2017), section 3.2.1:
       Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
-  ../shared/seeds: the worked examples kept in app/examples.py.
+  app/examples.py: the lesson's worked examples, whose numbers the tests check.
 
 The product exists to show the stages, so every one is returned by name:
 
@@ -36,6 +36,9 @@ Mask = Literal["full", "causal"]
 Backend = Literal["numpy", "torch"]
 MASKS: tuple[Mask, ...] = ("full", "causal")
 STAGES = ("scores", "scaled", "masked", "weights", "output")
+# The classic mistakes app.lesson.mistakes computes (named here, where the API's models can see them)
+Mistake = Literal["no-scale", "softmax-columns", "mask-after-softmax"]
+MISTAKES: tuple[Mistake, ...] = ("no-scale", "softmax-columns", "mask-after-softmax")
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,11 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
+from app import server
 from app.classroom import cli as classroom_cli
 
 
@@ -24,8 +26,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--model", metavar="PATH", help="a local BERT or GPT-2 model directory for sentences (default all-MiniLM-L6-v2)"
     )
+    parser.add_argument(
+        "--ssl-certfile", metavar="PATH", help="serve HTTPS with this certificate (PEM; with --ssl-keyfile)"
+    )
+    parser.add_argument("--ssl-keyfile", metavar="PATH", help="the certificate's private key (PEM)")
     classroom_cli.add_arguments(parser)
     args = parser.parse_args(argv)
+    tls = _tls(args.ssl_certfile, args.ssl_keyfile)
     model, source = (args.model, "--model") if args.model else (os.environ.get("ATTENTION_MODEL"), "ATTENTION_MODEL")
     if model:  # checked completely now (config, tokenizer, every tensor's shape): refused with one line
         from app.model.spec import ModelError, read_spec
@@ -36,12 +43,33 @@ def main(argv: list[str] | None = None) -> None:
             print(f"attention3d: {source} {model}: {e}", file=sys.stderr)
             sys.exit(2)
         os.environ["ATTENTION_MODEL"] = str(Path(model).resolve())  # read by app.main.create_app
-    teacher_link = classroom_cli.configure(args)  # prints the teacher link
+    try:
+        options = server.uvicorn_options()  # the LAN limits, read from the environment
+    except ValueError as e:
+        print(f"attention3d: {e}", file=sys.stderr)
+        sys.exit(2)
+    teacher_link = classroom_cli.configure(args, "https" if tls else "http")  # prints the teacher link
     if args.open:  # the teacher link, as Jupyter opens its own: this tab may open rooms
         threading.Timer(1.0, webbrowser.open, [teacher_link]).start()
-    # no per-message deflate: the classroom's messages are ~200 bytes, and compressing each copy for
-    # every follower cost a quarter of the server's CPU per change (bench.rooms)
-    uvicorn.run("app.main:app", host=args.host, port=args.port, ws_per_message_deflate=False)
+    server.raise_open_files_limit()  # every socket is a file: the common soft limit of 1,024 is too few
+    uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers, **tls, **options)
+
+
+def _tls(certfile: str | None, keyfile: str | None) -> dict[str, Any]:
+    """uvicorn's TLS options, or {} for plain HTTP; exit 2 with one line when they are unusable."""
+    if not certfile and not keyfile:
+        return {}
+    if not (certfile and keyfile):
+        print("attention3d: HTTPS needs both --ssl-certfile and --ssl-keyfile", file=sys.stderr)
+        sys.exit(2)
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as e:
+        print(f"attention3d: --ssl-certfile/--ssl-keyfile cannot be used: {e}", file=sys.stderr)
+        sys.exit(2)
+    return {"ssl_certfile": certfile, "ssl_keyfile": keyfile}
 
 
 if __name__ == "__main__":

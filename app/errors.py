@@ -1,31 +1,23 @@
-"""One shape for every client error: {"detail": [{"loc": [...], "msg": "...", "type": "..."}]}.
+"""The app's own errors, in a leaf module: it imports nothing from app and nothing from the web.
 
-FastAPI's default handler echoes the rejected input back, which can be huge or hold NaN
-(that JSON cannot encode); these handlers keep only where (loc), what (msg) and a type.
+  ClientError   a 4xx answer whose detail names the field (loc) and the rule
+  InputError    a request that is well-formed but asks for what cannot be done (422, in the body)
+  ModelError    a model directory that cannot be used (503: a server set-up problem)
+
+app.http maps each of them to its answer once, for every route; the math and model modules
+raise them without knowing about HTTP. Every client error has one shape:
+{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException
-
-from app.schemas import InputError
 
 
 def detail(loc: Sequence[str | int], msg: str, type_: str) -> dict[str, Any]:
+    """One item of an error answer's "detail" list."""
     return {"loc": list(loc), "msg": msg, "type": type_}
-
-
-def _clean(errors: Iterable[Any]) -> list[dict[str, Any]]:
-    return [
-        detail([str(p) if not isinstance(p, int) else p for p in e["loc"]], str(e["msg"]), str(e["type"]))
-        for e in errors
-    ]
 
 
 class ClientError(Exception):
@@ -44,20 +36,14 @@ class ClientError(Exception):
         return out
 
 
-def install(app: FastAPI) -> None:
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": _clean(exc.errors())}, status_code=422)
+class InputError(ValueError):
+    """A request that is well-formed JSON but asks for something the API cannot do (422, loc body.field)."""
 
-    @app.exception_handler(InputError)
-    async def _input(_: Request, exc: InputError) -> JSONResponse:
-        return JSONResponse({"detail": [detail(["body", exc.field], exc.message, "value_error")]}, status_code=422)
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
 
-    @app.exception_handler(ClientError)
-    async def _client(_: Request, exc: ClientError) -> JSONResponse:
-        return JSONResponse({"detail": exc.items}, status_code=exc.status)
 
-    @app.exception_handler(HTTPException)
-    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
-        body = exc.detail if isinstance(exc.detail, list) else [detail([], str(exc.detail), "http_error")]
-        return JSONResponse({"detail": body}, status_code=exc.status_code, headers=exc.headers)
+class ModelError(Exception):
+    """The model directory cannot be used; the message says why (a server set-up problem: 503)."""

@@ -1,10 +1,10 @@
 """The worked examples of the seed texts, as data.
 
-- "the-cat-ate-its-fish" (seed 003): hand-picked 2-D vectors, so every number can be followed
+- "the-cat-ate-its-fish": hand-picked 2-D vectors, so every number can be followed
   by hand. "its" (q = [2, 0]) puts 0.895 of its attention on "cat" and mixes z ≈ [0.903, 0.059];
   under the causal mask "cat" sees only "the" and itself and splits 50 / 50.
-- "select-from-customers" (seed 000): a causal decoder demo with random projections,
-  regenerated from its recipe: seed 42, then X, W_Q, W_K, W_V drawn in that order.
+- "select-from-customers": a causal decoder demo with random projections, regenerated from its
+  recipe: NumPy's random seed 42, then X, W_Q, W_K, W_V drawn in that order.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _cat_ate_its_fish() -> Example:
     return Example(
         id="the-cat-ate-its-fish",
         title="the cat ate its fish",
-        source="seed 003, 'Transformers & Self-Attention'",
+        source="the lesson's worked example: hand-picked vectors",
         description=(
             "Five words with hand-picked 2-D vectors. 'its' asks for an owner (q = [2, 0]) and "
             "'cat' answers best (k = [3, 0]), so 'its' takes most of its new vector from 'cat'."
@@ -47,7 +47,7 @@ def _cat_ate_its_fish() -> Example:
 
 
 def select_from_customers_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Seed 000's X, W_Q, W_K, W_V: seed 42, then drawn in that order (q = X·W_Q, k = X·W_K, v = X·W_V)."""
+    """The decoder example's X, W_Q, W_K, W_V: NumPy's random seed 42, then drawn in that order (q = X·W_Q, …)."""
     n, d_k = 4, 8
     rng = np.random.RandomState(42)  # the same stream as np.random.seed(42) + np.random.randn
     x = rng.randn(n, d_k)  # (n, d_k) token embeddings
@@ -60,7 +60,7 @@ def _select_from_customers() -> Example:
     return Example(
         id="select-from-customers",
         title="SELECT * FROM customers",
-        source="seed 000, 'Transformers and Self-Attention Explained'",
+        source="the lesson's decoder example: NumPy's random seed 42",
         description=(
             "A decoder's view of four SQL tokens, d_k = 8, with random projections "
             "(seed 42: X, then W_Q, W_K, W_V). Causal: 'SELECT' sees only itself, "

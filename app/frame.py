@@ -131,16 +131,17 @@ def data(a: np.ndarray, dtype: Dtype = "float64") -> list[memoryview]:
 def parts(fields: dict[str, Any], arrays: dict[str, np.ndarray], dtype: Dtype = "float64") -> list[memoryview]:
     """A frame as a list of buffers, the arrays' own memory among them (float64: nothing is copied).
 
-    An array that is the very same object as an earlier one (masked is scaled when nothing is
-    hidden) is sent once, and both names point at it.
+    An array that is the very same memory as an earlier one (masked is scaled when nothing is
+    hidden, also when both are views of one head of them) is sent once, and both names point at it.
     """
-    first: dict[int, str] = {}
+    first: dict[tuple[Any, ...], str] = {}
     same_as: dict[str, str] = {}
     for name, a in arrays.items():
-        if id(a) in first:
-            same_as[name] = first[id(a)]
+        key = (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+        if key in first:
+            same_as[name] = first[key]
         else:
-            first[id(a)] = name
+            first[key] = name
     shapes = {name: a.shape for name, a in arrays.items()}
     out = [header(fields, shapes, same_as, dtype)]
     for name, a in arrays.items():

@@ -21,3 +21,14 @@ MAX_SENTENCE_CHARS = 20_000  # characters of a sentence, checked before tokenizi
 MAX_OVERVIEW_TOKENS = 64  # tokens for POST /api/heads: 6·12·64² ≈ 295k weights, ≈ 1.6 MB of JSON at most
 OVERVIEW_DECIMALS = 3  # /api/heads rounds weights to this many decimals to keep its JSON small
 MODEL_CACHE_SENTENCES = 8  # recent sentences whose per-layer Q, K, V are kept (≤ 16 MB each at 512 tokens)
+
+# The server on a school's LAN (app/server.py; docs/security.md): what one device may hold or ask for.
+# Each can be changed with the environment variable named beside it (a whole number of seconds or a count).
+HEADER_TIMEOUT_SECONDS = 5  # ATTENTION_HEADER_TIMEOUT: a request's headers, from its first byte (or the connection)
+BODY_WINDOW_SECONDS = 5  # a request body must bring BODY_MIN_BYTES_PER_SECOND over each window of this length
+BODY_MIN_BYTES_PER_SECOND = 1024  # ATTENTION_BODY_MIN_RATE: slower bodies are dropped (408)
+IDLE_TIMEOUT_SECONDS = 5  # ATTENTION_IDLE_TIMEOUT: a kept-alive connection with no new request is closed
+CONNECTIONS_PER_ADDRESS = 64  # ATTENTION_CONNECTIONS_PER_ADDRESS: open at once from one address; more are closed
+CONNECTION_RATE = 20  # ATTENTION_CONNECTION_RATE: new connections a second per address (bursts of 3x)
+REQUEST_RATE = 50  # ATTENTION_REQUEST_RATE: requests a second per address (bursts of 4x); 429 past it
+WS_MAX_MESSAGE_BYTES = 4096  # any WebSocket frame past this is refused while its header is read (never buffered)

@@ -14,14 +14,15 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from app import __version__, api, errors
+from app import __version__, api, http
 from app.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
 from app.attention import Backend, default_backend, torch_available
-from app.classroom import routes as classroom_routes
+from app.classroom import lesson_routes as saved_lessons
+from app.classroom import room_routes
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
-from app.lesson import model_routes as lesson_model_routes
 from app.lesson import routes as lesson_routes
 from app.middleware import Compress, HeadAsGet
+from app.model import generate_routes, overview_routes
 from app.model import routes as model_routes
 from app.schemas import ErrorResponse
 from app.security import SecurityHeaders, csp, script_hash
@@ -51,12 +52,14 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     _one_error_schema(app)
     app.state.backend = _backend(backend or os.environ.get("ATTENTION_BACKEND") or default_backend())
     app.state.model_dir = model or os.environ.get("ATTENTION_MODEL") or None
-    errors.install(app)
+    http.install(app)
     app.include_router(api.router)
     app.include_router(model_routes.router)
+    app.include_router(overview_routes.router)
+    app.include_router(generate_routes.router)
     app.include_router(lesson_routes.router)
-    app.include_router(lesson_model_routes.router)
-    app.include_router(classroom_routes.router)
+    app.include_router(room_routes.router)
+    app.include_router(saved_lessons.router)
     app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(SecurityHeaders)
     app.add_middleware(Compress)
@@ -99,7 +102,7 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
 
 
 def _one_error_schema(app: FastAPI) -> None:
-    """The schema documents the error body the app really sends (app.errors): FastAPI's default
+    """The schema documents the error body the app really sends (app.http.install): FastAPI's default
     HTTPValidationError (with "input" and "ctx") is replaced by ErrorResponse everywhere."""
     make = app.openapi
 

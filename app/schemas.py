@@ -24,20 +24,11 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app import limits
-from app.attention import Mask
-from app.lesson.mistakes import Mistake
+from app.attention import Mask, Mistake
+from app.errors import InputError as InputError  # raised by checked(); defined in the leaf module app.errors
 
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 _LEAVES: dict[int, TypeAdapter[Any]] = {2: TypeAdapter(list[list[Number]]), 3: TypeAdapter(list[list[list[Number]]])}
-
-
-class InputError(ValueError):
-    """A request that is well-formed JSON but asks for something the API cannot do."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
 
 
 def _depth(value: list[Any]) -> int:
@@ -182,6 +173,9 @@ class AttentionRequest(BaseModel):
         description=f"Instead of tokens, q, k, v: text for the model (default all-MiniLM-L6-v2) to read; "
         f"≤ {limits.MAX_SENTENCE_CHARS:,} characters and ≤ the model's max_tokens (GET /api/model).",
     )
+    model: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="With sentence: a model id of GET /api/models (default: the server's own model)."
+    )
     layer: IntOrMean = Field(None, description="With sentence: 0-based layer, or 'mean' over layers (default 0).")
     head: IntOrMean = Field(
         None, description="With sentence: 0-based head, 'mean' over heads, or omitted for all heads (a head axis)."
@@ -252,6 +246,15 @@ def checked(req: AttentionRequest) -> AttentionInput:
     return AttentionInput(tokens, q, k, v, req.mask or "full")
 
 
+def in_range(field: str, value: object, count: int, model: str, others: str = "") -> None:
+    """A 422 naming `field` unless a whole-number value is 0 … count − 1 (a model's layer or head).
+
+    Other values ("mean", None) are the caller's to read; `others` names them in the message.
+    """
+    if isinstance(value, int) and not 0 <= value < count:
+        raise InputError(field, f"{field} must be 0 … {count - 1}{others} ({model} has {count})")
+
+
 class AttentionResponse(BaseModel):
     """Every stage, by name. 3-D input (heads first) gives 3-D stages."""
 
@@ -269,12 +272,12 @@ class AttentionResponse(BaseModel):
         None, description="Row-wise softmax of masked: each row sums to 1; hidden keys get 0."
     )
     output: list[Any] | None = Field(None, description="weights · v: each query's mix of the values (n × d_v).")
-    mistake: Literal["no-scale", "softmax-columns", "mask-after-softmax"] | None = Field(
-        None, description="Echoed when the request asked for a mistake."
-    )
+    mistake: Mistake | None = Field(None, description="Echoed when the request asked for a mistake.")
     # Sentence mode only (app/model): q, k, v above are the model's own for that layer and head.
     model: str | None = Field(None, description="Sentence mode: the model's name.")
-    kind: Literal["bert", "gpt2"] | None = Field(None, description="Sentence mode: encoder (bert) or decoder (gpt2).")
+    kind: Literal["bert", "gpt2", "llama"] | None = Field(
+        None, description="Sentence mode: encoder (bert) or decoder (gpt2, llama)."
+    )
     words: list[int | None] | None = Field(None, description="Sentence mode: word index per token, null for [CLS].")
     spans: list[list[int] | None] | None = Field(
         None,

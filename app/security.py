@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -59,3 +61,26 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def same_origin(headers: Mapping[str, str]) -> bool:
+    """Whether a request's Origin (when it has one) is the host it was sent to.
+
+    Browsers send Origin with every WebSocket handshake: a page of another site (or another
+    server on the LAN) that opens a socket here has an Origin that is not this Host, and is
+    refused. Clients that are not browsers send none and are let in (they can send any header).
+    """
+    origin = headers.get("origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    host = headers.get("host", "")
+    if parts.scheme not in ("http", "https") or not parts.netloc or not host:
+        return False
+    default = "443" if parts.scheme == "https" else "80"
+    return _with_port(parts.netloc.lower(), default) == _with_port(host.lower(), default)
+
+
+def _with_port(netloc: str, default: str) -> str:
+    """host:port, with the scheme's port when none is written (IPv6 in brackets keeps its colons)."""
+    return netloc if netloc.rsplit("]", 1)[-1].count(":") == 1 else f"{netloc}:{default}"

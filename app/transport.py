@@ -1,70 +1,40 @@
-"""How bodies come in and answers go out.
+"""How big answers go out (bodies come in through app.http).
 
-- read_body: a request body, refused with 413 as soon as it passes MAX_BODY_BYTES;
-  media_type / is_json / body_error: reading its Content-Type, and its validation errors as 422s;
-  preferred: which of the offered media types the Accept header prefers (q-values honoured).
+- preferred: which of the offered media types the Accept header prefers (q-values honoured).
 - PARSE_SLOTS: PARSE_SLOTS large bodies may be parsed into numbers at once (parsing JSON is most of
   a request's memory); the rest wait, holding only their bytes.
 - SLOTS: COMPUTE_SLOTS requests may compute and send a big answer at once; the rest wait.
 - in_slot / Answer: run the work in a worker thread holding a slot until its answer is sent,
   so at most COMPUTE_SLOTS big answers are in memory however many clients ask.
+- Busy: the queue for the slots is bounded. A request that would wait longer than MAX_WAIT_S (by
+  the recent time a slot is held), or find MAX_WAITING requests already waiting, is refused at
+  once with 503 and a Retry-After (seconds) instead of waiting in a long queue.
 - stream_in_slot / StreamedAnswer: the same for an answer that leaves part by part while the
   rest is still being computed (a frame's stages: the wire and the math overlap).
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from fastapi import Request, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from fastapi import Response
+from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
 from app import limits
-from app.errors import ClientError
 
+MAX_WAITING = 64  # requests waiting for a slot; the next one is refused (503)
+MAX_WAIT_S = 2.0  # a request that would wait longer than this for a slot is refused (503)
 CHUNK = 1 << 20  # an answer goes out at most this many bytes at a time: the server's send buffer stays small
 SLOTS = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
 PARSE_SLOTS = anyio.CapacityLimiter(limits.PARSE_SLOTS)
 T = TypeVar("T")
-
-
-async def read_body(request: Request) -> bytes:
-    """The body, refused with 413 as soon as it passes the limit (declared or streamed).
-
-    The bytes are not kept on the request (as request.body() would): once parsed they can go.
-    """
-    too_big = ClientError(413, ["body"], f"the body is larger than {limits.MAX_BODY_BYTES:,} bytes", "too_large")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.MAX_BODY_BYTES:
-        raise too_big
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limits.MAX_BODY_BYTES:
-            raise too_big
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def declared_size(request: Request) -> int | None:
-    """The Content-Length the client declared, if any."""
-    declared = request.headers.get("content-length", "")
-    return int(declared) if declared.isdigit() else None
-
-
-def media_type(content_type: str) -> str:
-    """The media type of a Content-Type header, without parameters, lower-cased."""
-    return content_type.split(";")[0].strip().lower()
-
-
-def is_json(media: str) -> bool:
-    return media in ("application/json", "") or media.endswith("+json")
 
 
 def _quality(accept: str, media: str) -> tuple[float, int]:
@@ -106,11 +76,6 @@ def preferred(accept: str | None, offers: tuple[str, ...]) -> str:
     return max(eligible)[2] if eligible else offers[0]
 
 
-def body_error(e: ValidationError) -> RequestValidationError:
-    """A model's validation errors as the API reports them: located in the body (422)."""
-    return RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()])
-
-
 Body = bytes | list[memoryview]
 
 
@@ -142,15 +107,54 @@ class Answer(Response):
                 self._release()
 
 
+class _Held:
+    """How long a slot is held, lately: an exponentially weighted mean of the last requests' times."""
+
+    def __init__(self, weight: float = 0.1) -> None:
+        self.mean = 0.0
+        self.weight = weight
+
+    def add(self, seconds: float) -> None:
+        self.mean += self.weight * (seconds - self.mean)
+
+
+HELD = _Held()
+
+
+def busy(retry_after: float) -> HTTPException:
+    """The 503 of a full queue: detail as every error's, and when to try again."""
+    seconds = max(1, math.ceil(retry_after))
+    msg = f"the server is busy with other requests: try again in {seconds} s"
+    detail = [{"loc": [], "msg": msg, "type": "busy"}]
+    return HTTPException(503, detail=cast(Any, detail), headers={"Retry-After": str(seconds)})  # errors.py: a list
+
+
+def expected_wait() -> float:
+    """Seconds a request that asks now would wait for a slot, by the recent time one is held."""
+    if SLOTS.available_tokens > 0:
+        return 0.0
+    return (SLOTS.statistics().tasks_waiting + 1) * HELD.mean / SLOTS.total_tokens
+
+
 async def _borrowed(work: Callable[..., T], *args: Any) -> tuple[T, Callable[[], None]]:
     """work(*args) run in a worker thread while holding one of the SLOTS, and the call that gives
-    the slot back (the answer calls it once sent; a failure gives it back at once)."""
+    the slot back (the answer calls it once sent; a failure gives it back at once). Refused with
+    busy() when the queue is full."""
+    wait = expected_wait()
+    if wait > MAX_WAIT_S or SLOTS.statistics().tasks_waiting >= MAX_WAITING:
+        raise busy(wait)
     borrower = object()
     await SLOTS.acquire_on_behalf_of(borrower)
-    try:
-        return await anyio.to_thread.run_sync(work, *args), lambda: SLOTS.release_on_behalf_of(borrower)
-    except BaseException:
+    start = time.perf_counter()
+
+    def release() -> None:
+        HELD.add(time.perf_counter() - start)
         SLOTS.release_on_behalf_of(borrower)
+
+    try:
+        return await anyio.to_thread.run_sync(work, *args), release
+    except BaseException:
+        release()
         raise
 
 

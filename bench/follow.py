@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.follow          (needs Debian's chromium, as the browser tests)
 
 A real server process (as `attention3d` runs it); the presenter PUTs 20 view states (step and focus
-of the seed-003 example, 0.5 s apart); each follower page records (Date.now(), the same clock as
+of the cat example, 0.5 s apart); each follower page records (Date.now(), the same clock as
 this process's time.time()) when it has applied and drawn each one (hub.applyViewState resolved:
 the page has asked the server for the new view's numbers and drawn them). Reported: p50, p99, max.
 """

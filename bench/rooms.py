@@ -58,7 +58,7 @@ def start_server(stack: ExitStack, data: Path, **env: str) -> tuple[str, int]:
     deadline = time.monotonic() + 30
     while True:
         try:
-            with urllib.request.urlopen(base + "/api/lessons", timeout=1):
+            with urllib.request.urlopen(base + "/api/examples", timeout=1):
                 return base, proc.pid
         except OSError:
             if time.monotonic() > deadline or proc.poll() is not None:
@@ -86,8 +86,17 @@ def request(method: str, url: str, body: object = None, secret: str = TOKEN) -> 
         return json.loads(raw) if raw else None
 
 
-async def follow(url: str, arrivals: dict[int, float], ready: asyncio.Event, done: asyncio.Event) -> None:
-    async with websockets.connect(url, max_queue=None) as ws:
+def device(i: int) -> str:
+    """The loopback address of follower i: 8 followers a device, as a class's phones and laptops (the
+    server allows 8 followers of one address in a room: app/classroom/limits.py)."""
+    n = i // 8
+    return f"127.1.{n // 250}.{1 + n % 250}"
+
+
+async def follow(
+    url: str, arrivals: dict[int, float], ready: asyncio.Event, done: asyncio.Event, source: str = "127.0.0.1"
+) -> None:
+    async with websockets.connect(url, max_queue=None, local_addr=(source, 0)) as ws:
         json.loads(await ws.recv())  # the hello
         ready.set()
         while not done.is_set():
@@ -121,7 +130,7 @@ async def run(bases: list[str], pids: list[int], followers: int, changes: int, g
     tasks = []
     for i in range(followers):
         url = bases[i % len(bases)].replace("http", "ws") + f"/api/rooms/{code}/ws"
-        tasks.append(asyncio.create_task(follow(url, arrivals[i], readies[i], done)))
+        tasks.append(asyncio.create_task(follow(url, arrivals[i], readies[i], done, device(i))))
         if i % 20 == 19:
             await asyncio.sleep(0.05)  # a class arrives over a few seconds, not in one packet
     await asyncio.wait_for(asyncio.gather(*(r.wait() for r in readies)), 60)

@@ -15,11 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app import frame, limits
-from app.api import _check_finite, _check_scores
-from app.attention import STAGES, Stages, attention
+from app.attention import STAGES, attention
 from app.examples import EXAMPLES
 from app.main import create_app
-from app.schemas import InputError
+from tests.budget import examples
 
 CAT = EXAMPLES["the-cat-ate-its-fish"]
 CAT_BODY = {"tokens": list(CAT.tokens), "q": CAT.q.tolist(), "k": CAT.k.tolist(), "v": CAT.v.tolist()}
@@ -255,7 +254,7 @@ junk = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150, 50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(q=junk, k=junk, v=junk, mask=junk, tokens=junk)
 def test_junk_never_gets_a_5xx(client: TestClient, q: Any, k: Any, v: Any, mask: Any, tokens: Any) -> None:
     raw = json.dumps({"q": q, "k": k, "v": v, "mask": mask, "tokens": tokens}).encode()  # may hold NaN
@@ -264,7 +263,7 @@ def test_junk_never_gets_a_5xx(client: TestClient, q: Any, k: Any, v: Any, mask:
     strict_json(r.content)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60, 20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     n=st.integers(1, 6),
     d_k=st.integers(1, 4),
@@ -284,15 +283,6 @@ def test_any_valid_request_answers_finite_rows_summing_to_one(
     weights = np.array(body["weights"])
     np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-12)
     assert (np.array(body["masked"], dtype=float)[np.triu_indices(n, 1)] != None).all() if mask == "full" else True  # noqa: E711
-
-
-def test_an_overflowing_output_is_refused_not_sent() -> None:
-    # weights are a convex mix, so only rounding at the edge of float64 could overflow; the guard stays
-    ok = attention(np.ones((2, 1)), np.ones((2, 1)), np.ones((2, 1)))
-    broken = Stages(ok.scores, ok.scaled, ok.masked, ok.weights, np.full((2, 1), math.inf))
-    with pytest.raises(InputError, match="overflows float64") as e:
-        _check_finite(broken, np.ones((2, 1)), np.ones((2, 1)))
-    assert e.value.field == "v"
 
 
 def test_hardening_headers_and_csp(client: TestClient) -> None:
@@ -325,14 +315,3 @@ def test_docs_are_served_without_a_cdn(client: TestClient) -> None:
     body = schema["paths"]["/api/attention"]["post"]["requestBody"]["content"]
     assert {"application/json", frame.FRAME_MEDIA_TYPE} <= set(body)
     assert "n ≤ 512" in body["application/json"]["schema"]["properties"]["q"]["description"]
-
-
-def test_overflowing_scores_are_refused_past_the_cauchy_schwarz_shortcut() -> None:
-    # the shortcut skips the n × n check only when ‖q‖‖k‖ cannot overflow; here it can, and does
-    big = np.full((2, 2), 1e154)
-    with np.errstate(over="ignore"):
-        scores = big @ big.T
-    assert not np.isfinite(scores).all()
-    with pytest.raises(InputError, match="overflow float64"):
-        _check_scores(scores, big, big)
-    _check_scores(np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2)))  # finite and small: no error

@@ -13,6 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from app.attention import STAGES, attention, default_backend, visible
 from app.examples import EXAMPLES
+from tests.budget import examples
 from tests.reference import attention_loops
 
 CAT = EXAMPLES["the-cat-ate-its-fish"]
@@ -37,7 +38,7 @@ def test_causal_cat_splits_fifty_fifty() -> None:
 
 
 def _seed_000_recipe() -> tuple[np.ndarray, np.ndarray]:
-    """Seed 000's demo as it is written: global seed, -1e9 for hidden keys, rounded print."""
+    """The decoder demo as the lesson's notes write it: global seed, -1e9 for hidden keys, rounded print."""
     np.random.seed(42)
     x = np.random.randn(4, 8)
     w_q, w_k, w_v = np.random.randn(8, 8), np.random.randn(8, 8), np.random.randn(8, 8)
@@ -79,7 +80,7 @@ def _close(a: np.ndarray, b: np.ndarray) -> None:
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60, 25), deadline=None)
 @given(qkv(), st.sampled_from(["full", "causal"]))
 def test_single_head_matches_float64_loops(arrs: tuple[np.ndarray, ...], mask: str) -> None:
     q, k, v = arrs
@@ -89,7 +90,7 @@ def test_single_head_matches_float64_loops(arrs: tuple[np.ndarray, ...], mask: s
         _close(getattr(s, name), ref[name])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, 20), deadline=None)
 @given(qkv(heads=True), st.sampled_from(["full", "causal"]))
 def test_multi_head_is_each_head_on_its_own(arrs: tuple[np.ndarray, ...], mask: str) -> None:
     q, k, v = arrs
@@ -101,7 +102,7 @@ def test_multi_head_is_each_head_on_its_own(arrs: tuple[np.ndarray, ...], mask: 
             _close(getattr(s, name)[head], ref[name])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60, 25), deadline=None)
 @given(st.booleans().flatmap(lambda h: qkv(heads=h)), st.sampled_from(["full", "causal"]))
 def test_matches_torch_scaled_dot_product_attention(arrs: tuple[np.ndarray, ...], mask: str) -> None:
     q, k, v = arrs
@@ -116,7 +117,7 @@ def test_matches_torch_scaled_dot_product_attention(arrs: tuple[np.ndarray, ...]
     _close(s.weights, torch.softmax(scaled, dim=-1).numpy())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40, 20), deadline=None)
 @given(st.booleans().flatmap(lambda h: qkv(heads=h)), st.sampled_from(["full", "causal"]))
 def test_torch_backend_gives_the_numpy_numbers(arrs: tuple[np.ndarray, ...], mask: str) -> None:
     q, k, v = arrs
@@ -127,7 +128,7 @@ def test_torch_backend_gives_the_numpy_numbers(arrs: tuple[np.ndarray, ...], mas
         _close(np.nan_to_num(getattr(a, name), neginf=0), np.nan_to_num(getattr(b, name), neginf=0))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60, 25), deadline=None)
 @given(st.booleans().flatmap(lambda h: qkv(heads=h)))
 def test_causal_rows_sum_to_one_and_hide_exactly_the_future(arrs: tuple[np.ndarray, ...]) -> None:
     q, k, v = arrs

@@ -1,173 +1,196 @@
-"""HTTP truthfulness: HEAD on every GET route, gzip for text but never for frames, Accept q-values,
-an OpenAPI schema that documents what is sent, and one plain message per rule."""
+"""app.http: the one body reader, JSON out, the model handle and the one error mapping.
+
+A small app with routes of its own exercises each piece the way the real routes use it.
+"""
 
 from __future__ import annotations
 
-import gzip
-from collections.abc import AsyncIterator
+import json
+from typing import Any
 
+import anyio
 import numpy as np
 import pytest
+from fastapi import FastAPI, Request, Response
 from fastapi.testclient import TestClient
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import Message
 
-from app import frame
-from app.examples import EXAMPLES
-from app.middleware import accepts_gzip
-from app.transport import preferred
-
-CAT = EXAMPLES["the-cat-ate-its-fish"]
-CAT_BODY = {"tokens": list(CAT.tokens), "q": CAT.q.tolist(), "k": CAT.k.tolist(), "v": CAT.v.tolist()}
-JSON, FRAME = "application/json", frame.FRAME_MEDIA_TYPE
+from app.errors import ClientError, InputError, ModelError
+from app.http import body_doc, install, json_body, json_response, model_handle, read_body
+from app.model import registry
+from app.model.loader import handle_for
 
 
-def static_file(client: TestClient) -> str:
-    page = client.get("/", headers={"accept-encoding": "identity"}).text
-    start = page.index("/static/")
-    return page[start : page.index('"', start)].replace("&amp;", "&")
+class Inner(BaseModel):
+    n: int = Field(ge=0)
 
 
-@pytest.mark.parametrize("path", ["/", "/docs", "/openapi.json", "/api/examples", "/api/examples/the-cat-ate-its-fish"])
-def test_head_answers_like_get_without_a_body(client: TestClient, path: str) -> None:
-    for encoding in ("identity", "gzip"):
-        get = client.get(path, headers={"accept-encoding": encoding})
-        head = client.head(path, headers={"accept-encoding": encoding})
-        after = client.get(path, headers={"accept-encoding": encoding})  # (the page changes when its bundle is rebuilt)
-        assert head.status_code == get.status_code == 200 and head.content == b""
-        assert head.headers["content-length"] in (get.headers["content-length"], after.headers["content-length"])
-        assert head.headers["content-type"] == get.headers["content-type"]
-        assert head.headers.get("content-encoding") == get.headers.get("content-encoding")
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    word: str = "cat"
+    inner: Inner | None = None
 
 
-def test_head_on_a_static_file_and_the_model(client: TestClient) -> None:
-    url = static_file(client)
-    get, head = client.get(url), client.head(url)
-    assert head.status_code == get.status_code == 200 and head.content == b""
-    assert head.headers["content-length"] == get.headers["content-length"]
-    assert client.head("/api/model").status_code in (200, 503)  # 503 only when the model is not installed
-    assert client.head("/api/examples/nope").status_code == 404
-    assert client.head("/api/attention").status_code == 405  # a POST route stays one
+class Needs(BaseModel):
+    d_k: int
 
 
-def test_text_is_compressed(client: TestClient) -> None:
-    for path in ("/", "/openapi.json", "/api/examples", static_file(client)):
-        plain = client.get(path, headers={"accept-encoding": "identity"})
-        packed = client.get(path, headers={"accept-encoding": "gzip"})
-        assert "content-encoding" not in plain.headers
-        assert packed.headers["content-encoding"] == "gzip", path
-        assert "accept-encoding" in packed.headers["vary"].lower()
-        assert packed.content == plain.content  # httpx unpacks it
-        assert int(packed.headers["content-length"]) < int(plain.headers["content-length"])
-    r = client.post("/api/attention", json=CAT_BODY, headers={"accept-encoding": "gzip"})
-    assert r.headers["content-encoding"] == "gzip" and r.json()["d_k"] == 2
-    r = client.post("/api/attention?format=csv", json=CAT_BODY, headers={"accept-encoding": "gzip"})
-    assert r.headers["content-encoding"] == "gzip" and r.text.startswith("query,the,cat")
+LIMIT = 64
 
 
-def test_frames_are_never_compressed(client: TestClient) -> None:
-    small = client.post("/api/attention", json=CAT_BODY, headers={"accept": FRAME, "accept-encoding": "gzip"})
-    assert small.headers["content-type"] == FRAME and "content-encoding" not in small.headers
-    assert frame.decode(small.content)[0]["d_k"] == 2
-    q = np.random.default_rng(0).normal(size=(4, 64, 16))  # computed in a slot and streamed
-    streamed = client.post(
-        "/api/attention",
-        content=frame.encode({}, {"q": q, "k": q, "v": q}),
-        headers={"content-type": FRAME, "accept": FRAME, "accept-encoding": "gzip, deflate"},
-    )
-    assert streamed.status_code == 200 and "content-encoding" not in streamed.headers
-    assert frame.decode(streamed.content)[1]["weights"].shape == (4, 64, 64)
+def make_app() -> FastAPI:
+    app = FastAPI()
+    install(app)
+
+    @app.post("/body")
+    async def body(request: Request) -> Response:
+        got = await json_body(request, Body, LIMIT, empty_is_default=True)
+        return json_response(got.model_dump())
+
+    @app.post("/needs")
+    async def needs(request: Request) -> Response:
+        got = await json_body(request, Needs, LIMIT, named=True)
+        return json_response({"d_k": got.d_k})
+
+    @app.post("/model/{name}")
+    async def model(request: Request, name: str) -> Response:
+        return json_response({"path": str(model_handle(request, None if name == "default" else name).path)})
+
+    @app.get("/raise/{what}")
+    async def raise_(what: str) -> Response:
+        if what == "model":
+            raise ModelError("config.json is missing")
+        raise InputError("word", "word must be a word")
+
+    @app.get("/numbers")
+    async def numbers() -> Response:
+        return json_response({"a": np.array([[1.5, -np.inf]]), "n": np.int64(3)})
+
+    return app
 
 
-def test_gzip_bytes_are_real_gzip(client: TestClient) -> None:
-    with client.stream("GET", "/openapi.json", headers={"accept-encoding": "gzip"}) as r:
-        raw = b"".join(r.iter_raw())
-    assert raw[:2] == b"\x1f\x8b" and gzip.decompress(raw).startswith(b"{")
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    return TestClient(make_app())
 
 
-def test_accept_encoding_q_values() -> None:
-    assert accepts_gzip("gzip") and accepts_gzip("br, gzip;q=0.5") and accepts_gzip("*")
-    assert not accepts_gzip("") and not accepts_gzip("identity") and not accepts_gzip("gzip;q=0")
-    assert not accepts_gzip("*, gzip;q=0") and not accepts_gzip("gzip;q=x")
+def test_a_body_is_read_as_its_model(client: TestClient) -> None:
+    r = client.post("/body", json={"word": "fish", "inner": {"n": 2}})
+    assert r.status_code == 200 and r.json() == {"word": "fish", "inner": {"n": 2}}
 
 
-@pytest.mark.parametrize(
-    ("accept", "answer"),
-    [
-        (None, JSON),
-        ("*/*", JSON),
-        (FRAME, FRAME),
-        (f"{JSON}, {FRAME};q=0.5", JSON),
-        (f"{JSON}, {FRAME};q=0", JSON),
-        (f"{FRAME};q=0", JSON),
-        (f"{JSON};q=0.5, {FRAME}", FRAME),
-        (f"{FRAME};q=0.9, */*;q=0.1", FRAME),
-        ("application/*", JSON),
-        (f"{FRAME}, {JSON}", JSON),  # a tie is JSON: frames only when preferred
-    ],
-)
-def test_accept_q_values_are_honoured(client: TestClient, accept: str | None, answer: str) -> None:
-    assert preferred(accept, (JSON, FRAME)) == answer
-    headers = {"accept": accept} if accept else {}
-    r = client.post("/api/attention", json=CAT_BODY, headers=headers)
-    assert r.status_code == 200 and r.headers["content-type"] == answer
+def test_an_empty_body_is_every_default_only_where_asked(client: TestClient) -> None:
+    assert client.post("/body", content=b"").json() == {"word": "cat", "inner": None}
+    r = client.post("/needs", content=b"")
+    assert r.status_code == 422 and r.json()["detail"][0]["type"] == "json_invalid"
 
 
-def test_openapi_documents_what_is_sent(client: TestClient) -> None:
-    schema = client.get("/openapi.json").json()
-    assert "HTTPValidationError" not in schema["components"]["schemas"]
-    for path, operations in schema["paths"].items():
-        for method, op in operations.items():
-            assert "400" not in op["responses"], (method, path)
-            for status, response in op["responses"].items():
-                if status.startswith("4") and "content" in response:
-                    ref = response["content"]["application/json"]["schema"]["$ref"]
-                    assert ref == "#/components/schemas/ErrorResponse", (method, path, status)
-    one = schema["paths"]["/api/examples/{example_id}"]["get"]["responses"]
-    assert one["404"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorResponse")
-    attention = schema["paths"]["/api/attention"]["post"]
-    described = attention["requestBody"]["content"][FRAME]["description"]
-    assert '"ATF1"' in described and "float32" in described and "offset" in described
-    spans = schema["components"]["schemas"]["AttentionResponse"]["properties"]["spans"]["description"]
-    assert "Unicode code points" in spans
-
-
-@pytest.mark.parametrize("value", ["1", 1.5, -1, True, [0], {"a": 1}])
-@pytest.mark.parametrize("field", ["layer", "head"])
-def test_layer_and_head_errors_are_plain(client: TestClient, field: str, value: object) -> None:
-    r = client.post("/api/attention", json={"sentence": "The cat sat.", field: value})
+def test_the_field_that_broke_a_rule_is_named(client: TestClient) -> None:
+    r = client.post("/body", json={"inner": {"n": -1}})
     assert r.status_code == 422
-    detail = r.json()["detail"]
-    assert len(detail) == 1 and detail[0]["loc"] == ["body", field], detail
-    assert detail[0]["msg"].startswith(f'{field} must be a whole number ≥ 0 or "mean"')
-    assert "constrained" not in r.text and "literal[" not in r.text
+    (item,) = r.json()["detail"]
+    assert item["loc"] == ["body", "inner", "n"] and "greater than or equal to 0" in item["msg"]
+    r = client.post("/needs", json={"d_k": "x"})  # named=True: the message starts with the field
+    assert r.json()["detail"][0]["msg"].startswith("d_k: Input should be a valid integer")
+    r = client.post("/body", json={"colour": "red"})
+    assert r.json()["detail"][0]["loc"] == ["body", "colour"] and r.json()["detail"][0]["type"] == "extra_forbidden"
 
 
-def test_mask_null_means_the_default_on_both_routes(client: TestClient) -> None:
-    r = client.post("/api/attention", json={**CAT_BODY, "mask": None})
-    assert r.status_code == 200 and r.json()["mask"] == "full"
-    assert r.json()["weights"] == client.post("/api/attention", json=CAT_BODY).json()["weights"]
-    r = client.post("/api/attention", json={"sentence": "The cat sat.", "layer": 0, "head": 0, "mask": None})
-    assert r.status_code in (200, 503) and (r.status_code == 503 or r.json()["mask"] == "full")
-    r = client.post("/api/heads", json={"sentence": "The cat sat.", "mask": None})
-    assert r.status_code in (200, 503) and (r.status_code == 503 or r.json()["mask"] == "full")
+def test_a_body_that_is_not_json_is_a_415_naming_its_type(client: TestClient) -> None:
+    r = client.post("/body", content=b"word=cat", headers={"content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 415
+    assert r.json()["detail"] == [
+        {
+            "loc": ["header", "content-type"],
+            "msg": "send application/json, not 'application/x-www-form-urlencoded'",
+            "type": "media_type",
+        }
+    ]
+    assert client.post("/body", content=b"{}", headers={"content-type": "application/problem+json"}).status_code == 200
 
 
-def test_head_on_an_endless_stream_returns_at_once() -> None:
-    import anyio
-    from fastapi.responses import StreamingResponse
+def test_a_body_over_the_limit_is_a_413_naming_the_limit(client: TestClient) -> None:
+    r = client.post("/body", content=json.dumps({"word": "x" * LIMIT}).encode())
+    assert r.status_code == 413
+    assert r.json()["detail"] == [
+        {"loc": ["body"], "msg": f"the body is larger than {LIMIT} bytes", "type": "too_large"}
+    ]
 
-    from app.main import create_app
 
-    app = create_app(backend="numpy")
+def _request(chunks: list[bytes], headers: dict[str, str]) -> tuple[Request, list[int]]:
+    """A request whose body arrives in chunks, counting how many were taken."""
+    taken: list[int] = []
 
-    @app.get("/forever")
-    async def forever() -> StreamingResponse:
-        async def lines() -> AsyncIterator[bytes]:
-            while True:
-                yield b"data: tick\n\n"
-                await anyio.sleep(0.01)
+    async def receive() -> Message:
+        taken.append(1)
+        if len(taken) > len(chunks):
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": chunks[len(taken) - 1], "more_body": len(taken) < len(chunks)}
 
-        return StreamingResponse(lines(), media_type="text/event-stream")
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+    }
+    return Request(scope, receive), taken
 
-    with TestClient(app) as c:
-        r = c.head("/forever")
-    assert r.status_code == 200 and r.content == b"" and r.headers["content-type"].startswith("text/event-stream")
+
+def test_the_limit_holds_while_reading_not_after() -> None:
+    # no Content-Length: the reader stops at the first chunk past the limit, the rest never read
+    request, taken = _request([b"x" * 40] * 100, {})
+    with pytest.raises(ClientError) as e:
+        anyio.run(read_body, request, LIMIT)
+    assert e.value.status == 413 and len(taken) == 2
+    # a declared length over the limit is refused before a byte is read
+    request, taken = _request([b"x" * 40] * 100, {"content-length": "4000"})
+    with pytest.raises(ClientError) as e:
+        anyio.run(read_body, request, LIMIT)
+    assert e.value.status == 413 and taken == []
+    request, _ = _request([b"ab", b"cd"], {})
+    assert anyio.run(read_body, request, LIMIT) == b"abcd"
+
+
+def test_the_model_handle_names_an_unknown_id(client: TestClient) -> None:
+    assert client.post("/model/default").json() == {"path": str(handle_for(None).path)}
+    r = client.post("/model/llama-9000")
+    assert r.status_code == 422
+    assert r.json()["detail"] == [
+        {
+            "loc": ["body", "model"],
+            "msg": "no model 'llama-9000': the models are all-minilm-l6-v2, smollm2-135m",
+            "type": "unknown_model",
+        }
+    ]
+    assert client.post("/model/smollm2-135m").json() == {"path": str(handle_for(registry.decoder_file()).path)}
+    r = client.post("/model/" + "x" * 60)
+    assert r.json()["detail"][0]["msg"] == f"no model '{'x' * 37}…': the models are all-minilm-l6-v2, smollm2-135m"
+
+
+def test_one_error_mapping_for_the_apps_own_errors(client: TestClient) -> None:
+    r = client.get("/raise/model")
+    assert r.status_code == 503
+    assert r.json() == {
+        "detail": [
+            {"loc": ["model"], "msg": "the model cannot be used: config.json is missing", "type": "model_unavailable"}
+        ]
+    }
+    r = client.get("/raise/input")
+    assert r.status_code == 422
+    assert r.json() == {"detail": [{"loc": ["body", "word"], "msg": "word must be a word", "type": "value_error"}]}
+
+
+def test_json_out_writes_numpy_as_lists_and_infinity_as_null(client: TestClient) -> None:
+    r = client.get("/numbers")
+    assert r.headers["content-type"] == "application/json"
+    assert r.content == b'{"a":[[1.5,null]],"n":3}'
+
+
+def test_a_body_doc_is_self_contained() -> None:
+    doc: dict[str, Any] = body_doc(Body)
+    schema = doc["requestBody"]["content"]["application/json"]["schema"]
+    assert "$ref" not in json.dumps(schema) and "$defs" not in schema
+    assert schema["properties"]["inner"]["anyOf"][0]["properties"]["n"]["minimum"] == 0
+    assert doc["requestBody"]["required"] is True and body_doc(Body, required=False)["requestBody"]["required"] is False

@@ -1,8 +1,9 @@
 """The teacher token and the presenter keys: Bearer headers, compared in constant time, never logged.
 
 The teacher token (as Jupyter's) unlocks everything that changes the server's state: opening rooms
-and writing lessons. `attention3d` takes it from --teacher-token or $ATTENTION_TEACHER_TOKEN, else
-generates one, and prints the teacher link. A room's presenter key drives that room only; the server
+and writing lessons. `attention3d` takes it from --teacher-token-file or $ATTENTION_TEACHER_TOKEN
+(or --teacher-token, which other users can read in the process list), else generates one, and
+prints the teacher link. A room's presenter key drives that room only; the server
 keeps its SHA-256, not the key.
 """
 
@@ -14,6 +15,7 @@ import logging
 import os
 import re
 import secrets
+from urllib.parse import unquote_plus
 
 from fastapi import Request
 
@@ -75,19 +77,39 @@ def key_matches(given: str, key_digest: str) -> bool:
     return hmac.compare_digest(digest(given), key_digest)
 
 
+def redact(text: str) -> str:
+    """A URL (or a log line) with the value of every query parameter whose name, percent-decoded,
+    mentions "token" replaced by [hidden]: `/?token=…`, `/?%74oken=…` and `/?TOKEN=…` alike."""
+    if "?" not in text and "&" not in text:
+        return text
+    return _PARAM.sub(_hide, text)
+
+
+_PARAM = re.compile(r"([?&;])([^=&;\s?#]*)=([^&;\s#]*)")
+
+
+def _hide(match: re.Match[str]) -> str:
+    name = match.group(2)
+    for _ in range(3):  # what a browser decodes once, and what a second decoding would reveal
+        name = unquote_plus(name)
+    if "token" in name.lower():
+        return f"{match.group(1)}{match.group(2)}=[hidden]"
+    return match.group(0)
+
+
 class _RedactTokens(logging.Filter):
-    """Access logs show `/?token=…` as `/?token=[hidden]`: the teacher link is never written to a log."""
+    """Logs show `/?token=…` as `/?token=[hidden]`: the teacher link is never written to a log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple) and any(isinstance(a, str) and "token=" in a for a in record.args):
-            record.args = tuple(_TOKEN_IN_URL.sub(r"\1[hidden]", a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.msg, str):
+            record.msg = redact(record.msg)
         return True
 
 
-_TOKEN_IN_URL = re.compile(r"([?&]token=)[^&\s]*")
-
-
 def hide_tokens_in_logs() -> None:
-    logger = logging.getLogger("uvicorn.access")
-    if not any(isinstance(f, _RedactTokens) for f in logger.filters):
-        logger.addFilter(_RedactTokens())
+    for name in ("uvicorn.access", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RedactTokens) for f in logger.filters):
+            logger.addFilter(_RedactTokens())

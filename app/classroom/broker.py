@@ -9,14 +9,26 @@ Messages (JSON objects, one per WebSocket text frame):
   {"state": {...}, "seq": n}        the presenter's new view (seq grows by one per change)
   {"followers": n}                  the number of followers, when it changes (at most 5 times a second)
   {"quiz": {...} | null}            a quiz was asked, revealed (then it holds "answer" and "counts") or ended
-  {"votes": {"id", "counts"}}       the live counts of a quiz (presenter sockets only)
+  {"votes": {"id", "answered"}}     how many have answered a quiz (presenter sockets only; the counts
+                                    themselves wait for the reveal, so that they steer nobody)
   {"voted": {...}} / {"error": {...}}   the answer to this socket's own vote
   {"closed": "why"}                 the room is closed; the socket closes with code 4404
+
+A follower's hello also holds its seat: {"seat": "<token>"}, issued by the server for this socket and
+signed (a client cannot make one up). A vote counts once per seat and, unless
+$ATTENTION_VOTES_PER_ADDRESS is "0", once per client address: a page that reconnects sends the seat
+of its earlier hello with its vote ({"vote": {"quiz", "choice", "seat"}}) and keeps its one vote.
+One address holds at most limits.followers_per_address() followers of a room.
+
+Rooms expire ROOM_TTL_SECONDS after they were opened or last driven (by `clock`): in memory and in
+storage at once, their followers told {"closed": ...}.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -29,11 +41,37 @@ from typing import Any
 
 import anyio
 
-from app.classroom import limits
+from app.classroom import auth, limits
 from app.classroom.store import Store
 
 log = logging.getLogger(__name__)
 FOLLOWERS_EVERY = 0.2  # seconds between two {"followers": n} messages of one room
+SWEEP_EVERY = 60.0  # seconds between two looks for expired rooms
+clock = time.time  # the rooms' clock (tests set their own)
+
+
+def room_ttl() -> float:
+    """Seconds a room lives after it was opened or last driven: $ATTENTION_ROOM_TTL, else ROOM_TTL_SECONDS."""
+    raw = os.environ.get("ATTENTION_ROOM_TTL", "")
+    return float(raw) if raw.isdigit() and int(raw) > 0 else float(limits.ROOM_TTL_SECONDS)
+
+
+def _seat_key() -> bytes:
+    return hashlib.sha256(b"attention3d seat\0" + auth.teacher_token().encode()).digest()
+
+
+def seat_token(code: str, seat: str) -> str:
+    """The signed form of a seat of room `code`, as its follower receives it."""
+    mac = hmac.new(_seat_key(), f"{code}\0{seat}".encode(), hashlib.sha256).hexdigest()[:32]
+    return f"{seat}.{mac}"
+
+
+def seat_of(code: str, token: object) -> str | None:
+    """The seat a token stands for, if this server issued it for room `code`."""
+    if not isinstance(token, str) or len(token) > 100 or "." not in token:
+        return None
+    seat = token.split(".", 1)[0]
+    return seat if hmac.compare_digest(seat_token(code, seat), token) else None
 
 
 @dataclass(eq=False)
@@ -41,7 +79,8 @@ class Subscriber:
     """One WebSocket of this process: what it is owed, in order."""
 
     presenter: bool
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    address: str = ""  # the client's address ("" when unknown)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)  # its seat
     queue: asyncio.Queue[str] = field(default_factory=lambda: asyncio.Queue(limits.FOLLOWER_QUEUE))
     overflow: bool = False
 
@@ -50,6 +89,14 @@ class Subscriber:
             self.queue.put_nowait(text)
         except asyncio.QueueFull:
             self.overflow = True  # its sender closes it; the page reconnects and catches up
+
+    def voters(self, code: str, seat: object = None) -> list[str]:
+        """Who a vote of this socket is counted for: its seat (or an earlier seat of its page, `seat`,
+        a token this server issued for room `code`) and, by default, its address."""
+        voters = ["seat:" + (seat_of(code, seat) or self.id)]
+        if limits.one_vote_per_address() and self.address:
+            voters.append("address:" + self.address)
+        return voters
 
 
 def state_message(state: str | None, seq: int) -> str:
@@ -96,6 +143,10 @@ class Broker(ABC):
         """Change this process's count of the room's followers; the room's total after."""
 
     @abstractmethod
+    async def _add_address(self, code: str, address: str, delta: int) -> int:
+        """Change the count of the room's followers from one address; that address's count after."""
+
+    @abstractmethod
     async def quiz(self, code: str) -> dict[str, Any] | None: ...
 
     @abstractmethod
@@ -113,6 +164,14 @@ class Broker(ABC):
     @abstractmethod
     async def publish(self, code: str, text: str, presenters_only: bool = False) -> None: ...
 
+    @abstractmethod
+    async def log_quiz(self, code: str, entry: dict[str, Any] | None) -> None:
+        """Add one finished question to the room's quiz summary (None: forget the summary)."""
+
+    @abstractmethod
+    async def quiz_log(self, code: str) -> list[dict[str, Any]]:
+        """The room's finished questions, oldest first."""
+
     async def close(self) -> None:
         for task in self._count_flush.values():
             task.cancel()
@@ -124,15 +183,21 @@ class Broker(ABC):
             if sub.presenter or not presenters_only:
                 sub.put(text)
 
-    async def join(self, code: str, sub: Subscriber) -> bool:
-        """Add a socket to the room; False when the room has MAX_FOLLOWERS followers already."""
+    async def join(self, code: str, sub: Subscriber) -> dict[str, str] | None:
+        """Add a socket to the room; the error ({"type", "msg"}) when it may not join: the room has
+        MAX_FOLLOWERS followers already, or its address has followers_per_address()."""
         if not sub.presenter:
             if await self.followers(code) >= limits.MAX_FOLLOWERS:
-                return False
+                return {"type": "room_full", "msg": f"this room is full ({limits.MAX_FOLLOWERS} followers)"}
+            most = limits.followers_per_address()
+            if await self._add_address(code, sub.address, 1) > most:
+                await self._add_address(code, sub.address, -1)
+                msg = f"this device already follows this room {most} times: close a tab first"
+                return {"type": "address_full", "msg": msg}
             await self._add_follower(code, 1)
             self._followers_changed(code)
         self.local.setdefault(code, set()).add(sub)
-        return True
+        return None
 
     async def leave(self, code: str, sub: Subscriber) -> None:
         subs = self.local.get(code)
@@ -142,6 +207,7 @@ class Broker(ABC):
         if not subs:
             del self.local[code]
         if not sub.presenter:
+            await self._add_address(code, sub.address, -1)
             await self._add_follower(code, -1)
             self._followers_changed(code)
 
@@ -157,15 +223,19 @@ class Broker(ABC):
 
         self._count_flush[code] = asyncio.get_running_loop().create_task(flush())
 
-    async def hello(self, code: str, presenter: bool) -> str:
-        """The first message of a socket: the state, the followers, the quiz (and its votes for presenters)."""
+    async def hello(self, code: str, presenter: bool, seat: str | None = None) -> str:
+        """The first message of a socket: the state, the followers, the quiz (and its votes for presenters),
+        a follower's seat (its signed token)."""
         state, seq = await self.state(code)
         quiz = await self.quiz(code)
         text = state_message(state, seq)[:-1] + f',"followers":{await self.followers(code)}'
+        if seat is not None and not presenter:
+            text += ',"seat":' + json.dumps(seat_token(code, seat))
         if quiz is not None:
             text += ',"quiz":' + json.dumps(public_quiz(quiz))
-            if presenter:
-                text += ',"votes":' + json.dumps(await self.vote_counts(code, quiz))
+            if presenter and "answer" not in quiz:
+                answered = len(await self.votes(code, quiz["id"]))
+                text += ',"votes":' + json.dumps({"id": quiz["id"], "answered": answered})
         return text + "}"
 
     async def vote_counts(self, code: str, quiz: dict[str, Any]) -> dict[str, Any]:
@@ -188,12 +258,15 @@ class RoomLimit(Exception):
 @dataclass
 class _Room:
     key_digest: str
+    touched: float = field(default_factory=lambda: clock())  # opened or last driven
     state: str | None = None
     seq: int = 0
     followers: int = 0
+    addresses: dict[str, int] = field(default_factory=dict)  # followers per client address
     quiz: dict[str, Any] | None = None
     votes: dict[str, int] = field(default_factory=dict)  # voter id → choice
     voters: set[str] = field(default_factory=set)
+    quiz_log: list[dict[str, Any]] = field(default_factory=list)  # the finished questions
 
 
 class MemoryBroker(Broker):
@@ -203,8 +276,45 @@ class MemoryBroker(Broker):
         super().__init__()
         self.store = store
         self.rooms: dict[str, _Room] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def _live(self, code: str) -> _Room | None:
+        """The room in memory, unless it has expired."""
+        room = self.rooms.get(code)
+        if room is not None and clock() - room.touched >= room_ttl():
+            return None
+        return room
+
+    async def sweep(self) -> None:
+        """Close every expired room: out of memory and storage, its followers told."""
+        now, ttl = clock(), room_ttl()
+        for code in [c for c, r in self.rooms.items() if now - r.touched >= ttl]:
+            self.rooms.pop(code, None)
+            await anyio.to_thread.run_sync(self.store.delete_room, code)
+            self.deliver(code, closed_message("this room expired"))
+
+    def _keep_sweeping(self) -> None:
+        if self._sweeper is None:
+
+            async def sweep_forever() -> None:
+                while True:
+                    await asyncio.sleep(min(SWEEP_EVERY, room_ttl() / 2))
+                    try:
+                        await self.sweep()
+                    except Exception:  # pragma: no cover - a store error must not end the sweeping
+                        log.exception("classroom: sweeping expired rooms failed")
+
+            self._sweeper = asyncio.get_running_loop().create_task(sweep_forever())
+
+    async def close(self) -> None:
+        await super().close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
 
     async def _room(self, code: str) -> _Room | None:
+        self._keep_sweeping()
+        if code in self.rooms and self._live(code) is None:
+            await self.sweep()
         room = self.rooms.get(code)
         if room is None:
             saved = await anyio.to_thread.run_sync(self.store.load_room, code)
@@ -214,6 +324,7 @@ class MemoryBroker(Broker):
         return room
 
     async def create_room(self, code: str, key_digest: str) -> bool:
+        await self.sweep()
         if await anyio.to_thread.run_sync(self.store.count_rooms) >= limits.MAX_ROOMS:
             raise RoomLimit
         if await self._room(code) is not None:
@@ -240,12 +351,13 @@ class MemoryBroker(Broker):
         assert room is not None
         room.seq += 1
         room.state, seq = state, room.seq
+        room.touched = clock()
         self.deliver(code, state_message(state, seq))
         await anyio.to_thread.run_sync(self.store.save_state, code, seq, state)  # after the followers have it
         return seq
 
     async def followers(self, code: str) -> int:
-        room = self.rooms.get(code)
+        room = self._live(code)
         return 0 if room is None else room.followers
 
     async def _add_follower(self, code: str, delta: int) -> int:
@@ -255,12 +367,23 @@ class MemoryBroker(Broker):
         room.followers = max(0, room.followers + delta)
         return room.followers
 
-    async def quiz(self, code: str) -> dict[str, Any] | None:
+    async def _add_address(self, code: str, address: str, delta: int) -> int:
         room = self.rooms.get(code)
+        if room is None:
+            return 0
+        count = max(0, room.addresses.get(address, 0) + delta)
+        if count:
+            room.addresses[address] = count
+        else:
+            room.addresses.pop(address, None)
+        return count
+
+    async def quiz(self, code: str) -> dict[str, Any] | None:
+        room = self._live(code)
         return None if room is None else room.quiz
 
     async def set_quiz(self, code: str, quiz: dict[str, Any] | None) -> None:
-        room = self.rooms.get(code)
+        room = self._live(code)
         if room is None:
             return
         if quiz is None or room.quiz is None or room.quiz["id"] != quiz["id"]:
@@ -268,7 +391,7 @@ class MemoryBroker(Broker):
         room.quiz = quiz
 
     async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int) -> bool:
-        room = self.rooms.get(code)
+        room = self._live(code)
         voters = list(voters)
         if room is None or room.quiz is None or room.quiz["id"] != quiz_id or room.voters.intersection(voters):
             return False
@@ -277,13 +400,22 @@ class MemoryBroker(Broker):
         return True
 
     async def votes(self, code: str, quiz_id: str) -> list[int]:
-        room = self.rooms.get(code)
+        room = self._live(code)
         if room is None or room.quiz is None or room.quiz["id"] != quiz_id:
             return []
         return list(room.votes.values())
 
     async def publish(self, code: str, text: str, presenters_only: bool = False) -> None:
         self.deliver(code, text, presenters_only)
+
+    async def log_quiz(self, code: str, entry: dict[str, Any] | None) -> None:
+        room = self.rooms.get(code)
+        if room is not None:
+            room.quiz_log = [] if entry is None else [*room.quiz_log, entry][-limits.MAX_QUIZ_LOG :]
+
+    async def quiz_log(self, code: str) -> list[dict[str, Any]]:
+        room = self.rooms.get(code)
+        return [] if room is None else list(room.quiz_log)
 
 
 _SET_STATE = """
@@ -370,8 +502,8 @@ class RedisBroker(Broker):
         if not await self.redis.hsetnx(key, "key", key_digest):
             return False
         await self.redis.hset(key, mapping={"seq": 0})
-        await self.redis.expire(key, limits.ROOM_TTL_SECONDS)
-        await self.redis.zadd(rooms, {code: now + limits.ROOM_TTL_SECONDS})
+        await self.redis.expire(key, int(room_ttl()))
+        await self.redis.zadd(rooms, {code: now + int(room_ttl())})
         return True
 
     async def room_key(self, code: str) -> str | None:
@@ -380,7 +512,8 @@ class RedisBroker(Broker):
 
     async def close_room(self, code: str) -> None:
         keys = [self._key(code), self._key(code, "followers"), self._key(code, "votes"), self._key(code, "voters")]
-        await self.redis.delete(*keys)
+        keys.append(self._key(code, "addresses"))
+        await self.redis.delete(*keys, self._key(code, "quizlog"))
         await self.redis.zrem(self.PREFIX + "rooms", code)
         await self.publish(code, closed_message("the presenter closed this room"))
 
@@ -389,9 +522,9 @@ class RedisBroker(Broker):
         return (None if state is None else str(state)), int(seq or 0)
 
     async def set_state(self, code: str, state: str) -> int:
-        expires = time.time() + limits.ROOM_TTL_SECONDS
+        expires = time.time() + int(room_ttl())
         keys = [self._key(code), self.PREFIX + "chan:" + code, self.PREFIX + "rooms"]
-        seq = await self._set_state(keys=keys, args=[state, limits.ROOM_TTL_SECONDS, expires, code])
+        seq = await self._set_state(keys=keys, args=[state, int(room_ttl()), expires, code])
         return int(seq)
 
     async def followers(self, code: str) -> int:
@@ -401,8 +534,14 @@ class RedisBroker(Broker):
     async def _add_follower(self, code: str, delta: int) -> int:
         key = self._key(code, "followers")
         await self.redis.hincrby(key, self.process, delta)
-        await self.redis.expire(key, limits.ROOM_TTL_SECONDS)
+        await self.redis.expire(key, int(room_ttl()))
         return await self.followers(code)
+
+    async def _add_address(self, code: str, address: str, delta: int) -> int:
+        key = self._key(code, "addresses")
+        count = int(await self.redis.hincrby(key, address, delta))
+        await self.redis.expire(key, int(room_ttl()))
+        return count
 
     async def quiz(self, code: str) -> dict[str, Any] | None:
         text = await self.redis.hget(self._key(code), "quiz")
@@ -422,6 +561,19 @@ class RedisBroker(Broker):
         keys = [self._key(code), self._key(code, "votes"), self._key(code, "voters")]
         done = await self._vote(keys=keys, args=[quiz_id, choice, *voters])
         return bool(done)
+
+    async def log_quiz(self, code: str, entry: dict[str, Any] | None) -> None:
+        key = self._key(code, "quizlog")
+        if entry is None:
+            await self.redis.delete(key)
+            return
+        await self.redis.rpush(key, json.dumps(entry))
+        await self.redis.ltrim(key, -limits.MAX_QUIZ_LOG, -1)
+        await self.redis.expire(key, limits.ROOM_TTL_SECONDS)
+
+    async def quiz_log(self, code: str) -> list[dict[str, Any]]:
+        texts = await self.redis.lrange(self._key(code, "quizlog"), 0, -1)
+        return [dict(json.loads(t)) for t in texts]
 
     async def votes(self, code: str, quiz_id: str) -> list[int]:
         if await self.redis.hget(self._key(code), "quiz_id") != quiz_id:

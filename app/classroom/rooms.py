@@ -17,6 +17,7 @@ from fastapi import Request, WebSocket, WebSocketDisconnect
 from app.classroom import auth, limits, quiz
 from app.classroom.broker import Broker, Subscriber
 from app.errors import ClientError
+from app.security import same_origin
 
 # easy to read aloud and to type: no 0/O, 1/I/L (the code is upper case; lower case is accepted)
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
@@ -31,6 +32,7 @@ CLOSE_FULL = 4409
 CLOSE_RATE = 4429
 CLOSE_TOO_BIG = 1009
 CLOSE_SLOW = 1013
+CLOSE_ORIGIN = 4403
 
 
 def new_code() -> str:
@@ -106,18 +108,22 @@ async def _refuse(ws: WebSocket, code: int, error: dict[str, Any]) -> None:
 
 async def serve_socket(ws: WebSocket, broker: Broker, code: str) -> None:
     """One socket of a room: the room's messages out, in order; votes and pings in (nothing else)."""
+    if not same_origin(ws.headers):  # another site's page may not join on its visitor's behalf
+        await ws.close(code=CLOSE_ORIGIN)
+        return
     digest = await broker.room_key(code)
     if digest is None:
         await _refuse(ws, CLOSE_NO_ROOM, {"closed": f"there is no room {code[:12]} (closed, expired or never opened)"})
         return
-    sub = Subscriber(presenter=_presenter_socket(ws, digest))
-    if not await broker.join(code, sub):
-        msg = f"this room is full ({limits.MAX_FOLLOWERS} followers)"
-        await _refuse(ws, CLOSE_FULL, {"error": {"type": "room_full", "msg": msg}})
+    address = ws.client.host if ws.client else ""
+    sub = Subscriber(presenter=_presenter_socket(ws, digest), address=address)
+    refused = await broker.join(code, sub)
+    if refused:
+        await _refuse(ws, CLOSE_FULL, {"error": refused})
         return
     try:
         await ws.accept(subprotocol=PRESENTER_PROTOCOL if sub.presenter else None)
-        await ws.send_text(await broker.hello(code, sub.presenter))
+        await ws.send_text(await broker.hello(code, sub.presenter, sub.id))
         sender = asyncio.create_task(_send(ws, sub))
         try:
             close = await _receive(ws, broker, code, sub)

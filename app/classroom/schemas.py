@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.classroom import limits
 
@@ -42,6 +42,9 @@ class ViewState(BaseModel):
     q: _MATRIX | None = None
     k: _MATRIX | None = None
     v: _MATRIX | None = None
+    screen: Literal["blank", "hidden"] | None = Field(
+        None, description="the projector's B (blank) or H (numbers hidden): every follower's page does the same"
+    )
 
     @model_validator(mode="after")
     def _extras(self) -> ViewState:
@@ -97,6 +100,28 @@ class QuizCreated(BaseModel):
     id: str
 
 
+class QuizSummaryRow(BaseModel):
+    number: int = Field(description="1 for the room's first question")
+    id: str
+    question: str
+    query: str = Field(description="the word whose attention the question was about")
+    tokens: list[str]
+    answer: int | None = Field(description="index of the right word; null when it was never revealed")
+    asked: int = Field(description="followers in the room when the question ended (at least those who answered)")
+    answered: int
+    right: int | None = Field(description="answers that were right; null when never revealed")
+    counts: list[int] = Field(description="the distribution: answers per word, in the order of tokens")
+    at: float = Field(description="when the question ended (Unix time)")
+
+
+class QuizSummary(BaseModel):
+    questions: list[QuizSummaryRow]
+    asked: int = Field(description="questions asked")
+    answers: int = Field(description="answers given, over every question")
+    answers_revealed: int = Field(description="answers to questions whose answer was revealed")
+    right: int = Field(description="right answers, over the revealed questions")
+
+
 class LessonView(BaseModel):
     model_config = ConfigDict(extra="forbid")
     state: ViewState
@@ -111,6 +136,20 @@ class LessonIn(BaseModel):
 
 class LessonCreated(BaseModel):
     id: int
+
+
+class LessonOrder(BaseModel):
+    """Lessons in a new order: they take the places they held among the others, in this order."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: list[Annotated[int, Field(ge=1, le=2**62)]] = Field(min_length=1, max_length=limits.MAX_LESSONS)
+
+    @field_validator("ids")
+    @classmethod
+    def _each_once(cls, ids: list[int]) -> list[int]:
+        if len(set(ids)) != len(ids):
+            raise ValueError("each lesson id at most once")
+        return ids
 
 
 class LessonSummary(BaseModel):

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp
 
 from app.classroom import limits
 from app.classroom.broker import Broker, MemoryBroker, RedisBroker
-from app.classroom.store import Store, default_data_dir
+from app.classroom.store import Store, database_url, default_data_dir
 from app.errors import ClientError
 
 REDIS_ENV = "ATTENTION_REDIS_URL"
@@ -29,13 +29,23 @@ class Classroom:
 
     @cached_property
     def store(self) -> Store:
+        """The lessons' store: --database's, else the data folder's SQLite file (database.Unavailable
+        when PostgreSQL can't be reached: the next use tries again)."""
+        return Store.open(default_data_dir(), database_url())
+
+    @cached_property
+    def room_store(self) -> Store:
+        """Where the memory broker keeps its rooms: always this machine's data folder, so that rooms
+        keep working while a PostgreSQL server for the lessons is away."""
+        if database_url() is None:
+            return self.store
         return Store(default_data_dir())
 
     @cached_property
     def broker(self) -> Broker:
         if self.redis_url:
             return RedisBroker(self.redis_url)
-        return MemoryBroker(self.store)
+        return MemoryBroker(self.room_store)
 
     async def ready_broker(self) -> Broker:
         broker = self.broker
@@ -58,6 +68,8 @@ class Classroom:
     async def close(self) -> None:
         if "broker" in self.__dict__:
             await self.broker.close()
+        if "room_store" in self.__dict__ and self.room_store is not self.__dict__.get("store"):
+            self.room_store.close()
         if "store" in self.__dict__:
             self.store.close()
 

@@ -56,6 +56,7 @@ class AttentionWeights:
     w_v: np.ndarray  # (h, C, d)
     w_o: np.ndarray  # (h·d, C)
     biases: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (h, d) × 3, (C,)
+    o_name: str  # the output projection's name in the model's weights (its .weight and .bias)
 
 
 def _per_head(w_in_out: np.ndarray, heads: int) -> np.ndarray:
@@ -72,13 +73,15 @@ def attention_weights(w: Weights, spec: ModelSpec, layer: int) -> AttentionWeigh
         names = ("self.query", "self.key", "self.value")
         ws = [_per_head(w[p + n + ".weight"].T, h) for n in names]  # torch Linear stores (out, in)
         bs = [w[p + n + ".bias"].reshape(h, -1) for n in names]  # (h, d)
-        w_o, b_o = w[p + "output.dense.weight"].T, w[p + "output.dense.bias"]  # (h·d, C), (C,)
+        o_name = p + "output.dense"
+        w_o, b_o = w[o_name + ".weight"].T, w[o_name + ".bias"]  # (h·d, C), (C,)
     else:
         p = f"h.{layer}.attn."
         ws = [_per_head(part, h) for part in np.split(w[p + "c_attn.weight"], 3, axis=1)]  # Conv1D: (in, out)
         bs = [b.reshape(h, -1) for b in np.split(w[p + "c_attn.bias"], 3)]  # (h, d)
-        w_o, b_o = w[p + "c_proj.weight"], w[p + "c_proj.bias"]  # (h·d, C), (C,)
-    return AttentionWeights(ws[0], ws[1], ws[2], w_o, (bs[0], bs[1], bs[2], b_o))
+        o_name = p + "c_proj"
+        w_o, b_o = w[o_name + ".weight"], w[o_name + ".bias"]  # (h·d, C), (C,)
+    return AttentionWeights(ws[0], ws[1], ws[2], w_o, (bs[0], bs[1], bs[2], b_o), o_name)
 
 
 def layer_attention(x: np.ndarray, w: Weights, spec: ModelSpec, layer: int, backend: Backend) -> MultiHead:

@@ -20,14 +20,12 @@ axis. Arithmetic is float64, NumPy only. This module imports nothing from the we
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import numpy as np
 
+from app.attention import MISTAKES as MISTAKES
 from app.attention import Mask, Stages, check_shapes, visible
-
-Mistake = Literal["no-scale", "softmax-columns", "mask-after-softmax"]
-MISTAKES: tuple[Mistake, ...] = ("no-scale", "softmax-columns", "mask-after-softmax")
+from app.attention import Mistake as Mistake
 
 
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:

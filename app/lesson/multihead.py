@@ -5,7 +5,7 @@ References:
       MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
   transformers/models/bert/modeling_bert.py (BertSelfAttention, BertSelfOutput.dense): the same with
       biases, W stored (out, in); see app/model/bert.py.
-  ../shared/seeds/000: the formula this chapter fills with numbers.
+  The lesson's formula MultiHead(Q, K, V) = Concat(head_1, …, head_h) · W_O, filled with numbers here.
 
 Stages, by name (h heads, n tokens, d_model wide rows, head sizes d_k and d_v):
 
@@ -101,17 +101,31 @@ def multihead(
 
 def example(heads: int = 2, seed: int = 7) -> dict[str, Any]:
     """A small worked example for the lesson: 4 tokens, d_model = 4, heads of size 2, each head with
-    its own W_Q, W_K, W_V, and W_O, all drawn from one seeded generator in that order (rounded to one
-    decimal so the page can show every number)."""
+    its own W_Q, W_K and W_V, and one W_O (rounded to one decimal so the page can show every number).
+
+    Each head keeps its weights whatever the number of heads: heads 1 and 2 come from the seeded
+    generator after x (all their W_Q, then all their W_K, then all their W_V, then the 2-head W_O),
+    heads 3 and 4 from generators of their own ([seed, head]). Adding heads adds matrices; it never
+    redraws the ones a head already had. Only W_O, whose shape is (h·d_v) × d_model, differs per h.
+    """
     if not 1 <= heads <= 4:
         raise ShapeError("heads", f"heads must be 1 … 4 for the worked example, got {heads}")
     rng = np.random.default_rng(seed)
-    n, d_model, d = 4, 4, 2
+    n, d_model, d, first = 4, 4, 2, 2
     x = np.round(rng.normal(size=(n, d_model)), 1)  # (n, d_model)
-    w_q = np.round(rng.normal(size=(heads, d_model, d)), 1)  # (h, d_model, d_k)
-    w_k = np.round(rng.normal(size=(heads, d_model, d)), 1)  # (h, d_model, d_k)
-    w_v = np.round(rng.normal(size=(heads, d_model, d)), 1)  # (h, d_model, d_v)
-    w_o = np.round(rng.normal(size=(heads * d, d_model)) / np.sqrt(heads), 1)  # (h·d_v, d_model)
+    w_q = np.round(rng.normal(size=(first, d_model, d)), 1)  # (2, d_model, d_k): heads 1 and 2
+    w_k = np.round(rng.normal(size=(first, d_model, d)), 1)  # (2, d_model, d_k)
+    w_v = np.round(rng.normal(size=(first, d_model, d)), 1)  # (2, d_model, d_v)
+    w_o = np.round(rng.normal(size=(first * d, d_model)) / np.sqrt(first), 1)  # (2·d_v, d_model)
+    extra = []  # heads 3 and 4: (W_Q, W_K, W_V) each, from the head's own generator
+    for head in range(first + 1, 5):
+        own = np.random.default_rng([seed, head])
+        extra.append([np.round(own.normal(size=(d_model, d)), 1) for _ in "qkv"])  # (d_model, d) each
+    if heads != first:  # W_O of this many heads, from a generator of its own
+        w_o = np.round(np.random.default_rng([seed, 0, heads]).normal(size=(heads * d, d_model)) / np.sqrt(heads), 1)
+    w_q = np.concatenate([w_q, np.array([e[0] for e in extra])])[:heads]  # (h, d_model, d_k)
+    w_k = np.concatenate([w_k, np.array([e[1] for e in extra])])[:heads]  # (h, d_model, d_k)
+    w_v = np.concatenate([w_v, np.array([e[2] for e in extra])])[:heads]  # (h, d_model, d_v)
     return {
         "tokens": ["the", "cat", "ate", "fish"],
         "x": x.tolist(),

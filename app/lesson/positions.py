@@ -6,8 +6,8 @@ References:
       added to the embeddings at the bottom of the stack.
   Devlin et al., "BERT" (2019), section 3: learned position embeddings instead (all-MiniLM-L6-v2,
       app/model/bert.py embed(): token + position + token type).
-  ../shared/seeds: seed 003 ("positional encoding is added to each embedding, because attention by
-      itself does not know word order").
+  The lesson: a positional encoding is added to each embedding, because attention by itself does
+      not know word order.
 
 Why: reorder the words with a permutation matrix P (row i of P·X is row order[i] of X). Without
 positions every q, k and v row moves with its word, so the scores are P·S·Pᵀ and softmax, taken
@@ -40,6 +40,7 @@ import numpy as np
 from app.attention import attention
 from app.lesson.rnn import word_vectors
 from app.model.loader import Model
+from app.model.select import layer_heads
 from app.model.tokenizer import Encoded
 from app.model.trace import Trace
 
@@ -204,7 +205,7 @@ def model(m: Model, words: list[str], order: list[int], layer: int, head: int) -
     a, b = m.forward(first.ids), m.forward(second.ids)  # Trace: per layer (h, n, d) q, k, v
 
     def heads(trace: Trace) -> np.ndarray:
-        rows = [attention(trace.q[i], trace.k[i], trace.v[i], "causal" if m.spec.causal else "full").weights
+        rows = [attention(*layer_heads(trace, i), "causal" if m.spec.causal else "full").weights
                 for i in range(m.spec.layers)]  # fmt: skip
         return np.stack(rows)  # (layers, heads, n, n)
 

@@ -3,8 +3,8 @@
 References:
   Vaswani et al., "Attention Is All You Need" (2017), section 3.2.2: a head's inputs are
       Q W^Q, K W^K, V W^V with learned W^Q, W^K ∈ ℝ^{d_model×d_k}, W^V ∈ ℝ^{d_model×d_v}.
-  ../shared/seeds: seed 000 §2 (q = x·W_Q, k = x·W_K, v = x·W_V) and §5, whose demo draws
-      X, W_Q, W_K, W_V from seed 42 in that order. app.examples rebuilds those numbers
+  The lesson's "SELECT * FROM customers" example (q = x·W_Q, k = x·W_K, v = x·W_V): NumPy's random
+      seed 42, then X, W_Q, W_K, W_V drawn in that order. app.examples rebuilds those numbers
       (select_from_customers_inputs); this module reads them there.
 
 Stages, by name (n = 4 tokens, d_model = d_k = d_v = 8):
@@ -45,7 +45,7 @@ class Projections:
 
 
 def project() -> Projections:
-    """Seed 000's demo: its embeddings, its three matrices and their products, by name."""
+    """The "SELECT * FROM customers" example: its embeddings, its three matrices and their products, by name."""
     x, w_q, w_k, w_v = select_from_customers_inputs()  # (n, d_model), then (d_model, d) each
     tokens = list(EXAMPLES[EXAMPLE_ID].tokens)
     return Projections(tokens, x, w_q, w_k, w_v, q=x @ w_q, k=x @ w_k, v=x @ w_v)  # (n, d) each

@@ -9,7 +9,8 @@ References:
       diag(tanh′)·W_h, so how much an early input still counts shrinks (or blows up) with distance.
   Vaswani et al., "Attention Is All You Need" (2017), section 4 and table 1: self-attention links
       every pair of positions in one step (O(1) sequential operations); a recurrent layer needs n.
-  ../shared/seeds: seed 000 §1 (why RNNs failed at scale), seed 003 (the words "the cat ate its fish").
+  The lesson's opening question: why RNNs failed at scale (one step per word, early words fading),
+      on the words of its worked example, "the cat ate its fish".
 
 Every number is fixed: each word's x is drawn from a generator seeded by the word itself (the same
 word always gets the same x), and the network's weights from a fixed seed. Stages, by name:

@@ -5,8 +5,8 @@ References:
       entries of q and k are independent with mean 0 and variance 1, then q·k = Σ_i q_i k_i has
       mean 0 and variance d_k; large dot products push softmax into regions with tiny gradients,
       so the scores are scaled by 1/√d_k.
-  ../shared/seeds: seed 000 §2 (√d_k stabilises the softmax), seed 003 ("scale so the numbers
-      stay moderate"; common mistake: forgetting the scale).
+  The lesson's step 2 (√d_k keeps the scores moderate, so the softmax stays soft) and its common
+      mistake of forgetting the scale (app/lesson/mistakes.py, "no-scale").
 
 Everything is drawn from one fixed seed, so a d_k always gives the same numbers. Stages, by name:
 

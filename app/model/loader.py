@@ -18,7 +18,7 @@ from pathlib import Path
 
 from app import limits
 from app.attention import Backend
-from app.model import bert, gpt2
+from app.model import bert, gpt2, llama
 from app.model.spec import ModelSpec, read_spec
 from app.model.tokenizer import Encoded, TextTokenizer
 from app.model.trace import Trace
@@ -28,6 +28,7 @@ Forward = Callable[[list[int], Weights, ModelSpec, Backend, int | None, Trace | 
 _KINDS: dict[str, tuple[Callable[[ModelSpec], tuple[str, ...]], Forward]] = {
     "bert": (bert.required, bert.forward),
     "gpt2": (gpt2.required, gpt2.forward),
+    "llama": (llama.required, llama.forward),
 }
 
 

@@ -9,12 +9,13 @@ References:
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -142,7 +143,8 @@ def parallel(f: Callable[[T], R], items: Sequence[T]) -> list[R]:
                 return
             out[i] = f(items[i])
 
-    helpers = [pool.submit(work) for _ in range(min(WORKERS, len(items)) - 1)]
+    # the caller's context goes with the work (an attention observer, see observing())
+    helpers = [pool.submit(contextvars.copy_context().run, work) for _ in range(min(WORKERS, len(items)) - 1)]
     work()
     for h in helpers:
         if not h.cancel():  # a helper that never started has nothing left to do
@@ -175,6 +177,28 @@ def by_rows(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
 _CHUNK_CELLS = 256 * 1024  # h·r·n per step of attend(): a group's scores then stay in a core's cache (2 MB)
 
 
+class Observer(Protocol):
+    """Sees the weights attend() computes, block by block, while the forward runs (app.model.summary)."""
+
+    def __call__(self, k: np.ndarray, heads: slice, first: int, shifted: np.ndarray, weights: np.ndarray) -> None:
+        """k: the layer's keys (one object per layer); heads, first: where the block lies (heads, and
+        its first query row); shifted: its scores scaled and masked, minus each row's largest (−∞
+        where hidden); weights: softmax of them. Both (heads, rows, n) float32, read-only by contract."""
+
+
+_observer: contextvars.ContextVar[Observer | None] = contextvars.ContextVar("attention_observer", default=None)
+
+
+def observing(observer: Observer | None) -> contextvars.Token[Observer | None]:
+    """Let `observer` see every block of weights attend() computes in this context (and in the
+    pool threads nn.parallel runs its work on) until reset with the token returned."""
+    return _observer.set(observer)
+
+
+def stop_observing(token: contextvars.Token[Observer | None]) -> None:
+    _observer.reset(token)
+
+
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask, first: int = 0) -> np.ndarray:
     """softmax(q kᵀ / √d_k) v for float32 heads: each head's output, in float32, as torch's does.
 
@@ -191,16 +215,23 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask, first: int =
     scale = np.float32(1 / math.sqrt(d_k))
     hidden = ~visible(n)[first : first + r] if mask == "causal" else None  # (r, n)
     step = max(1, _CHUNK_CELLS // (r * n))
+    observer = _observer.get()
     for i in range(0, h, step):
-        g = slice(i, i + step)
+        g = slice(i, min(i + step, h))
         s = q[g] @ np.swapaxes(k[g], -1, -2)  # (step, r, n) scores
         s *= scale
         if hidden is not None:
             s[:, hidden] = -np.inf
         s -= s.max(axis=-1, keepdims=True)
-        np.exp(s, out=s)
-        s /= s.sum(axis=-1, keepdims=True)  # weights
-        np.matmul(s, v[g], out=out[g])  # (step, r, d_v)
+        if observer is None:
+            np.exp(s, out=s)
+            s /= s.sum(axis=-1, keepdims=True)  # weights
+            np.matmul(s, v[g], out=out[g])  # (step, r, d_v)
+        else:  # the same numbers, the shifted scores kept for the observer
+            w = np.exp(s)
+            w /= w.sum(axis=-1, keepdims=True)  # weights
+            observer(k, g, first, s, w)
+            np.matmul(w, v[g], out=out[g])  # (step, r, d_v)
     return out
 
 

@@ -11,24 +11,18 @@ import threading
 from typing import Annotated, Any, Literal
 
 import anyio
-import orjson
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app import limits
-from app.errors import ClientError
+from app.errors import ModelError
+from app.http import body_doc, error_docs, json_body, json_response, model_handle
 from app.model import service
-from app.model.loader import ModelHandle, handle_for
-from app.model.spec import ModelError
-from app.schemas import ErrorResponse
-from app.transport import SLOTS, body_error, is_json, media_type, read_body
+from app.model.loader import ModelHandle
+from app.transport import SLOTS
 
 router = APIRouter(prefix="/api", tags=["model"])
 Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
-
-
-def handle(request: Request) -> ModelHandle:
-    return handle_for(getattr(request.app.state, "model_dir", None))
 
 
 class HeadsRequest(BaseModel):
@@ -40,6 +34,9 @@ class HeadsRequest(BaseModel):
         description=f"Any text; ≤ {limits.MAX_SENTENCE_CHARS:,} characters and "
         f"≤ {limits.MAX_OVERVIEW_TOKENS} tokens after tokenizing ([CLS] and [SEP] count)."
     )
+    model: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="A model id of GET /api/models (default: the server's own model)."
+    )
     mask: Literal["full", "causal"] | None = Field(
         None, description="Default: the model's own (BERT full, GPT-2 causal)"
     )
@@ -49,7 +46,7 @@ class HeadsResponse(BaseModel):
     """All layers × heads of weights for small heatmaps; weights[L][H] is n × n, rows sum to ≈ 1."""
 
     model: str
-    kind: Literal["bert", "gpt2"]
+    kind: Literal["bert", "gpt2", "llama"]
     tokens: list[str] = Field(description="As the model sees them: [CLS], ##pieces, [SEP] (BERT).")
     words: list[int | None] = Field(description="Word index of each token (null for special tokens).")
     spans: list[list[int] | None] = Field(description="[start, end) characters of each token in the sentence.")
@@ -62,7 +59,7 @@ class HeadsResponse(BaseModel):
 
 class ModelInfo(BaseModel):
     name: str
-    kind: Literal["bert", "gpt2"]
+    kind: Literal["bert", "gpt2", "llama"]
     layers: int
     heads: int
     head_size: int = Field(description="d_k of every head: hidden_size / heads.")
@@ -76,63 +73,36 @@ class ModelInfo(BaseModel):
     load_seconds: float | None = Field(description="How long the weights and tokenizer took to load.")
 
 
-_BODY_ERRORS: dict[int | str, dict[str, Any]] = {
-    413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
-    415: {"model": ErrorResponse, "description": "Body not JSON."},
-}
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
-    503: {"model": ErrorResponse, "description": "The model's files are missing or unreadable (server set-up)."},
-}
-
-
-def _json(content: Any) -> Response:
-    return Response(orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json")
-
-
-_HEADS_BODY = {"required": True, "content": {"application/json": {"schema": HeadsRequest.model_json_schema()}}}
-
-
 @router.post(
     "/heads",
     summary="Weights of every layer and head",
     response_model=HeadsResponse,
-    responses={**_ERRORS, **_BODY_ERRORS},
-    openapi_extra={"requestBody": _HEADS_BODY},
+    responses=error_docs(413, 415, 422, 503),
+    openapi_extra=body_doc(HeadsRequest),
 )
 async def post_heads(request: Request) -> Response:
     """All layers × heads of attention weights for a sentence of ≤ MAX_OVERVIEW_TOKENS tokens."""
-    body = _parse(await read_body(request), request.headers.get("content-type", "application/json"))
+    body = await json_body(request, HeadsRequest)
     given = "mask" in body.model_fields_set and body.mask is not None
     mask = body.mask or "full"
     backend = request.app.state.backend
     out = await anyio.to_thread.run_sync(
-        service.heads_overview, handle(request), body.sentence, mask, given, backend, limiter=SLOTS
+        service.heads_overview, model_handle(request, body.model), body.sentence, mask, given, backend, limiter=SLOTS
     )
-    return _json(out)
+    return json_response(out)
 
 
-def _parse(body: bytes, content_type: str) -> HeadsRequest:
-    """The body as a HeadsRequest; errors as the rest of the API words them (422, 415)."""
-    media = media_type(content_type)
-    if not is_json(media):
-        raise ClientError(415, ["header", "content-type"], f"send application/json, not {media!r}", "media_type")
-    try:
-        return HeadsRequest.model_validate_json(body)
-    except ValidationError as e:
-        raise body_error(e) from None
-
-
-@router.get("/model", summary="The model behind sentence mode", response_model=ModelInfo, responses=_ERRORS)
+@router.get("/model", summary="The model behind sentence mode", response_model=ModelInfo,
+            responses=error_docs(422, 503))  # fmt: skip
 async def get_model(
     request: Request, load: Annotated[bool, Query(description="Start loading the weights in the background.")] = False
 ) -> Response:
-    h = handle(request)
+    h = model_handle(request)
     info = await anyio.to_thread.run_sync(service.model_info, h)
     if load and not h.loaded and not h.loading:
         threading.Thread(target=_load_quietly, args=(h,), daemon=True, name="model-load").start()
         info["loading"] = True
-    return _json(info)
+    return json_response(info)
 
 
 def _load_quietly(h: ModelHandle) -> None:

@@ -12,6 +12,9 @@ mask, so "causal" on an encoder shows what a head would do if it could not see l
 q, k, v are given as the float64 numbers the stages were computed from (exactly the model's
 float32 values), so JSON and the frame carry the same digits and q·kᵀ gives back `scores`.
 
+A grouped-query model's trace holds its KV heads (h_kv of them, fewer than the h query heads):
+heads() hands query head i the key and value heads of its group, i // (h / h_kv).
+
 The trace must reach the layers asked for: layers 0 … L for layer L, all of them for "mean"
 (layers_needed).
 """
@@ -49,7 +52,7 @@ def select(
     total: dict[str, np.ndarray] = {}
     for i in layers:
         # float64 from here on, so that the answer's q, k, v are the very numbers its scores came from
-        q, k, v = (a[i][heads].astype(np.float64) for a in (trace.q, trace.k, trace.v))  # (h, n, d)
+        q, k, v = (a[heads].astype(np.float64) for a in layer_heads(trace, i))  # (h, n, d)
         arrays = {"q": q, "k": k, "v": v, **attention(q, k, v, mask, backend).as_dict()}  # (h, n, ·)
         if head == "mean":
             arrays = {name: a.mean(axis=0, dtype=np.float64) for name, a in arrays.items()}  # (n, ·)
@@ -63,5 +66,15 @@ def select(
 
 def all_weights(trace: Trace, mask: Mask, backend: Backend = "numpy") -> np.ndarray:
     """Every layer's and head's attention weights, (layers, heads, n, n)."""
-    layers = zip(trace.q, trace.k, trace.v, strict=True)
+    layers = (layer_heads(trace, i) for i in range(trace.layers))
     return np.stack([attention(q, k, v, mask, backend).weights for q, k, v in layers])  # (L, H, n, n)
+
+
+def layer_heads(trace: Trace, layer: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Layer `layer`'s q, k, v with one key and value head per query head: (h, n, d) each. A
+    grouped-query model's KV head j serves query heads j·g … j·g + g − 1 (g = h / h_kv)."""
+    q, k, v = trace.q[layer], trace.k[layer], trace.v[layer]
+    groups = q.shape[0] // k.shape[0]
+    if groups == 1:
+        return q, k, v
+    return q, np.repeat(k, groups, axis=0), np.repeat(v, groups, axis=0)  # (h, n, d) each

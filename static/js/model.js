@@ -3,7 +3,7 @@
 // of tokens for the 3D view). Every attention number comes from the API; merging only adds
 // the API's weights up (see mergeView).
 
-import { postJson } from "./api.js";
+import { nested, postFrame, postJson } from "./api.js";
 
 export const ANIMAL = "The animal didn't cross the street because it was too tired.";
 /** Where the animal sentence opens: layer 3, head 1 sends 0.68 of "it"'s attention to "animal". */
@@ -16,14 +16,41 @@ export async function modelInfo(load = false, signal) {
   return res.json();
 }
 
-/** One layer/head (or "mean") of a sentence under one mask. */
-export function sentenceAttention(req, mask, signal) {
-  return postJson("/api/attention", { sentence: req.sentence, layer: req.layer, head: req.head, mask }, signal);
+/**
+ * One layer/head (or "mean") of a sentence under one mask, as a binary frame (no JSON to write,
+ * compress or parse): resolves to { ok: true, frame: { fields, arrays } } (typed arrays, see
+ * api.js decodeFrame) or { ok: false, errors }. `stages`: the arrays wanted (default: all);
+ * `dtype`: "float32" where the numbers are only drawn, "float64" where digits are printed.
+ */
+export async function sentenceFrame(req, mask, { stages = null, dtype = "float64" } = {}, signal) {
+  const body = { sentence: req.sentence, layer: req.layer, head: req.head, mask };
+  if (stages) body.stages = stages;
+  if (dtype !== "float64") body.dtype = dtype;
+  const outcome = await postFrame("/api/attention", body, signal);
+  return outcome.ok ? { ok: true, frame: outcome.data } : outcome;
 }
 
+/** A sentence frame in the JSON answer's form: nested arrays, hidden cells of `masked` as null. */
+export function frameAsJson({ fields, arrays }) {
+  const out = { ...fields };
+  for (const [name, array] of Object.entries(arrays)) out[name] = nested(array, name === "masked");
+  return out;
+}
+
+/** One layer/head (or "mean") of a sentence under one mask, in the JSON answer's form. */
+export async function sentenceAttention(req, mask, signal) {
+  const outcome = await sentenceFrame(req, mask, {}, signal);
+  return outcome.ok ? { ok: true, data: frameAsJson(outcome.frame) } : outcome;
+}
+
+/** The stages that depend on the mask; q, k, v, scores and scaled are the same under both. */
+export const MASKED_STAGES = ["masked", "weights", "output"];
+
 /**
- * The sentence under both masks, like the hand-set mode (the page shows one and compares).
- * A decoder (GPT-2) has only its causal mask: `full` is then null.
+ * The sentence under both masks, like the hand-set mode (the page shows one and compares), in
+ * two frames asked at once: every stage under the full mask, and only the stages the mask
+ * changes under the causal one (the server runs the model once for both). A decoder (GPT-2) has
+ * only its causal mask: `full` is then null.
  */
 export async function sentenceBothMasks(req, signal) {
   if (req.kind === "gpt2") {
@@ -31,17 +58,21 @@ export async function sentenceBothMasks(req, signal) {
     return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
   }
   const [full, causal] = await Promise.all([
-    sentenceAttention(req, "full", signal),
-    sentenceAttention(req, "causal", signal),
+    sentenceFrame(req, "full", {}, signal),
+    sentenceFrame(req, "causal", { stages: MASKED_STAGES }, signal),
   ]);
   if (!full.ok) return full;
   if (!causal.ok) return causal;
-  return { ok: true, data: { full: full.data, causal: causal.data } };
+  const fullData = frameAsJson(full.frame);
+  return { ok: true, data: { full: fullData, causal: { ...fullData, ...frameAsJson(causal.frame) } } };
 }
 
-/** POST /api/heads: weights[layer][head][q][k] for the overview. */
+/**
+ * POST /api/overview: every layer × head summarised (pooled[layer][head][a][b] in thousandths over
+ * blocks of tokens `edges`, entropy, distance, top links), for sentences up to the model's limit.
+ */
 export function allHeads(sentence, mask, signal) {
-  return postJson("/api/heads", { sentence, mask }, signal);
+  return postJson("/api/overview", { sentence, mask }, signal);
 }
 
 /** A layer or head value from the URL or a picker: an integer ≥ 0, "mean", or null. */

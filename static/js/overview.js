@@ -1,5 +1,6 @@
 // The overview: every layer × head of the sentence as a small heatmap (a canvas each,
-// drawn with putImageData from POST /api/heads), inside a button that picks that head.
+// drawn with putImageData from POST /api/overview's pooled weights: one cell per block of
+// tokens, at most 32 × 32 whatever the sentence's length), inside a button that picks that head.
 // Rows are layers, columns are heads; the shown head (or the heads a mean covers) is marked.
 // One Tab stop for the whole grid (roving tabindex): the arrow keys, Home and End move
 // between heads, Enter or Space picks one.
@@ -7,6 +8,7 @@
 import { heatRgb } from "./format.js";
 import { el } from "./dom.js";
 
+/** Draw a B × B map of thousandths (a head's pooled weights). */
 function paint(canvas, matrix) {
   const n = matrix.length;
   canvas.width = n;
@@ -15,7 +17,7 @@ function paint(canvas, matrix) {
   const img = ctx.createImageData(n, n);
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < n; j++) {
-      const [r, g, b] = heatRgb(matrix[i][j]);
+      const [r, g, b] = heatRgb(matrix[i][j] / 1000);
       const o = 4 * (i * n + j);
       img.data[o] = r;
       img.data[o + 1] = g;
@@ -90,10 +92,11 @@ export class Overview {
   }
 
   /**
-   * Draw every head of an /api/heads response (once per response), with a "mean" column (each
+   * Draw every head of an /api/overview response (once per response), with a "mean" column (each
    * layer's heads) and a "mean" row (each head over the layers, and all of them): the means are
-   * drawn from the rounded overview weights, only to show what a pick will give; picking one asks
-   * the server for its numbers like any other.
+   * drawn from the pooled maps, only to show what a pick will give; picking one asks the server
+   * for its numbers like any other. A head's title says how spread out it is (entropy) and how
+   * far it reads (distance).
    */
   show(data) {
     if (data === this.data) return;
@@ -109,12 +112,12 @@ export class Overview {
     const H = data.heads;
     const all = (l, h) =>
       l === "mean" && h === "mean"
-        ? data.weights.flat()
+        ? data.pooled.flat()
         : l === "mean"
-          ? data.weights.map((layer) => layer[h])
+          ? data.pooled.map((layer) => layer[h])
           : h === "mean"
-            ? data.weights[l]
-            : [data.weights[l][h]];
+            ? data.pooled[l]
+            : [data.pooled[l][h]];
     const label = (l, h) =>
       l === "mean" && h === "mean"
         ? "mean of all heads of all layers"
@@ -136,6 +139,7 @@ export class Overview {
           tabindex: "-1",
           dataset: { layer: String(l), head: String(h), testid: `head-${l}-${h}` },
         });
+        if (!isMean) btn.title = `${label(l, h)}: entropy ${data.entropy[l][h].toFixed(2)} bits, reads ${data.distance[l][h].toFixed(1)} tokens away on average`;
         const canvas = el("canvas", { "aria-hidden": "true" });
         paint(canvas, meanMatrix(all(l, h)));
         btn.append(canvas);

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -23,13 +24,14 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def classroom_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with app_process(tmp_path_factory.mktemp("classroom")) as (base, _):
+    # several followers (pages) from one address: each page's vote counts (a school's NAT does the same)
+    with app_process(tmp_path_factory.mktemp("classroom"), ATTENTION_VOTES_PER_ADDRESS="0") as (base, _):
         yield base
 
 
-def presenter(w: Watched, token: str = TOKEN) -> str:
-    """Open the teacher link, press Present; the room's code."""
-    w.page.goto(f"{w.base}/?token={token}")
+def presenter(w: Watched, token: str = TOKEN, query: str = "") -> str:
+    """Open the teacher link (at the view `query`), press Present; the room's code."""
+    w.page.goto(f"{w.base}/?token={token}" + (f"&{query}" if query else ""))
     w.wait_ready()
     w.page.get_by_test_id("present").click()
     w.page.wait_for_selector('[data-testid="join-address"]')
@@ -106,33 +108,209 @@ def test_followers_follow_step_mask_focus_and_sentence(three: tuple[Watched, Wat
     wait_params(a, example="the-cat-ate-its-fish")
 
 
-def test_quiz_counts_and_reveals(three: tuple[Watched, Watched, Watched]) -> None:
-    teacher, a, b = three
-    teacher.page.goto(f"{teacher.base}/?example=the-cat-ate-its-fish&step=softmax&mask=full&focus=3")
-    code = presenter(teacher)
-    follower(a, code)
-    follower(b, code)
-    count(teacher, 2)
+@pytest.fixture
+def class_of_four(browser: Any, classroom_server: str) -> Iterator[tuple[Watched, Watched, Watched, Watched]]:
+    """A presenter at a projector (1280×720), two phones (390×844) and a laptop (1280×800)."""
+    with ExitStack() as stack:
+        pages = tuple(stack.enter_context(watched_page(browser, classroom_server)) for _ in range(4))
+        pages[0].page.set_viewport_size({"width": 1280, "height": 720})
+        for phone in pages[1:3]:
+            phone.page.set_viewport_size({"width": 390, "height": 844})
+        yield pages  # type: ignore[misc]
+
+
+# every weight of the cat example (softmax, full mask) and the outputs z of "its": none may show
+WEIGHTS_OF_ITS = ["0.895", "0.013", "0.026", "0.053"]
+STRONG = ["0.785", "0.738", "0.685", "0.837"]  # the other rows' strongest weights
+OUTPUTS_OF_ITS = ["0.903", "0.059"]
+
+
+def shown_text(w: Watched) -> str:
+    """What the page shows as text (innerText leaves out what is not rendered)."""
+    text: str = w.page.evaluate("document.body.innerText")
+    return text
+
+
+def link_widths(w: Watched) -> list[float]:
+    widths: str = w.page.locator("#scene").get_attribute("data-link-widths") or ""
+    return [float(x) for x in widths.split()]
+
+
+def assert_withheld(w: Watched, why: str) -> None:
+    w.page.wait_for_selector(f'body.cr-withheld[data-withheld~="{why}"]')
+    w.page.wait_for_selector('#scene[data-withheld="true"]', timeout=10_000)
+    text = shown_text(w)
+    for number in WEIGHTS_OF_ITS + STRONG + OUTPUTS_OF_ITS:
+        assert number not in text, f"{number} shows while the weights are withheld ({why})"
+    widths = [r for r in link_widths(w) if r > 0]
+    assert widths and max(widths) - min(widths) < 1e-3, f"3D links still differ in width: {widths}"
+    for testid in ("export-bar", "arith", "lesson-numbers"):
+        assert not w.page.get_by_test_id(testid).is_visible(), f"{testid} shows while withheld"
+
+
+@pytest.mark.xfail(
+    reason="needs the page's withholding, late-joiner fix and reframe (issue 16, page team)", strict=False
+)
+def test_a_quiz_withholds_every_weight_on_every_page(class_of_four: tuple[Watched, Watched, Watched, Watched]) -> None:
+    teacher, phone_a, phone_b, laptop = class_of_four
+    code = presenter(teacher, query="example=the-cat-ate-its-fish&step=softmax&mask=full&focus=3")
+    for w in (phone_a, phone_b, laptop):
+        follower(w, code)
+        w.wait_ready(step="softmax", focus="3")
+    count(teacher, 3)
+    assert "0.895" in shown_text(laptop)  # before the question: the weights are there
     teacher.page.get_by_test_id("quiz-ask").click()
-    for w in (a, b):
-        w.page.wait_for_selector('[data-testid="quiz-word-1"]')
-        assert "“its”" in w.text("quiz-question")
-    hidden = "getComputedStyle(document.querySelector('#matrix tbody td')).color === 'rgba(0, 0, 0, 0)'"
-    assert a.page.evaluate(hidden) and teacher.page.evaluate(hidden)  # no peeking at the weights meanwhile
-    a.page.get_by_test_id("quiz-word-1").click()  # "cat": right
-    b.page.get_by_test_id("quiz-word-4").click()  # "fish": wrong
-    assert b.page.get_by_test_id("quiz-word-1").is_disabled()  # once only
-    teacher.page.wait_for_selector('[data-testid="quiz-count-1"]:text-is("1")')
-    teacher.page.wait_for_selector('[data-testid="quiz-count-4"]:text-is("1")')
-    assert teacher.text("quiz-count-0") == "0"
+    for w in (teacher, phone_a, phone_b, laptop):
+        if w is not teacher:
+            w.page.wait_for_selector('[data-testid="quiz-word-1"]')
+            assert "“its”" in w.text("quiz-question")
+        assert_withheld(w, "quiz")
+    phone_a.page.get_by_test_id("quiz-word-1").click()  # "cat": right
+    phone_b.page.get_by_test_id("quiz-word-4").click()  # "fish": wrong
+    assert phone_b.page.get_by_test_id("quiz-word-1").is_disabled()  # once only
+    # the projector says how many answered, never which words they chose, before the reveal
+    teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="2"]')
+    assert teacher.text("quiz-result") == "2 of 3 answered."
+    laptop.page.get_by_test_id("quiz-word-1").click()
+    teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
+    assert teacher.page.locator('[data-testid^="quiz-count-"]').count() == 0
+    assert_withheld(teacher, "quiz")  # still nothing, with every answer in
+    # a projector reloaded mid-quiz takes its room and the question back, and can still reveal
+    teacher.page.goto(f"{teacher.base}/?present=1")
+    teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
+    assert_withheld(teacher, "quiz")
     teacher.page.get_by_test_id("quiz-reveal").click()
-    a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
-    b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
-    assert "“cat”" in b.text("quiz-result")
-    assert not a.page.evaluate(hidden) and not teacher.page.evaluate(hidden)
+    phone_a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
+    phone_b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
+    assert "“cat”" in phone_b.text("quiz-result")
+    teacher.page.wait_for_selector('[data-testid="quiz-count-1"]:text-is("2")')
+    assert teacher.text("quiz-count-4") == "1" and teacher.text("quiz-count-0") == "0"
+    for w in (teacher, laptop):  # the weights come back everywhere
+        w.page.wait_for_selector("body:not(.cr-withheld)")
+        w.page.wait_for_selector('#scene[data-withheld="false"]')
+        assert "0.895" in shown_text(w)
+        widths = link_widths(w)
+        assert max(widths) > 2 * sorted(widths)[-2]  # "cat" wins by far again
     # the answer is the argmax of the weights the server computed for "its"
     weights = [float(teacher.text(f"cell-3-{j}")) for j in range(5)]
     assert max(range(5), key=lambda j: weights[j]) == 1
+    # the quiz summary, in the page and as CSV
+    teacher.page.get_by_test_id("quiz-end").click()
+    teacher.page.locator("[data-testid=room-menu] summary").click()
+    teacher.page.wait_for_selector('[data-testid="quiz-summary-row-1"]')
+    row = teacher.page.get_by_test_id("quiz-summary-row-1").inner_text()
+    assert "its" in row and "2 (cat)" in row and "fish 1" in row
+    with teacher.page.expect_download() as download:
+        teacher.page.get_by_test_id("quiz-csv").click()
+    lines = Path(download.value.path()).read_text(encoding="utf-8-sig").splitlines()
+    assert lines[0].startswith("question,query,asked,answered,right,answer,distribution")
+    assert lines[1].startswith("1,its,3,3,2,cat,the: 0; cat: 2; ate: 0; its: 0; fish: 1,5,")
+
+
+@pytest.mark.xfail(
+    reason="needs the page's withholding, late-joiner fix and reframe (issue 16, page team)", strict=False
+)
+def test_h_and_b_reach_every_follower(class_of_four: tuple[Watched, Watched, Watched, Watched]) -> None:
+    teacher, phone, _, laptop = class_of_four
+    code = presenter(teacher, query="example=the-cat-ate-its-fish&step=softmax&mask=full&focus=3")
+    follower(phone, code)
+    phone.wait_ready(step="softmax")
+    teacher.page.keyboard.press("h")
+    assert_withheld(teacher, "numbers")
+    assert_withheld(phone, "teacher")
+    assert phone.page.get_by_test_id("numbers-hidden-note").is_visible()
+    follower(laptop, code)  # a late joiner is held back too
+    assert_withheld(laptop, "teacher")
+    teacher.page.keyboard.press("b")
+    for w in (phone, laptop):
+        w.page.wait_for_selector('[data-testid="follower-blank"]:visible')
+        assert "teacher" in w.text("follower-blank")
+    teacher.page.keyboard.press("b")
+    teacher.page.keyboard.press("h")
+    for w in (phone, laptop):
+        w.page.wait_for_selector('[data-testid="follower-blank"]', state="hidden")
+        w.page.wait_for_selector("body:not(.cr-withheld)")
+        assert not w.page.get_by_test_id("numbers-hidden-note").is_visible()
+        w.page.wait_for_selector('#scene[data-withheld="false"]')
+        assert "0.895" in shown_text(w)
+
+
+def room_state(w: Watched, code: str) -> dict[str, str]:
+    with urllib.request.urlopen(f"{w.base}/api/rooms/{code}") as r:
+        state: dict[str, str] = json.loads(r.read())["state"]
+    return state
+
+
+def present_at(w: Watched, query: str) -> None:
+    """The presenter goes to a view (a reload keeps its room; the page sends the view at once)."""
+    w.page.goto(f"{w.base}/?{query}&present=1")
+    w.wait_ready()
+    w.page.wait_for_selector('[data-testid="join-code"]')
+
+
+@pytest.mark.xfail(
+    reason="needs the page's withholding, late-joiner fix and reframe (issue 16, page team)", strict=False
+)
+def test_late_joiners_equal_the_room_for_every_kind_of_state(
+    class_of_four: tuple[Watched, Watched, Watched, Watched],
+) -> None:
+    teacher, phone, _, laptop = class_of_four
+    code = presenter(teacher, query="example=the-cat-ate-its-fish&step=score&focus=3")
+    sentence = urllib.parse.quote("the dog chased its ball")
+    views = [
+        "example=the-cat-ate-its-fish&step=softmax&focus=2",  # "ate": a late joiner saw "its"
+        "example=the-cat-ate-its-fish&step=mix&mask=causal&focus=1",
+        "example=the-cat-ate-its-fish&step=score&focus=0&tokens=%5B%22a%22%2C%22b%22%5D&q=1%2C0%3B0%2C1&k=1%2C1%3B0%2C1&v=2%2C0%3B0%2C2",
+        f"sentence={sentence}&step=softmax&layer=2&head=5&focus=3",
+        "chapter=masks&step=difference&focus=2",
+        "chapter=scaling&dk=16",
+        "chapter=mistakes&step=no-scale",
+    ]
+    for i, query in enumerate(views):
+        present_at(teacher, query)
+        expected = dict(urllib.parse.parse_qsl(query))
+        deadline = time.monotonic() + 10
+        while not all(room_state(teacher, code).get(k) == v for k, v in expected.items() if k != "tokens"):
+            assert time.monotonic() < deadline, (query, room_state(teacher, code))
+            time.sleep(0.1)
+        state = room_state(teacher, code)
+        joiner = (phone, laptop)[i % 2]  # joins (or re-joins) after the change
+        follower(joiner, code)
+        wait_params(joiner, **{k: v for k, v in state.items() if k != "screen" and (k, v) != ("chapter", "steps")})
+        joiner.wait_ready(chapter=state.get("chapter", "steps"))
+        if "focus" in state and state.get("chapter", "steps") in ("steps", "masks"):
+            assert joiner.page.get_attribute("#app", "data-focus") == state["focus"]
+            time.sleep(0.5)  # nothing moves it afterwards (the example's opening word did)
+            assert joiner.page.get_attribute("#app", "data-focus") == state["focus"]
+        assert joiner.text("step-title" if state.get("chapter", "steps") in ("steps", "masks") else "chapter-title")
+
+
+def test_a_follower_has_no_teacher_controls_and_explores_then_follows(
+    class_of_four: tuple[Watched, Watched, Watched, Watched],
+) -> None:
+    teacher, phone, _, _ = class_of_four
+    code = presenter(teacher, query="example=the-cat-ate-its-fish&step=scale&focus=3")
+    follower(phone, code)
+    phone.wait_ready(step="scale")
+    for testid in ("present", "quiz-ask", "room-menu", "lessons", "join-panel"):
+        assert phone.page.get_by_test_id(testid).count() == 0, testid
+    assert "live" in phone.text("follow-status")
+    phone.page.get_by_test_id("step-mask").click()  # the student taps a control of the page
+    phone.page.wait_for_selector('[data-testid="follow-bar"][data-following="false"]')
+    assert "exploring" in phone.text("follow-status") and "live" not in phone.text("follow-status")
+    assert phone.text("follow-toggle") == "Back to the teacher"
+    wait_params(phone, step="mask")
+    teacher.page.keyboard.press("ArrowRight")  # the teacher moves on: the explorer stays where it is
+    wait_params(teacher, step="mask")
+    time.sleep(0.3)
+    teacher.page.keyboard.press("ArrowRight")
+    wait_params(teacher, step="softmax")
+    time.sleep(0.5)
+    assert params(phone)["step"] == "mask"
+    phone.page.get_by_test_id("follow-toggle").click()  # one tap back
+    wait_params(phone, step="softmax")
+    phone.page.wait_for_selector('[data-testid="follow-bar"][data-following="true"]')
+    assert "live" in phone.text("follow-status")
 
 
 def test_token_rules(three: tuple[Watched, Watched, Watched]) -> None:
@@ -157,62 +335,161 @@ def test_token_rules(three: tuple[Watched, Watched, Watched]) -> None:
     assert stranger.page.get_by_test_id("join-address").count() == 0
 
 
-def test_projector_view_fills_the_screen(watched: Watched, classroom_server: str) -> None:
+# What the projector view may not do: cut text (an ellipsis, a line clamp, text past the viewport or
+# past a box that clips it), scroll, or draw 3D content past its canvas. Returns what it found.
+CUT = """() => {
+  const bad = [];
+  const vw = innerWidth, vh = innerHeight;
+  const root = document.documentElement;
+  if (root.scrollWidth > vw + 1 || root.scrollHeight > vh + 1) {
+    bad.push(['page scrolls', root.scrollWidth, root.scrollHeight]);
+  }
+  const name = (e) => e.id || e.dataset.testid || e.className || e.tagName;
+  const clips = (e) => {
+    const s = getComputedStyle(e);
+    return s.overflowX !== 'visible' || s.overflowY !== 'visible';
+  };
+  const walker = document.createTreeWalker(document.getElementById('app'), NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const text = node.textContent.trim();
+    const el = node.parentElement;
+    if (!text || !el.getClientRects().length || el.closest('details:not([open]) > :not(summary)')) continue;
+    const cs = getComputedStyle(el);
+    if (cs.visibility === 'hidden' || cs.opacity === '0') continue;
+    if (cs.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth + 1) bad.push(['ellipsis', name(el), text]);
+    if (cs.webkitLineClamp && cs.webkitLineClamp !== 'none') bad.push(['line clamp', name(el), text]);
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const r of range.getClientRects()) {
+      if (r.width < 1 || r.height < 1) continue;
+      const box = [r.left, r.top, r.right, r.bottom];
+      const out = r.left < -1 || r.top < -1 || r.right > vw + 1 || r.bottom > vh + 1;
+      if (out) bad.push(['outside the viewport', name(el), text, box]);
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+        if (!clips(a)) continue;
+        const c = a.getBoundingClientRect();
+        if (r.left < c.left - 1 || r.right > c.right + 1 || r.top < c.top - 1 || r.bottom > c.bottom + 1) {
+          bad.push(['clipped by ' + name(a), name(el), text, box, [c.left, c.top, c.right, c.bottom]]);
+          break;
+        }
+      }
+    }
+  }
+  return bad.slice(0, 8);
+}"""
+
+# the 3D content inside its canvas: no drawn pixel in a frame along the canvas's edges
+EDGE_PIXELS = """const w = c.width, h = c.height;
+  const [r0, g0, b0] = [d[(8 * w + 8) * 4], d[(8 * w + 8) * 4 + 1], d[(8 * w + 8) * 4 + 2]];
+  const band = (v, n) => v >= 3 && v < 6 || v >= n - 6 && v < n - 3;  // inside the border, at the edge
+  const corner = (v, n) => v < 12 || v >= n - 12;  // the rounded corners are the box's, not the scene's
+  let edge = 0, inside = 0;
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
+    const i = (y * w + x) * 4;
+    if (Math.abs(d[i] - r0) + Math.abs(d[i + 1] - g0) + Math.abs(d[i + 2] - b0) <= 40) continue;
+    if ((band(x, w) && !corner(y, h)) || (band(y, h) && !corner(x, w))) edge++;
+    else if (x >= 6 && y >= 6 && x < w - 6 && y < h - 6) inside++;
+  }
+  return [edge, inside];"""
+
+# every chapter's projector view (its first step; steps at "mix", whose key sentence was lost, and
+# masks at "difference", which speaks of tables)
+PROJECTOR_VIEWS = [
+    "chapter=rnn",
+    "chapter=projections",
+    "chapter=steps&step=mix&example=the-cat-ate-its-fish&focus=3",
+    "chapter=scaling",
+    "chapter=masks&step=difference",
+    "chapter=heads",
+    "chapter=positions",
+    "chapter=block",
+    "chapter=mistakes",
+]
+
+
+@pytest.mark.xfail(
+    reason="needs the page's withholding, late-joiner fix and reframe (issue 16, page team)", strict=False
+)
+def test_every_chapter_fits_the_projector_at_both_sizes(watched: Watched, classroom_server: str) -> None:
+    from tests.browser.helpers import canvas_pixels
+
     w = watched
     w.base = classroom_server
     w.page.set_viewport_size({"width": 1280, "height": 720})
     w.page.goto(f"{classroom_server}/?token={TOKEN}&present=1&example=the-cat-ate-its-fish&step=softmax&focus=3")
     w.wait_ready()
     w.page.wait_for_selector('[data-testid="join-qr"]')
-    for size in ({"width": 1280, "height": 720}, {"width": 1920, "height": 1080}):
-        w.page.set_viewport_size(size)
-        time.sleep(0.3)
-        box = w.page.evaluate(
-            """() => {
-              const r = (s) => document.querySelector(s).getBoundingClientRect();
-              const px = (s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize);
-              return { sw: document.documentElement.scrollWidth, sh: document.documentElement.scrollHeight,
-                       scene: r('#scene'), table: r('#matrix'), text: r('#step-text'), qr: r('[data-testid=join-qr]'),
-                       cell: px('#matrix tbody td'), line: px('#step-text'),
-                       address: px('[data-testid=join-address]') };
-            }"""
-        )
-        assert box["sw"] <= size["width"] and box["sh"] <= size["height"], box
-        for part in ("scene", "table", "text", "qr"):
-            r = box[part]
-            assert r["width"] > 0 and r["bottom"] <= size["height"] and r["right"] <= size["width"], (part, r)
-        assert box["scene"]["height"] > size["height"] * 0.6
-        assert min(box["cell"], box["line"], box["address"]) >= 24
-    # the clicker keys keep walking the lesson; B blanks, H hides the numbers
-    w.page.keyboard.press("PageDown")
+    problems: list[str] = []  # every view is looked at; the test lists all that failed
+    for query in PROJECTOR_VIEWS:
+        chapter = query.split("&")[0].split("=")[1]
+        w.page.goto(f"{classroom_server}/?{query}&present=1")
+        w.wait_ready(chapter=chapter)
+        w.page.wait_for_selector('[data-testid="join-qr"]')
+        for width, height in ((1280, 720), (1920, 1080)):
+            w.page.set_viewport_size({"width": width, "height": height})
+            w.page.wait_for_timeout(400)  # the panels refit, the 3D view reframes
+            where = w.text("projector-where")
+            assert "of 9: " in where and " · " in where, where
+            if chapter in ("steps", "masks"):
+                assert where.endswith(" mask"), where
+            cut = w.page.evaluate(CUT)
+            if cut:
+                problems.append(f"{query} at {width}×{height}: cut {cut}")
+            canvas = "scene" if chapter in ("steps", "masks") else "chapter-stage"
+            testid = w.page.evaluate(f"document.querySelector('#{canvas} canvas').dataset.testid")
+            edge, inside = canvas_pixels(w, testid, EDGE_PIXELS)
+            if inside < 500 or edge:
+                problems.append(
+                    f"{query} at {width}×{height}: 3D content on the canvas's edge ({edge} px, {inside} inside)"
+                )
+        w.page.set_viewport_size({"width": 1280, "height": 720})
+    assert not problems, "\n".join(problems)
+    # the step's text is whole: the mix step's key sentence is there
+    w.page.goto(f"{classroom_server}/?chapter=steps&step=mix&example=the-cat-ate-its-fish&focus=3&present=1")
     w.wait_ready(step="mix")
+    text = w.text("step-text")
+    assert "…" not in text and w.page.evaluate(
+        "document.getElementById('step-text').scrollHeight <= document.getElementById('step-text').clientHeight + 1"
+    )
+    # the Σ row column and both tables of `mistakes` are on screen
+    w.page.goto(f"{classroom_server}/?chapter=mistakes&present=1")
+    w.wait_ready(chapter="mistakes")
+    assert w.page.locator("#chapter-panel th:text-is('Σ row')").count() >= 2
+    # the chapter menu and the lessons panel are reachable from the projector view
+    w.page.get_by_test_id("chapters-toggle").click()
+    w.page.wait_for_selector('[data-testid="contents"]:visible')
+    w.page.keyboard.press("Escape")
+    w.page.locator("[data-testid=lessons] summary").click()
+    w.page.wait_for_selector('[data-testid="lesson-select"]:visible')
+    w.page.locator("[data-testid=lessons] summary").click()
+    # the clicker keys keep walking; B blanks
     w.page.keyboard.press("b")
     assert w.page.get_by_test_id("blank").is_visible()
     w.page.keyboard.press("b")
     assert not w.page.get_by_test_id("blank").is_visible()
-    w.page.keyboard.press("h")
-    assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix tbody td')).color") == "rgba(0, 0, 0, 0)"
-    w.page.keyboard.press("h")
-    assert w.page.evaluate("getComputedStyle(document.querySelector('#matrix tbody td')).color") != "rgba(0, 0, 0, 0)"
-    # a chapter that draws itself fills the screen the same way
-    w.page.set_viewport_size({"width": 1280, "height": 720})
-    w.page.goto(f"{classroom_server}/?present=1&chapter=scaling")
-    w.wait_ready()
-    w.page.wait_for_selector("#chapter-stage canvas")
-    box = w.page.evaluate(
-        """() => ({ sh: document.documentElement.scrollHeight, sw: document.documentElement.scrollWidth,
-                    stage: document.querySelector('#chapter-stage').getBoundingClientRect(),
-                    title: parseFloat(getComputedStyle(document.querySelector('#chapter-text')).fontSize) })"""
-    )
-    assert box["sh"] <= 720 and box["sw"] <= 1280
-    assert box["stage"]["height"] > 720 * 0.6 and box["stage"]["bottom"] <= 720
-    assert box["title"] >= 24
+
+
+def test_the_join_panel_folds_once_students_joined(three: tuple[Watched, Watched, Watched]) -> None:
+    teacher, phone, _ = three
+    teacher.page.set_viewport_size({"width": 1280, "height": 720})
+    code = presenter(teacher, query="example=the-cat-ate-its-fish&step=softmax&focus=3")
+    assert not teacher.page.get_by_test_id("join-fold").is_visible()  # nobody joined yet
+    follower(phone, code)
+    count(teacher, 1)
+    scene_before = teacher.page.locator("#scene").bounding_box()
+    teacher.page.get_by_test_id("join-fold").click()
+    assert not teacher.page.get_by_test_id("join-qr").is_visible()
+    assert teacher.text("join-code") == code and teacher.page.get_by_test_id("follower-count").is_visible()
+    teacher.page.wait_for_timeout(300)
+    assert teacher.page.locator("#scene").bounding_box()["width"] > scene_before["width"]  # the room goes to the view
+    teacher.page.get_by_test_id("join-fold").click()
+    assert teacher.page.get_by_test_id("join-qr").is_visible()
 
 
 def test_follower_phone_layout(three: tuple[Watched, Watched, Watched]) -> None:
     teacher, phone, _ = three
-    teacher.page.goto(f"{teacher.base}/?example=the-cat-ate-its-fish&step=softmax&focus=3")
-    code = presenter(teacher)
+    code = presenter(teacher, query="example=the-cat-ate-its-fish&step=softmax&focus=3")
     phone.page.set_viewport_size({"width": 390, "height": 844})
     follower(phone, code)
     teacher.page.get_by_test_id("quiz-ask").click()
@@ -231,18 +508,29 @@ def test_follower_phone_layout(three: tuple[Watched, Watched, Watched]) -> None:
     teacher.page.get_by_test_id("quiz-end").click()
 
 
-def test_closed_room_says_so(three: tuple[Watched, Watched, Watched]) -> None:
+def test_reset_and_close_a_room_from_the_page(three: tuple[Watched, Watched, Watched]) -> None:
     teacher, a, _ = three
-    code = presenter(teacher)
+    code = presenter(teacher, query="example=the-cat-ate-its-fish&step=softmax&focus=3")
     follower(a, code)
-    room = json.loads(teacher.page.evaluate("sessionStorage.getItem('a3d.presenter')"))
-    request = urllib.request.Request(
-        f"{teacher.base}/api/rooms/{code}", method="DELETE", headers={"authorization": f"Bearer {room['key']}"}
-    )
-    with urllib.request.urlopen(request) as r:
-        assert r.status == 204
+    teacher.page.on("dialog", lambda d: d.accept())  # "Reset the room?", "Close the room?"
+    teacher.page.get_by_test_id("quiz-ask").click()
+    a.page.wait_for_selector('[data-testid="quiz-word-1"]')
+    a.page.get_by_test_id("quiz-word-1").click()
+    teacher.page.get_by_test_id("quiz-reveal").click()
+    teacher.page.locator("[data-testid=room-menu] summary").click()
+    teacher.page.wait_for_selector('[data-testid="quiz-summary-row-1"]')
+    teacher.page.get_by_test_id("room-reset").click()  # the summary starts again; the quiz is gone everywhere
+    teacher.page.wait_for_selector('[data-testid="quiz-summary-empty"]')
+    a.page.wait_for_selector('[data-testid="quiz"]', state="hidden")
+    assert a.page.get_by_test_id("follow-bar").get_attribute("data-status") == "live"
+    teacher.page.get_by_test_id("room-close").click()
     a.page.wait_for_selector('[data-testid="room-closed"]:has-text("closed")')
     assert a.page.get_by_test_id("follow-bar").get_attribute("data-status") == "closed"
+    teacher.page.wait_for_selector('[data-testid="classroom-message"]:has-text("is closed")')
+    assert teacher.page.evaluate("sessionStorage.getItem('a3d.presenter')") is None
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(f"{teacher.base}/api/rooms/{code}")
+    assert gone.value.code == 404
 
 
 def test_reconnects_after_the_server_restarts(browser: Any, tmp_path: Path) -> None:
@@ -305,7 +593,8 @@ def test_record_save_replay_export_and_import_a_lesson(watched: Watched, classro
     file.write_text(json.dumps({**exported, "title": "Two steps, imported"}))
     w.page.get_by_test_id("lesson-import").set_input_files(str(file))
     w.page.wait_for_selector("[data-testid=lesson-status]:has-text('Imported as lesson')")
-    with urllib.request.urlopen(classroom_server + "/api/lessons") as r:
+    teacher = {"authorization": f"Bearer {TOKEN}"}  # reading lessons needs the teacher token
+    with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
         titles = [lesson["title"] for lesson in json.loads(r.read())]
     assert "Two steps" in titles and "Two steps, imported" in titles
     # replay with the clicker
@@ -370,18 +659,25 @@ def test_classroom_controls_have_no_axe_violations(browser: Any, classroom_serve
         student.wait_for_selector('[data-testid=follow-bar][data-status="live"]')
         teacher.get_by_test_id("quiz-ask").click()
         student.wait_for_selector("[data-testid=quiz-word-1]")
-        teacher.wait_for_selector("[data-testid=quiz-count-1]")
+        teacher.wait_for_selector("[data-testid=quiz-result]:has-text('answered')")
+        teacher.locator("[data-testid=room-menu] summary").click()
+        teacher.wait_for_selector("[data-testid=quiz-summary] p")
         assert _axe(teacher) == []
         assert _axe(student) == []
+        teacher.locator("[data-testid=room-menu] summary").click()  # both panels closed again
+        teacher.locator("[data-testid=lessons] summary").click()
         teacher.get_by_test_id("quiz-end").click()
 
 
 def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watched, classroom_server: str) -> None:
     w = watched
     w.base = classroom_server
-    with urllib.request.urlopen(classroom_server + "/api/lessons") as r:
+    teacher = {"authorization": f"Bearer {TOKEN}"}  # reading lessons needs the teacher token
+    with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
         ready_made = json.loads(r.read())[0]
-    with urllib.request.urlopen(f"{classroom_server}/api/lessons/{ready_made['id']}") as r:
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{classroom_server}/api/lessons/{ready_made['id']}", headers=teacher)
+    ) as r:
         views = json.loads(r.read())["views"]
     w.page.set_viewport_size({"width": 1280, "height": 720})
     w.page.goto(f"{classroom_server}/?token={TOKEN}")

@@ -197,3 +197,109 @@ def test_a_chapters_numbers_and_picture_export(watched: Watched, tmp_path: Path)
     assert [[float(x) for x in r[1:]] for r in rows[1:]] == answer["h"]
     info = _png(w, _download(w, "PNG", tmp_path).read_bytes())
     assert info["colours"] > 20 and all(info["legend"])
+
+
+# ---- words no picture can hold as they are, and a page CSV that escapes as the API's -------------------
+
+CONTROL = [chr(c) for c in range(0x20)] + ["\x7f"]  # every C0 control character and DEL
+
+
+def _printable(s: str) -> str:
+    """A word as the exports draw it: each control character as its Unicode control picture."""
+    return "".join(chr(0x2421) if c == "\x7f" else chr(0x2400 + ord(c)) if ord(c) < 0x20 else c for c in s)
+
+
+def _hand_set(tokens: list[str]) -> str:
+    n = len(tokens)
+    q = [[1.0 + i, 0.5 * (i % 3)] for i in range(n)]
+    k = [[0.5 * (i % 2), 1.0 + i / 2] for i in range(n)]
+    v = [[0.1 * i, 1.0] for i in range(n)]
+    return f"?tokens={quote(json.dumps(tokens))}&q={_rows(q)}&k={_rows(k)}&v={_rows(v)}&step=softmax&focus=0"
+
+
+def test_svg_and_table_png_hold_every_control_character(watched: Watched, tmp_path: Path) -> None:
+    """GPT-2 makes tokens of U+0001, U+000B …: the SVG must still be well-formed XML (each control
+    character drawn as its control picture) and the Table PNG must decode, for all 33 of them."""
+    w = watched
+    tokens = ["a" + "".join(CONTROL[i::4]) + "z" for i in range(4)]  # every control character, in 4 words
+    assert sorted(c for t in tokens for c in t[1:-1]) == sorted(CONTROL)
+    w.goto(_hand_set(tokens))
+    w.page.get_by_test_id("export-stage").select_option("weights")
+    path = _download(w, "SVG", tmp_path)
+    root = ElementTree.fromstring(path.read_bytes())  # raises on a character XML forbids
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text for t in root.iter(ns + "text")]
+    for token in tokens:
+        assert texts.count(_printable(token)) >= 2, (token, texts)  # a row label and a column label
+    png = _png(w, _download(w, "Table PNG", tmp_path).read_bytes())
+    assert png["width"] == 2 * int(root.get("width") or 0) and png["colours"] > 5
+
+
+def test_page_csv_escapes_words_exactly_as_the_api(watched: Watched, tmp_path: Path) -> None:
+    """The page's CSV and the API's (?format=csv) write every word's cell alike: a leading line feed,
+    = + - @, tab or CR gets an apostrophe; commas, quotes and line breaks are quoted."""
+    w = watched
+    tokens = ["\nfeed", "a\nb", "=1+1", "-2", "\tt", "\rr", 'say "hi"', "a,b", "\x01\x0b", "@x", " plain"]
+    w.goto(_hand_set(tokens))
+    w.page.get_by_test_id("export-stage").select_option("weights")
+    page_csv = _download(w, "CSV", tmp_path).read_bytes().decode("utf-8")
+    n = len(tokens)
+    parts = dict(p.split("=", 1) for p in _hand_set(tokens)[1:].split("&"))
+
+    def rows(s: str) -> list[list[float]]:
+        return [[float(x) for x in r.split(",")] for r in s.split(";")]
+
+    body = {"tokens": tokens, "q": rows(parts["q"]), "k": rows(parts["k"]), "v": rows(parts["v"]), "mask": "full"}
+    url = w.base + "/api/attention?format=csv&stage=weights"
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"content-type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        api_csv = r.read().decode("utf-8")
+    page_rows = list(csv.reader(io.StringIO(page_csv, newline="")))
+    api_rows = list(csv.reader(io.StringIO(api_csv, newline="")))
+    assert page_rows[0] == api_rows[0]  # the header: every word as a column name
+    assert [r[0] for r in page_rows[1:]] == [r[0] for r in api_rows[1:]]  # every word as a row name
+    assert page_rows[0][1] == "'\nfeed" and len(page_rows) == n + 1
+    # byte for byte: the header line as the API writes it
+    header = io.StringIO(newline="")
+    csv.writer(header, lineterminator="\r\n").writerow(api_rows[0])
+    assert api_csv.startswith(header.getvalue()) and page_csv.startswith(header.getvalue())
+    # and the numbers are the same numbers
+    assert [[float(x) for x in r[1:]] for r in page_rows[1:]] == [[float(x) for x in r[1:]] for r in api_rows[1:]]
+
+
+def test_standalone_html_of_a_long_sentence_draws_its_window(watched: Watched, browser: Any, tmp_path: Path) -> None:
+    """A 64-token sentence: the exported file draws the page's 32-token window around the focus, every
+    one of those tokens labelled inside its 3D view, none outside it."""
+    w = watched
+    sentence = " ".join(["word"] * 62)  # 64 tokens with [CLS] and [SEP]
+    w.goto(f"?sentence={quote(sentence)}&step=softmax&focus=40")
+    w.wait_ready(mode="sentence", focus=40)
+    path = _download(w, "HTML", tmp_path)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector('body[data-ready="true"]', timeout=20_000)
+        page.wait_for_function("Number(document.querySelector('#scene').dataset.frames || 0) > 0")
+        page.wait_for_timeout(300)  # the labels are placed after the first frame
+        assert page.evaluate("document.body.dataset.window") == "25-56"  # focus 40, as the page: rows 24 … 55
+        box = page.locator("#scene canvas").first.bounding_box()
+        assert box
+        labels = page.evaluate(
+            """() => [...document.querySelectorAll('#scene .label-query')]
+                .filter((e) => getComputedStyle(e).display !== 'none' && e.textContent.trim())
+                .map((e) => {
+                    const r = e.getBoundingClientRect();
+                    return [e.textContent, r.left, r.top, r.right, r.bottom];
+                })"""
+        )
+        assert len(labels) == 32, [x[0] for x in labels]
+        for text, left, top, right, bottom in labels:
+            inside = left >= box["x"] - 1 and right <= box["x"] + box["width"] + 1
+            inside = inside and top >= box["y"] - 1 and bottom <= box["y"] + box["height"] + 1
+            assert inside, (text, (left, top, right, bottom), box)
+    finally:
+        context.close()
+    assert not errors, errors

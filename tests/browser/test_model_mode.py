@@ -254,14 +254,15 @@ def test_merging_word_pieces(watched: Watched) -> None:
     expect(w.page.locator("#matrix tbody tr.focused")).to_have_attribute("data-row", "3")
 
 
-def test_long_sentences_windowed_scene_and_no_overview(watched: Watched) -> None:
+def test_long_sentences_windowed_scene_and_pooled_overview(watched: Watched) -> None:
     w = watched
-    sentence = " ".join(["word"] * 70)  # 72 tokens with [CLS] and [SEP]: over the overview's 64
-    w.expect_console_error("status of 422")  # the overview's answer: too long
+    sentence = " ".join(["word"] * 70)  # 72 tokens with [CLS] and [SEP]: the overview pools them in blocks
     w.goto(f"?sentence={quote(sentence)}&step=softmax&focus=40")
     w.wait_ready(mode="sentence", focus=40)
-    expect(w.page.get_by_test_id("overview-status")).to_contain_text("unavailable")
-    expect(w.page.get_by_test_id("overview-status")).to_contain_text("64")
+    w.page.wait_for_selector('#overview-grid[data-count="72"]', timeout=20_000)
+    size = w.page.evaluate("() => document.querySelector('[data-testid=\"head-2-3\"] canvas').width")
+    assert size == 32  # 72 tokens drawn as 32 × 32 blocks
+    expect(w.page.get_by_test_id("head-2-3")).to_have_attribute("title", re.compile(r"entropy \d+\.\d\d bits"))
     expect(w.page.get_by_test_id("scene-note")).to_contain_text("shows 32 of the 72 rows")
     # the table draws the 64 rows and columns around the focus; Σ row still counts every key
     expect(w.page.get_by_test_id("cell-71-71")).to_be_visible()
@@ -271,6 +272,7 @@ def test_long_sentences_windowed_scene_and_no_overview(watched: Watched) -> None
     assert w.text("arith-lines").count("\n") >= 71  # the focused row's arithmetic has every key
 
     # more tokens than the model takes: the server's message, shown as it is
+    w.expect_console_error("status of 422")
     w.page.get_by_test_id("sentence-input").fill(" ".join(["word"] * 600))
     w.page.get_by_test_id("sentence-go").click()
     expect(w.page.get_by_test_id("error-banner")).to_contain_text("512")

@@ -87,7 +87,7 @@ def test_causal_mask_hides_later_words_and_cat_splits_fifty_fifty(watched: Watch
 def test_keyboard_steps_focuses_and_toggles(watched: Watched) -> None:
     w = watched
     w.goto()
-    w.wait_ready(step="score", mask="full", focus=ITS)  # seed 003 walks through "its": the page opens there
+    w.wait_ready(step="score", mask="full", focus=ITS)  # the lesson walks through "its": the page opens there
     w.page.keyboard.press("1")
     w.wait_ready(focus=0)
     expect(w.page.locator("#matrix tbody tr.focused")).to_have_attribute("data-row", "0")

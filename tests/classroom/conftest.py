@@ -17,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from tests.postgres import PostgresServer
 from tests.servers import answers, stop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ def app_process(data_dir: Path, port: int | None = None, **env: str) -> Iterator
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env=environ)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(base + "/api/lessons", proc)
+        wait_for(base + "/api/examples", proc)  # lessons need the teacher token
         yield base, proc
     finally:
         if proc.poll() is None:
@@ -104,3 +105,16 @@ def redis_url() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (initdb into a temporary folder, pg_ctl on a free port)."""
+    try:
+        server = PostgresServer()
+    except FileNotFoundError as e:
+        if os.environ.get("CI"):
+            raise  # make test installs it: a missing server must not pass as a skip
+        pytest.skip(str(e))
+    yield server
+    server.close()

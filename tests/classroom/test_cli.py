@@ -14,6 +14,7 @@ from pathlib import Path
 from app.classroom import limits
 from app.classroom.broker import Subscriber
 from tests.classroom.conftest import ROOT, free_port
+from tests.servers import stop
 
 
 def test_teacher_link_is_printed_and_the_token_never_logged(tmp_path: Path) -> None:
@@ -21,32 +22,39 @@ def test_teacher_link_is_printed_and_the_token_never_logged(tmp_path: Path) -> N
     token = "a-teacher-token-of-my-own-42"
     env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
     env.pop("ATTENTION_TEACHER_TOKEN", None)
-    cmd = [sys.executable, "-m", "app", "--port", str(port), "--teacher-token", token, "--data-dir", str(tmp_path)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    (tmp_path / "token").write_text(token)
+    data = tmp_path / "data"
+    cmd = [sys.executable, "-m", "app", "--port", str(port), "--teacher-token-file", str(tmp_path / "token")]
+    # the output goes to files, never pipes nobody reads: a full pipe would stall the server
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        proc = subprocess.Popen([*cmd, "--data-dir", str(data)], cwd=ROOT, env=env, stdout=out, stderr=err)
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}") as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}", timeout=5) as r:
                     assert r.status == 200
                 break
             except OSError:
                 assert time.monotonic() < deadline and proc.poll() is None
                 time.sleep(0.1)
+        for query in (f"?%74oken={token}", f"?x=1&TOKEN={token}"):  # spelled otherwise: hidden too
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/{query}", timeout=5) as r:
+                assert r.status == 200
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/api/rooms", method="POST", headers={"authorization": f"Bearer {token}"}
         )
-        with urllib.request.urlopen(request) as r:
+        with urllib.request.urlopen(request, timeout=5) as r:
             assert r.status == 201
     finally:
-        proc.terminate()
-        out, err = proc.communicate(timeout=15)
-    stdout, stderr = out.decode(), err.decode()
+        stop(proc, 15)
+    stdout, stderr = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
     assert f"http://127.0.0.1:{port}/?token={token}" in stdout  # the teacher link, once, at start
     both = stdout + stderr
     assert both.count(token) == 1  # uvicorn's access log shows the request as /?token=[hidden]
     assert '"GET /?token=[hidden] HTTP/1.1" 200' in both
-    assert (tmp_path / "classroom.sqlite3").exists()  # --data-dir
+    assert '"GET /?%74oken=[hidden] HTTP/1.1" 200' in both and "TOKEN=[hidden]" in both
+    assert (data / "classroom.sqlite3").exists()  # --data-dir
 
 
 def test_a_short_or_odd_token_is_refused() -> None:

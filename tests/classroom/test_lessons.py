@@ -1,19 +1,27 @@
-"""Saved lessons: the API's statuses, SQLite (WAL, schema version, migrations), and kill -9."""
+"""Saved lessons on both databases (SQLite and a real PostgreSQL): the API's statuses, the list (pages,
+summary columns, the teacher's order), editing, export/import, limits, migrations, kill -9, file modes."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import sqlite3
+import stat
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
-from app.classroom import limits, store
+from app.classroom import database, limits, store
+from app.main import create_app
 from tests.classroom.conftest import TOKEN, app_process, auth
+from tests.classroom.store_process import open_and_add
+from tests.postgres import PostgresServer
 
 CAT = {"chapter": "steps", "example": "the-cat-ate-its-fish", "focus": "3"}
 LESSON = {
@@ -23,12 +31,42 @@ LESSON = {
         {"state": {**CAT, "step": "softmax"}, "note": ""},
     ],
 }
+T = auth(TOKEN)
 
 
-def test_the_ready_made_lesson_follows_seed_003(client: TestClient) -> None:
-    lessons = client.get("/api/lessons").json()
-    assert len(lessons) == 1 and "the cat ate its fish" in lessons[0]["title"]
-    lesson = client.get(f"/api/lessons/{lessons[0]['id']}").json()
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
+    """None: the data folder's SQLite file (the default); else a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return None
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.new_database()
+
+
+@pytest.fixture
+def lessons(tmp_path: Path, db_url: str | None, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    monkeypatch.setenv("ATTENTION_TEACHER_TOKEN", TOKEN)
+    monkeypatch.setenv("ATTENTION_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("ATTENTION_REDIS_URL", raising=False)
+    if db_url:
+        monkeypatch.setenv(database.URL_ENV, db_url)
+    else:
+        monkeypatch.delenv(database.URL_ENV, raising=False)
+    with TestClient(create_app(backend="numpy")) as c:
+        yield c
+
+
+def raw(client: TestClient) -> database.Database:
+    """The database under the app (to look behind the API)."""
+    from app.classroom.service import classroom
+
+    return classroom(client.app).store.db
+
+
+def test_the_ready_made_lesson_follows_seed_003(lessons: TestClient) -> None:
+    listed = lessons.get("/api/lessons", headers=T).json()
+    assert len(listed) == 1 and "the cat ate its fish" in listed[0]["title"] and listed[0]["views"] == 12
+    lesson = lessons.get(f"/api/lessons/{listed[0]['id']}", headers=T).json()
     steps = [v["state"].get("step") for v in lesson["views"] if v["state"].get("chapter") == "steps"]
     assert steps == ["score", "scale", "softmax", "mix"]
     chapters = [v["state"]["chapter"] for v in lesson["views"]]
@@ -36,31 +74,110 @@ def test_the_ready_made_lesson_follows_seed_003(client: TestClient) -> None:
     assert all(v["note"] for v in lesson["views"])
 
 
-def test_lesson_crud_and_statuses(client: TestClient) -> None:
+def test_lesson_crud_and_statuses(lessons: TestClient) -> None:
+    client = lessons
     assert client.post("/api/lessons", json=LESSON).status_code == 401
     assert client.post("/api/lessons", json=LESSON, headers=auth("nope" * 8)).status_code == 403
-    r = client.post("/api/lessons", json=LESSON, headers=auth(TOKEN))
+    r = client.post("/api/lessons", json=LESSON, headers=T)
     assert r.status_code == 201
     lesson_id = r.json()["id"]
-    got = client.get(f"/api/lessons/{lesson_id}").json()
+    # reading needs the teacher token too: students get the views through the room
+    for path in ("/api/lessons", f"/api/lessons/{lesson_id}"):
+        r = client.get(path)
+        assert r.status_code == 401 and r.json()["detail"][0]["loc"] == ["header", "authorization"]
+        assert client.get(path, headers=auth("x" * 20)).status_code == 403
+    got = client.get(f"/api/lessons/{lesson_id}", headers=T).json()
     assert got["title"] == LESSON["title"] and got["views"] == LESSON["views"]
-    assert [row["views"] for row in client.get("/api/lessons").json()][-1] == 2
+    assert [row["views"] for row in client.get("/api/lessons", headers=T).json()][-1] == 2
     changed = {"title": "Renamed", "views": LESSON["views"][:1]}
     assert client.put(f"/api/lessons/{lesson_id}", json=changed).status_code == 401
-    assert client.put(f"/api/lessons/{lesson_id}", json=changed, headers=auth(TOKEN)).status_code == 204
-    assert client.get(f"/api/lessons/{lesson_id}").json()["views"] == changed["views"]
-    assert client.put("/api/lessons/999999", json=changed, headers=auth(TOKEN)).status_code == 404
+    assert client.put(f"/api/lessons/{lesson_id}", json=changed, headers=T).status_code == 204
+    assert client.get(f"/api/lessons/{lesson_id}", headers=T).json()["views"] == changed["views"]
+    assert client.get("/api/lessons", headers=T).json()[-1] | {"updated": ""} == {
+        "id": lesson_id,
+        "title": "Renamed",
+        "views": 1,
+        "updated": "",
+    }
+    assert client.put("/api/lessons/999999", json=changed, headers=T).status_code == 404
     assert client.delete(f"/api/lessons/{lesson_id}").status_code == 401
     assert client.delete(f"/api/lessons/{lesson_id}", headers=auth("x" * 20)).status_code == 403
-    assert client.delete(f"/api/lessons/{lesson_id}", headers=auth(TOKEN)).status_code == 204
-    assert client.get(f"/api/lessons/{lesson_id}").status_code == 404
-    assert client.delete(f"/api/lessons/{lesson_id}", headers=auth(TOKEN)).status_code == 404
-    assert client.get("/api/lessons/0").status_code == 422
+    assert client.delete(f"/api/lessons/{lesson_id}", headers=T).status_code == 204
+    assert client.get(f"/api/lessons/{lesson_id}", headers=T).status_code == 404
+    assert client.delete(f"/api/lessons/{lesson_id}", headers=T).status_code == 404
+    assert client.get("/api/lessons/0", headers=T).status_code == 422
 
 
-def test_bad_lessons_name_the_field(client: TestClient) -> None:
+def test_edit_reorder_and_delete_views(lessons: TestClient) -> None:
+    """What the page's editor sends: the lesson with its views renamed, moved and removed."""
+    views: list[dict[str, Any]] = [{"state": {**CAT, "step": s}, "note": s} for s in ("score", "scale", "mix")]
+    lesson_id = lessons.post("/api/lessons", json={"title": "Three", "views": views}, headers=T).json()["id"]
+    edited = {"title": "Two, edited", "views": [{**views[2], "note": "mix first"}, views[0]]}
+    assert lessons.put(f"/api/lessons/{lesson_id}", json=edited, headers=T).status_code == 204
+    got = lessons.get(f"/api/lessons/{lesson_id}", headers=T).json()
+    assert [(v["state"]["step"], v["note"]) for v in got["views"]] == [("mix", "mix first"), ("score", "score")]
+    assert lessons.get("/api/lessons", headers=T).json()[-1]["views"] == 2
+
+
+def test_reorder_lessons(lessons: TestClient) -> None:
+    ids = [lessons.post("/api/lessons", json={**LESSON, "title": t}, headers=T).json()["id"] for t in "ABC"]
+    ready = lessons.get("/api/lessons", headers=T).json()[0]["id"]
+
+    def titles() -> list[str]:
+        return [row["title"][:1] for row in lessons.get("/api/lessons", headers=T).json()]
+
+    assert titles() == ["S", "A", "B", "C"]
+    body = {"ids": [ids[2], ids[0]]}  # C and A swap places; the others stay
+    assert lessons.put("/api/lessons/order", json=body).status_code == 401
+    assert lessons.put("/api/lessons/order", json=body, headers=T).status_code == 204
+    assert titles() == ["S", "C", "B", "A"]
+    assert lessons.put("/api/lessons/order", json={"ids": [ids[1], ready]}, headers=T).status_code == 204
+    assert titles() == ["B", "C", "S", "A"]
+    r = lessons.put("/api/lessons/order", json={"ids": [ids[0], 999999]}, headers=T)
+    assert r.status_code == 404 and "999999" in r.json()["detail"][0]["msg"]
+    r = lessons.put("/api/lessons/order", json={"ids": [ids[0], ids[0]]}, headers=T)
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "ids"]
+    assert titles() == ["B", "C", "S", "A"]  # a refused order changes nothing
+
+
+def test_the_list_pages_and_never_reads_the_views(lessons: TestClient) -> None:
+    ids = [lessons.post("/api/lessons", json={**LESSON, "title": f"L{i}"}, headers=T).json()["id"] for i in range(5)]
+    page = lessons.get("/api/lessons?offset=2&limit=2", headers=T).json()
+    assert [row["title"] for row in page] == ["L1", "L2"]
+    assert lessons.get("/api/lessons?offset=6", headers=T).json() == []
+    for query, field in (
+        ("limit=0", "limit"),
+        (f"limit={limits.MAX_LESSONS_PAGE + 1}", "limit"),
+        ("offset=-1", "offset"),
+    ):
+        r = lessons.get(f"/api/lessons?{query}", headers=T)
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", field], query
+    # the list comes from the summary columns: views that are not even JSON do not matter to it
+    with raw(lessons).transaction() as run:
+        run("UPDATE lessons SET views = ? WHERE id = ?", ("not json at all", ids[0]))
+    assert [row["views"] for row in lessons.get("/api/lessons", headers=T).json()] == [12, 2, 2, 2, 2, 2]
+
+
+def test_export_then_import_gives_the_same_lesson(lessons: TestClient) -> None:
+    """The page's export is the lesson's title and views as JSON; its import posts them back."""
+    lesson_id = lessons.post("/api/lessons", json=LESSON, headers=T).json()["id"]
+    exported = lessons.get(f"/api/lessons/{lesson_id}", headers=T).json()
+    file = json.loads(json.dumps({"title": exported["title"], "views": exported["views"]}))
+    again = lessons.post("/api/lessons", json=file, headers=T).json()["id"]
+    assert again != lesson_id
+    assert lessons.get(f"/api/lessons/{again}", headers=T).json()["views"] == LESSON["views"]
+
+
+def test_the_lesson_limit(lessons: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "MAX_LESSONS", 3)
+    assert [lessons.post("/api/lessons", json=LESSON, headers=T).status_code for _ in range(3)] == [201, 201, 429]
+    r = lessons.post("/api/lessons", json=LESSON, headers=T)
+    assert r.status_code == 429 and "3 lessons" in r.json()["detail"][0]["msg"]
+
+
+def test_bad_lessons_name_the_field(lessons: TestClient) -> None:
     def post(body: Any) -> Any:
-        return client.post("/api/lessons", json=body, headers=auth(TOKEN))
+        return lessons.post("/api/lessons", json=body, headers=T)
 
     r = post({"title": "", "views": LESSON["views"]})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "title"]
@@ -86,39 +203,81 @@ def test_store_is_wal_with_a_schema_version(tmp_path: Path) -> None:
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(len(store.MIGRATIONS),)]
 
 
+def test_the_data_folder_and_its_files_are_private(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir(mode=0o755)
+    old = folder / store.FILENAME
+    old.write_bytes(b"")
+    old.chmod(0o644)  # as an older version left it
+    s = store.Store(folder)
+    s.add_lesson("t", [{"state": {}, "note": ""}])  # the -wal file exists now
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    files = sorted(folder.iterdir())
+    assert [f.name for f in files] == [store.FILENAME, store.FILENAME + "-shm", store.FILENAME + "-wal"]
+    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == dict.fromkeys((f.name for f in files), 0o600)
+    s.close()
+
+
 def test_migrations_upgrade_a_version_1_database(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / store.FILENAME)
     db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
     db.execute("INSERT INTO schema_version VALUES (1)")
     first = store.MIGRATIONS[0]
     assert isinstance(first, str)
-    db.execute(first)
-    db.execute("INSERT INTO lessons (title, views, created, updated) VALUES ('old', '[]', 'then', 'then')")
+    db.execute(first.format(id="INTEGER PRIMARY KEY AUTOINCREMENT"))
+    db.execute("INSERT INTO lessons (title, views, created, updated) VALUES ('old', '[{}, {}, {}]', 'then', 'then')")
     db.commit()
     db.close()
     s = store.Store(tmp_path)
     assert s.version() == len(store.MIGRATIONS)
-    titles = [row["title"] for row in s.lessons()]
-    assert titles[0] == "old" and "the cat ate its fish" in titles[1]  # kept, and the ready-made one added
+    listed = s.lessons()
+    assert [(row["title"][:3], row["views"]) for row in listed] == [("old", 3), ("Sel", 12)]  # counted once
+    assert s.add_lesson("new", []) == 3  # ids go on after the copied ones
     s.save_room("ABCDEF", "digest")  # migration 2 made the rooms table
     assert s.load_room("ABCDEF") == ("digest", None, 0)
     s.close()
     again = store.Store(tmp_path)  # opening again migrates nothing
-    assert len(again.lessons()) == 2
+    assert len(again.lessons()) == 3
     again.close()
 
 
-def test_a_saved_lesson_survives_kill_9(tmp_path: Path) -> None:
+def test_postgresql_migrates_once_and_goes_on_numbering(postgres: PostgresServer) -> None:
+    url = postgres.new_database()
+    first = store.Store(database.connect(url))
+    assert first.version() == len(store.MIGRATIONS) and first.add_lesson("new", []) == 2
+    second = store.Store(database.connect(url))  # a second process: nothing applied twice
+    assert [row["title"][:3] for row in second.lessons()] == ["Sel", "new"]
+    first.close()
+    second.close()
+
+
+def test_processes_that_start_together_migrate_once(tmp_path: Path, db_url: str | None) -> None:
+    """Four processes open a fresh database at the same moment (as `--workers 4` does): one migrates,
+    the others wait for it; every lesson is saved once, the ready-made one once."""
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        ids = pool.map(open_and_add, [(str(tmp_path / "data"), db_url, i) for i in range(4)])
+    s = store.Store(database.connect(db_url)) if db_url else store.Store(tmp_path / "data")
+    titles = [row["title"] for row in s.lessons()]
+    assert sorted(ids) == [2, 3, 4, 5] and s.version() == len(store.MIGRATIONS)
+    assert len(titles) == 5 and sum("the cat ate its fish" in t for t in titles) == 1
+    s.close()
+
+
+def test_a_saved_lesson_survives_kill_9(tmp_path: Path, db_url: str | None) -> None:
     body = json.dumps(LESSON).encode()
-    with app_process(tmp_path) as (base, proc):
+    env = {database.URL_ENV: db_url} if db_url else {}
+    with app_process(tmp_path, None, **env) as (base, proc):
         request = urllib.request.Request(
-            base + "/api/lessons", data=body, method="POST", headers={**auth(TOKEN), "content-type": "application/json"}
+            base + "/api/lessons", data=body, method="POST", headers={**T, "content-type": "application/json"}
         )
         with urllib.request.urlopen(request) as r:
             assert r.status == 201
             lesson_id = json.loads(r.read())["id"]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    with app_process(tmp_path) as (base, _), urllib.request.urlopen(f"{base}/api/lessons/{lesson_id}") as r:
+    with (
+        app_process(tmp_path, None, **env) as (base, _),
+        urllib.request.urlopen(urllib.request.Request(f"{base}/api/lessons/{lesson_id}", headers=T)) as r,
+    ):
         saved = json.loads(r.read())
     assert saved["title"] == LESSON["title"] and saved["views"] == LESSON["views"]

@@ -48,8 +48,9 @@ def test_a_room_survives_a_restart(tmp_path: Path) -> None:
 
 def test_two_processes_share_rooms_through_redis(tmp_path: Path, redis_url: str) -> None:
     with (
-        app_process(tmp_path / "a", ATTENTION_REDIS_URL=redis_url) as (a, _),
-        app_process(tmp_path / "b", ATTENTION_REDIS_URL=redis_url) as (b, _),
+        # the followers all come from 127.0.0.1: their votes count per seat (the address rule: tests/test_lan.py)
+        app_process(tmp_path / "a", ATTENTION_REDIS_URL=redis_url, ATTENTION_VOTES_PER_ADDRESS="0") as (a, _),
+        app_process(tmp_path / "b", ATTENTION_REDIS_URL=redis_url, ATTENTION_VOTES_PER_ADDRESS="0") as (b, _),
     ):
         _, room = call("POST", a + "/api/rooms", secret=TOKEN)  # opened on process A
         code, key = room["code"], room["presenter_key"]

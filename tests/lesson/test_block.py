@@ -17,6 +17,7 @@ from app.model.loader import ModelHandle, handle_for
 from tests.model.conftest import SENTENCES, api, gpt2_api, hf_gpt2, hf_minilm, minilm, tiny_gpt2_dir  # noqa: F401
 
 TOL = 1e-4
+REL = 1e-6  # relative: about 8 float32 steps, for the large values of a BERT feed-forward
 
 
 def _hooked(hf: Any, ids: list[int], modules: dict[str, Any]) -> tuple[Any, dict[str, np.ndarray]]:
@@ -65,9 +66,10 @@ def test_bert_every_layer_and_point_matches_transformers(minilm: ModelHandle, hf
         np.testing.assert_allclose(b.vectors["input"], out.hidden_states[layer][0].double().numpy(), atol=TOL)
         np.testing.assert_allclose(b.vectors["output"], out.hidden_states[layer + 1][0].double().numpy(), atol=TOL)
         for name in ("attention", "norm1", "ffn", "output"):
-            np.testing.assert_allclose(b.vectors[name], seen[name], atol=TOL, err_msg=f"layer {layer} {name}")
+            # float32 on both sides: the feed-forward's change reaches ~190, where 1e-4 is a few float32 steps
+            np.testing.assert_allclose(b.vectors[name], seen[name], atol=TOL, rtol=REL, err_msg=f"layer {layer} {name}")
         np.testing.assert_allclose(b.vectors["residual"], b.vectors["input"] + seen["attention"], atol=TOL)
-        np.testing.assert_allclose(b.vectors["residual2"], seen["norm1"] + seen["ffn"], atol=TOL)
+        np.testing.assert_allclose(b.vectors["residual2"], seen["norm1"] + seen["ffn"], atol=TOL, rtol=REL)
         x = b.vectors["output"]
 
 

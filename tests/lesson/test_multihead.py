@@ -77,6 +77,30 @@ def test_example_is_seeded_and_small() -> None:
     assert example(3, seed=6)["x"] != a["x"]
 
 
+@pytest.mark.parametrize("seed", [7, 8, 123])
+def test_adding_heads_keeps_each_heads_own_weights(seed: int) -> None:
+    """Going from 1 to 4 heads adds matrices: head i's W_Q, W_K and W_V (and x) stay exactly as they were."""
+    examples = {h: example(h, seed=seed) for h in (1, 2, 3, 4)}
+    for h in (1, 2, 3):
+        for more in range(h + 1, 5):
+            assert examples[more]["x"] == examples[h]["x"]
+            for name in ("w_q", "w_k", "w_v"):
+                assert examples[more][name][:h] == examples[h][name], (name, h, more)
+    # and the heads differ from one another (each asks its own question)
+    w_q = np.array(examples[4]["w_q"])
+    assert all(not np.array_equal(w_q[i], w_q[j]) for i in range(4) for j in range(i + 1, 4))
+    assert np.array(examples[3]["w_o"]).shape == (6, 4)
+
+
+def test_two_head_example_unchanged() -> None:
+    """The two-head worked example the chapter opens on: head 1 of seed 7 gives "cat" 0.520 … to "ate"."""
+    mh = multihead(**{k: v for k, v in example(2, seed=7).items() if k in ("x", "w_q", "w_k", "w_v", "w_o")})
+    row = mh.heads["weights"][0][1]
+    assert int(np.argmax(row)) == 2 and f"{row[2]:.3f}" == "0.520"
+    mh4 = multihead(**{k: v for k, v in example(4, seed=7).items() if k in ("x", "w_q", "w_k", "w_v", "w_o")})
+    np.testing.assert_array_equal(mh4.heads["weights"][0], mh.heads["weights"][0])
+
+
 def test_api_multihead_every_field(api: TestClient) -> None:
     ex = api.get("/api/multihead/example", params={"heads": 3}).json()
     body = {k: ex[k] for k in ("tokens", "x", "w_q", "w_k", "w_v", "w_o")} | {"mask": "causal"}

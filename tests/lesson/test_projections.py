@@ -1,4 +1,5 @@
-"""The projections chapter: seed 000's X, W_Q, W_K, W_V and their products, against a plain loop."""
+"""The projections chapter: the decoder example's X, W_Q, W_K, W_V (NumPy's seed 42 recipe) and their products,
+against a plain loop."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ def _product(a: list[list[float]], b: list[list[float]]) -> list[list[float]]:
     return [[sum(a[i][m] * b[m][j] for m in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
 
 
-def test_seed_000_recipe(client: TestClient) -> None:
+def test_the_examples_random_recipe(client: TestClient) -> None:
     d = client.get("/api/projections").json()
-    np.random.seed(42)  # the seed's own recipe, in its order
+    np.random.seed(42)  # the example's own recipe, in its order
     x = np.random.randn(4, 8)
     w_q, w_k, w_v = np.random.randn(8, 8), np.random.randn(8, 8), np.random.randn(8, 8)
     for name, want in (("x", x), ("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):

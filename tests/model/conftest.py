@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.model.loader import ModelHandle, handle_for
+from tests.model.llama_fixtures import hf_smollm, smollm, tiny_llamas  # noqa: F401 (the decoder's fixtures)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers only ever reads local directories here
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

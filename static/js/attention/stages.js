@@ -24,7 +24,8 @@ export const STEPS = [
       "Every word asks a question with its query q and advertises itself with its key k, " +
       "like the question you bring to a library and the label on each book's spine. " +
       "The score is the dot product q·k: multiply matching coordinates and add them up. " +
-      "Arrows that point the same way give a large score, crossed arrows give zero.",
+      "Arrows that point the same way give a large score, perpendicular arrows give zero, " +
+      "and arrows that point opposite ways give a negative score.",
   },
   {
     id: "scale",
@@ -34,9 +35,10 @@ export const STEPS = [
     links: "relative",
     arith: "scale",
     text:
-      "Longer vectors give bigger dot products, and very big scores would make the next step " +
-      "pick a single winner and ignore the rest. Dividing every score by √d_k (the square root " +
-      "of the query/key length) keeps them in a moderate range, whatever the vector length.",
+      "The more coordinates q and k have, the more products a dot product adds up, so the scores " +
+      "spread wider, and very big scores would make the next step pick a single winner and ignore " +
+      "the rest. Dividing every score by √d_k (the square root of d_k, the number of coordinates " +
+      "of each query and key) keeps them in a moderate range, however many coordinates there are.",
   },
   {
     id: "mask",

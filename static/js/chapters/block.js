@@ -8,10 +8,11 @@ import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
 import { pyStr } from "../pycode.js";
 import { BlockDiagram } from "../scene/blockdiagram.js";
-import { ANIMAL, matrixTable, picker, pySafetensors, scroller, sentenceBox, vec } from "./heads.js";
+import { ANIMAL, matrixTable, picker, pySafetensors, scroller, sentenceBox, vec } from "./widgets.js";
 
 const quote = (w) => `“${w}”`;
 const SHOW = 4; // first coordinates shown per vector
+const ROWS = 7; // tokens shown per table: a window around the chosen one
 
 /** The names each step lights up, by the model's kind. */
 const POINTS = {
@@ -40,7 +41,8 @@ const STEPS = [
       const from = a.layer === 0 ? "the embeddings (word + position" + (a.kind === "bert" ? " + segment, then LayerNorm)" : ")") : `the output of layer ${a.layer - 1}`;
       return (
         `Layer ${a.layer} of ${a.model} starts from ${from}: one vector of ${a.hidden} numbers per token. ` +
-        `${quote(a.tokens[t])} comes in with length ${norm(a, "input", t)}. The diagram lists every point the layer computes, in its own order.`
+        `${quote(a.tokens[t])} comes in with length ‖x‖ = ${norm(a, "input", t)} (the length of its arrow: √ of the sum of its ` +
+        `${a.hidden} squared numbers). The diagram lists every point the layer computes, in its own order, with each one's length.`
       );
     },
   },
@@ -53,7 +55,7 @@ const STEPS = [
       const pre = a.kind === "gpt2" ? "GPT-2 first normalises its input (ln_1), then every head" : "Every head";
       return (
         `${pre} attends as in the chapter on heads; their outputs are concatenated and multiplied by W_O. ` +
-        `What comes out is not the new vector yet: it is a change to add. For ${quote(a.tokens[t])} that change has length ` +
+        `What comes out is not the new vector yet: it is a change to add. For ${quote(a.tokens[t])} that change has length ‖·‖ ` +
         `${norm(a, "attention", t)}, next to ${norm(a, "input", t)} for the input.`
       );
     },
@@ -226,7 +228,7 @@ function mount(ctx) {
   const controls = el("div", { className: "chapter-controls" });
   const flow = el("ol", { className: "block-flow", "aria-label": "The points of this layer, in order", dataset: { testid: "block-flow" } });
   const body = el("div", { className: "block-body", dataset: { testid: "block-body" } });
-  ctx.panel.append(controls, flow, body);
+  ctx.panel.append(flow, body, controls); // what the step's text speaks of first, the controls after
   const diagram = ctx.stage ? new BlockDiagram(ctx.stage) : null;
 
   function labels(a, order, norms, t) {
@@ -251,15 +253,22 @@ function mount(ctx) {
       );
       // the points of this step: every token's length and first numbers
       const shown = stepId === "order" ? ["output"] : current;
+      // the rows around the chosen token (a long sentence would push it off the first screen)
+      const n = a.tokens.length;
+      const from = n > ROWS ? Math.min(n - ROWS, Math.max(0, t - Math.floor(ROWS / 2))) : 0;
+      const ids = Array.from({ length: Math.min(n, ROWS) }, (_, i) => from + i);
+      const part = n > ROWS ? `, tokens ${from + 1}–${from + ids.length} of ${n}` : "";
       const tables = shown.map((name) =>
         scroller(
           matrixTable(
-            a.vectors[name].map((row, i) => [a.norms[name][i], ...row.slice(0, SHOW)]),
+            ids.map((i) => [a.norms[name][i], ...a.vectors[name][i].slice(0, SHOW)]),
             {
-              caption: `${name}: length and first ${SHOW} of ${a.hidden} numbers`,
-              rowNames: a.tokens,
+              caption: `${name}: length ‖x‖ and first ${SHOW} of ${a.hidden} numbers${part}`,
+              rowNames: ids.map((i) => a.tokens[i]),
+              rowIds: ids,
               colNames: ["‖x‖", ...Array.from({ length: SHOW }, (_, i) => String(i + 1))],
               testid: `block-table-${name}`,
+              hotRow: t - from,
             },
           ),
         ),

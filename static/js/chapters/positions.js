@@ -50,7 +50,8 @@ const STEPS = [
         `only in other rows. The weights are then the same numbers in other cells: ${quote(a.words_perm[e.r])} gives ` +
         `${quote(a.words_perm[e.c])} ${fixed3(w)} in both tables. With P the permutation matrix (row i of P·X is row ` +
         `order[i] of X), the new table is exactly P·W·Pᵀ: the largest difference, over all ${a.words.length ** 2} cells, ` +
-        `is ${gapText(a.plain_gap)}. Without positions, attention reads a bag of words.`
+        `is ${gapText(a.plain_gap)}. In the 3D view the reordered sentence's table and the first table moved (P·W·Pᵀ) ` +
+        `stand side by side: the same bars. Without positions, attention treats a sentence as a bag of words.`
       );
     },
   },
@@ -81,8 +82,9 @@ const STEPS = [
         (m.gap > 0.5
           ? `This head mostly looks at a neighbouring position, whatever word stands there. `
           : `The head attends differently because the positions differ. `) +
-        `Across all ${gaps.length} heads the difference is at least ${fixed3(small)}: no head of the model reads a bag ` +
-        `of words. Tokens as the model sees them: [CLS] and [SEP] stay first and last.`
+        `The 3D view sets the reordered sentence's weights beside P·W·Pᵀ: here they differ. Across all ${gaps.length} heads ` +
+        `the smallest difference is ${fixed3(small)}: every head notices the new order, some only a little. ` +
+        `Tokens as the model sees them: [CLS] and [SEP] stay first and last.`
       );
     },
   },
@@ -117,6 +119,29 @@ function heatTable(rows, { rowNames, colNames, caption, testid, hot = null }) {
   const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": t.querySelector("caption")?.textContent ?? "table" });
   box.append(t);
   return box;
+}
+
+/** W moved into another order: row i, column j of P·W·Pᵀ is W[order[i]][order[j]]. */
+export function moved(w, order) {
+  return order.map((i) => order.map((j) => w[i][j]));
+}
+
+/** The 3D view's grids: the reordered sentence's weights W′ beside P·W·Pᵀ (the first table moved), then
+ *  |W′ − P·W·Pᵀ|, which is flat where the two agree. */
+function scene(a, stepId) {
+  const m = stepId === "model" ? a.model : null;
+  const enc = stepId === "sinusoid";
+  const w = m ? m.weights : enc ? a.encoded : a.plain;
+  const wPerm = m ? m.weights_perm : enc ? a.encoded_perm : a.plain_perm;
+  const names = m ? m.tokens_perm : a.words_perm;
+  const order = m ? m.token_order : a.order;
+  const named = names.length <= (m ? 9 : 8) ? names : null;
+  const grids = [{ title: "reordered: W′", values: wPerm, rowNames: named, colNames: named }];
+  if (!order || order.length !== names.length) return grids; // the model split the words differently: no P
+  const pw = moved(w, order);
+  grids.push({ title: "first, moved: P·W·Pᵀ", values: pw, rowNames: named, colNames: named });
+  grids.push({ title: "difference", values: wPerm.map((row, i) => row.map((v, j) => Math.abs(v - pw[i][j]))), rowNames: named, colNames: named });
+  return grids;
 }
 
 function pair(a, stepId) {
@@ -202,7 +227,7 @@ export default {
     modelBar.append(layerWrap, headWrap);
     const note = el("p", { className: "ca-note" }, "2 to 12 words. Order: the word numbers (from 0) of the other order, e.g. 0 4 2 3 1.");
     const out = el("div", { className: "ca-out" });
-    ctx.panel.append(form, note, modelBar, out);
+    ctx.panel.append(out, form, note, modelBar); // the tables first: the step's text speaks of them
     const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
     let looked = "";
     return {
@@ -214,27 +239,12 @@ export default {
         head.value = String(a.model?.head ?? ctx.params.head);
         out.replaceChildren(...pair(a, stepId));
         if (!bars) return;
-        let grids;
-        if (stepId === "model" && a.model) {
-          const m = a.model;
-          const named = m.tokens.length <= 9;
-          grids = [
-            { title: a.words.join(" "), values: m.weights, rowNames: named ? m.tokens : null, colNames: named ? m.tokens : null },
-            { title: a.words_perm.join(" "), values: m.weights_perm, rowNames: named ? m.tokens_perm : null, colNames: named ? m.tokens_perm : null },
-          ];
-        } else {
-          const enc = stepId === "sinusoid";
-          const named = a.words.length <= 8;
-          grids = [
-            { title: a.words.join(" "), values: enc ? a.encoded : a.plain, rowNames: named ? a.words : null, colNames: named ? a.words : null },
-            { title: a.words_perm.join(" "), values: enc ? a.encoded_perm : a.plain_perm, rowNames: named ? a.words_perm : null, colNames: named ? a.words_perm : null },
-          ];
-        }
+        const grids = scene(a, stepId);
         const c = ctx.stage.container;
         const aspect = c.clientWidth / Math.max(1, c.clientHeight);
         const stacked = aspect < 1.25;
         const max = Math.max(...grids.flatMap((g) => g.values.flat()));
-        bars.update(grids, { max, height: 1.6, perRow: stacked ? 1 : 2, names: !stacked });
+        bars.update(grids, { max, height: 1.6, perRow: stacked ? 2 : grids.length, names: !stacked });
         const key = `${stacked}:${grids[0].values.length}`;
         if (looked !== key) {
           const { width, depth } = bars.size;

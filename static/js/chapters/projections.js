@@ -1,6 +1,6 @@
-// Chapter `projections`: where q, k and v come from. Seed 000's demo (seed 42, then X, W_Q,
-// W_K, W_V, in that order): a token's embedding x times three learned matrices gives its query,
-// key and value. Every number comes from GET /api/projections.
+// Chapter `projections`: where q, k and v come from. The "SELECT * FROM customers" example
+// (NumPy's random seed 42, then X, W_Q, W_K, W_V drawn in that order): a token's embedding x times
+// three learned matrices gives its query, key and value. Every number comes from GET /api/projections.
 
 import { el } from "../dom.js";
 import { fixed3, short } from "../format.js";
@@ -12,6 +12,12 @@ const ROLE = {
   q: "what it is looking for (its query)",
   k: "what it offers to the others (its key)",
   v: "what it passes on when someone attends to it (its value)",
+};
+/** What training does to each matrix (here they are random). */
+const TRAINED = {
+  q: "training sets W_Q, together with W_K, so that a word's query meets the keys of the words it needs",
+  k: "training sets W_K, together with W_Q, so that the right queries and keys meet",
+  v: "training sets W_V so that what a word passes on is useful to the words that attend to it",
 };
 
 function tokenOf(a, ctx) {
@@ -37,9 +43,9 @@ function projectionStep(kind) {
         `${quote(a.tokens[t])} multiplies its x by ${NAMES[kind]}, an 8 × 8 matrix, to say ${ROLE[kind]}. ` +
         `Each of the 8 numbers of ${kind} is x dotted with one column of ${NAMES[kind]}; the first is ` +
         `${term(x[0], col[0])} + ${term(x[1], col[1])} + … + ${term(x[7], col[7])} = ${fixed3(out[0])}. ` +
-        `The result ${kind} = [${out.slice(0, 3).map(fixed3).join(", ")}, …] has length ${fixed3(norm(out))} where x had ` +
-        `${fixed3(norm(x))}: the matrix turns and stretches x. Here ${NAMES[kind]} is random (seed 42); in a trained ` +
-        `model, training has set it so that the right queries and keys meet.`
+        `The result ${kind} = [${out.slice(0, 3).map(fixed3).join(", ")}, …] has length ‖${kind}‖ = ${fixed3(norm(out))} ` +
+        `(the length of an arrow: √ of the sum of its squared numbers) where x had ‖x‖ = ${fixed3(norm(x))}: the matrix ` +
+        `turns and stretches x. Here ${NAMES[kind]} is random; in a trained model, ${TRAINED[kind]}.`
       );
     },
   };
@@ -53,8 +59,8 @@ const STEPS = [
     text: (a, ctx) => {
       const t = tokenOf(a, ctx);
       return (
-        `Seed 000's demo has ${a.tokens.length} tokens (${a.tokens.map(quote).join(", ")}), each an embedding x of ` +
-        `${a.x[0].length} numbers, drawn at random from seed 42 before anything else. ${quote(a.tokens[t])} is ` +
+        `This example has ${a.tokens.length} tokens (${a.tokens.map(quote).join(", ")}, the start of a database ` +
+        `query), each an embedding x of ${a.x[0].length} numbers, drawn at random before anything else. ${quote(a.tokens[t])} is ` +
         `x = [${a.x[t].slice(0, 3).map(fixed3).join(", ")}, …]. On its own, x says what the token is, not what it ` +
         `should look for or offer: attention first makes three new vectors from it. The 3D view draws the first 3 of ` +
         `its 8 coordinates.`
@@ -112,10 +118,10 @@ function panelFor(a, t, stepId) {
       matrixTable(a[k], { caption: `${k.toUpperCase()} = X · ${NAMES[k]}`, rowNames: a.tokens, colNames: COLS, hotRow: t, testid: `proj-${k}-all` }),
     );
   }
-  return [
+  return [ // x and its product first (the step's text reads them), the 8 × 8 matrix after
     matrixTable([a.x[t]], { caption: `x of ${quote(a.tokens[t])}`, colNames: COLS }),
-    matrixTable(a[`w_${stepId}`], { caption: `${NAMES[stepId]} (8 × 8)`, rowNames: COLS, colNames: COLS, testid: `proj-w-${stepId}` }),
     matrixTable([a[stepId][t]], { caption: `${stepId} = x · ${NAMES[stepId]}`, colNames: COLS, testid: `proj-${stepId}` }),
+    matrixTable(a[`w_${stepId}`], { caption: `${NAMES[stepId]} (8 × 8)`, rowNames: COLS, colNames: COLS, testid: `proj-w-${stepId}` }),
   ];
 }
 
@@ -134,9 +140,8 @@ export default {
     const choices = el("div", { className: "ca-choices", role: "group", "aria-label": "Token" });
     const out = el("div", { className: "ca-out" });
     const note = el("p", { className: "ca-note" }, "The 3D view shows the first 3 of the 8 coordinates of each vector; the vectors shown together share one scale.");
-    ctx.panel.append(choices, note, out);
+    ctx.panel.append(out, choices, note); // the tables first: the step's text speaks of them
     const scene = ctx.stage ? new TokenProjection(ctx.stage) : null;
-    let looked = false;
     return {
       update(answer, stepId) {
         const t = tokenOf(answer, ctx);
@@ -148,16 +153,7 @@ export default {
           }),
         );
         out.replaceChildren(...panelFor(answer, t, stepId));
-        if (scene) {
-          if (!looked) {
-            const c = ctx.stage.container;
-            const aspect = c.clientWidth / Math.max(1, c.clientHeight);
-            const d = 11 / Math.min(1, aspect);
-            ctx.stage.look([d * 0.45, d * 0.35, d * 0.82], [0, 0, 0]);
-            looked = true;
-          }
-          scene.update(answer, t, stepId);
-        }
+        scene?.update(answer, t, stepId); // the scene places the camera for one token or for all
       },
       dispose() {
         scene?.dispose();
@@ -184,7 +180,7 @@ export default {
       "import json",
       "import numpy as np",
       "",
-      "np.random.seed(42)  # seed 000's demo: X first, then W_Q, W_K, W_V",
+      "np.random.seed(42)  # the example's random numbers: X first, then W_Q, W_K, W_V",
       "X = np.random.randn(4, 8)  # one embedding per token",
       "W_Q = np.random.randn(8, 8)",
       "W_K = np.random.randn(8, 8)",

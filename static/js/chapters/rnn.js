@@ -12,7 +12,7 @@ import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { RnnChain } from "../scene/chain.js";
-import { scrollBox } from "./scrollbox.js";
+import { scrollBox } from "./widgets.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
 const LONG = "the animal did not cross the street because it was too tired";
@@ -43,8 +43,9 @@ const STEPS = [
       const h = a.h[n - 1].map(fixed3).join(", ");
       return (
         `A recurrent network keeps one memory vector, the hidden state h, and updates it word by word: ` +
-        `h_t = tanh(W_h·h_{t−1} + W_x·x_t). Here h has ${a.d_h} numbers, so the 3D view shows each h_t at its own ` +
-        `coordinates inside the cube of ±1 that tanh allows, starting from h_0 = 0. To reach h_${n} ` +
+        `h_t = tanh(W_h·h_{t−1} + W_x·x_t). Here h has ${a.d_h} numbers, always between −1 and 1 (tanh keeps them there). ` +
+        `The 3D view draws the chain h_0 → h_1 → … → h_${n}, one arrow per word, with h's numbers as small bars over each ` +
+        `state. To reach h_${n} ` +
         `(for ${quote(a.words[n - 1])}: [${h}]) the network has to take all ${a.rnn_steps} steps in order, because each ` +
         `needs the one before it. A GPU cannot share that work out: word ${n} waits for word ${n - 1}.`
       );
@@ -75,9 +76,11 @@ const STEPS = [
       return (
         `Attention on the same ${n} words (q = x·W_Q, k = x·W_K, both seeded) needs no chain: ` +
         `${quote(a.words[n - 1])} compares its query with every key in one matrix product, so the first word is ` +
-        `one link away, not ${n - 1}. It gives ${quote(a.words[0])} a weight of ${fixed3(a.last_to_first)}, ` +
-        `a number that does not shrink with distance: it depends only on what the two words' vectors say. ` +
-        `Sequential steps: ${a.rnn_steps} for the RNN, ${a.attention_steps} for attention.`
+        `one link away, not ${n - 1}. It gives ${quote(a.words[0])} a weight of ${fixed3(a.last_to_first)}. ` +
+        `That weight is a different kind of number from the fading one of the step before, so do not compare the two ` +
+        `values; compare how they behave: the RNN's grows smaller with every word in between, the attention weight does ` +
+        `not depend on the distance at all, only on what the two words' q and k say. ` +
+        `Steps that must run one after another: ${a.rnn_steps} for the RNN, ${a.attention_steps} for attention.`
       );
     },
   },
@@ -86,7 +89,7 @@ const STEPS = [
 function table(a, stepId) {
   const n = a.words.length;
   const t = el("table", { className: "ca-table", dataset: { testid: "rnn-table" } });
-  t.append(el("caption", {}, stepId === "direct" ? `Attention of ${quote(a.words[n - 1])} on every word` : "Hidden states, and how much the first word counts in each"));
+  t.append(el("caption", {}, stepId === "direct" ? `Attention of ${quote(a.words[n - 1])} on every word` : `Hidden states, and how much ${quote(a.words[0])} counts in each`));
   const head = el("tr");
   const cols = stepId === "direct" ? ["word", "weight", ""] : ["t", "word", "h_t", "‖∂h_t/∂x₁‖₂", ""];
   for (const c of cols) head.append(el("th", { scope: "col" }, c));
@@ -144,9 +147,9 @@ export default {
       const words = input.value.split(/\s+/).filter(Boolean).join(" ");
       if (words) ctx.setParams({ words });
     });
-    const note = el("p", { className: "ca-note" }, "2 to 64 words. The same word always gets the same x (seeded by the word); the weights are fixed.");
+    const note = el("p", { className: "ca-note" }, "2 to 64 words. The same word always gets the same x; the weights are fixed.");
     const out = el("div", { className: "ca-out" });
-    ctx.panel.append(form, note, out);
+    ctx.panel.append(out, form, note);
     const chain = ctx.stage ? new RnnChain(ctx.stage) : null;
     return {
       update(answer, stepId) {

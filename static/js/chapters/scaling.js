@@ -5,7 +5,7 @@
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
 import { BarGrid } from "../scene/bargrid.js";
-import { scrollBox } from "./scrollbox.js";
+import { scrollBox } from "./widgets.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const MIN = 2;
@@ -28,9 +28,9 @@ const STEPS = [
       `Take a query and a key whose ${a.d_k} numbers are drawn independently with mean 0 and variance 1. Their dot ` +
       `product adds ${a.d_k} products, each of variance 1, so its variance is d_k and its spread (standard ` +
       `deviation) is √d_k = ${f3(a.sqrt_d_k)}. The server drew ${a.samples.toLocaleString("en")} such pairs and measured ` +
-      `${f3(a.std)} (mean ${f3(a.mean)}). The scores grow with the length of the vectors, not with how well they ` +
-      `match: a longer head would get wilder scores for the same agreement. The chart shows the measured spread for ` +
-      `d_k = 2 … 1024 against √d_k.`,
+      `${f3(a.std)} (mean ${f3(a.mean)}). So the scores grow with d_k, the number of coordinates, not with how ` +
+      `well q and k agree: a head with more coordinates would get wilder scores for the same agreement. The chart ` +
+      `shows the measured spread for d_k = 2 … 1024 against √d_k.`,
   },
   {
     id: "unscaled",
@@ -38,8 +38,8 @@ const STEPS = [
     short: "unscaled",
     text: (a) =>
       `One query against ${a.keys} keys, d_k = ${a.d_k}: softmax of the raw scores gives its largest weight ` +
-      `${f3(a.max_unscaled)}, and an entropy of ${f3(a.entropy_unscaled)} nats (an even row of ${a.keys} has ` +
-      `ln ${a.keys} = ${f3(a.ln_keys)}; a one-hot row has 0). Over ${a.queries} queries the largest weight averages ` +
+      `${f3(a.max_unscaled)}, and an entropy (how spread out the row is, in nats: natural log) of ${f3(a.entropy_unscaled)}; ` +
+      `an even row of ${a.keys} has ln ${a.keys} = ${f3(a.ln_keys)}, a one-hot row 0. Over ${a.queries} queries the largest weight averages ` +
       `${f3(a.mean_max_unscaled)}. As d_k grows the scores spread further apart, exp() magnifies the gaps, and nearly ` +
       `all the weight lands on one key: the other keys get almost nothing, and almost no gradient to learn from.`,
   },
@@ -94,7 +94,9 @@ function chart(a, series, { yMax, yLabel, testid }) {
   series.forEach((s, i) => legend.append(el("li", { className: i ? "ca-key-b" : "ca-key-a" }, s.label)));
   legend.append(el("li", {}, `pink line: d_k = ${a.d_k}`));
   const box = el("div", { className: "ca-chart-box" });
-  box.append(el("p", { className: "ca-chart-title" }, yLabel), svg, legend);
+  const row = el("div", { className: "ca-chart-row" }); // the legend beside the chart: both on the first screen
+  row.append(svg, legend);
+  box.append(el("p", { className: "ca-chart-title" }, yLabel), row);
   return box;
 }
 
@@ -125,7 +127,7 @@ function rowTable(a) {
 export default {
   id: "scaling",
   title: "Why divide by √d_k",
-  summary: "Dot products of long vectors spread like √d_k; without the division softmax turns one-hot.",
+  summary: "Dot products over d_k coordinates spread like √d_k; without the division softmax turns one-hot.",
   params: { dk: "64" },
   steps: STEPS,
 
@@ -149,7 +151,7 @@ export default {
     });
     const note = el("p", { className: "ca-note" }, `d_k from ${MIN} to ${MAX}: the slider steps in powers of two, the box takes any whole number.`);
     const out = el("div", { className: "ca-out" });
-    ctx.panel.append(form, note, out);
+    ctx.panel.append(out, form, note); // the chart and the table first: the step's text speaks of them
     const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
     let looked = false;
     return {
@@ -158,18 +160,18 @@ export default {
         slider.value = String(Math.max(1, Math.min(10, Math.round(Math.log2(a.d_k)))));
         const parts = [rowTable(a)];
         if (stepId === "spread") {
-          parts.unshift(
+          parts.unshift( // the chart first: this step's text is about it
             chart(a, [
               { label: "std of q·k", value: (p) => p.std, cls: "ca-line-a" },
               { label: "√d_k", value: (p) => p.sqrt_d_k, cls: "ca-line-b" },
             ], { yMax: 35, yLabel: "The spread of q·k against d_k", testid: "scaling-chart" }),
           );
         } else {
-          parts.unshift(
+          parts.push( // the table first: this step's text reads its numbers
             chart(a, [
-              { label: "largest weight, unscaled (mean of the queries)", value: (p) => p.mean_max_unscaled, cls: "ca-line-a" },
-              { label: "max w, ÷√d_k", value: (p) => p.mean_max_scaled, cls: "ca-line-b" },
-            ], { yMax: 1, yLabel: "The largest weight of a row against d_k", testid: "scaling-chart" }),
+              { label: "unscaled", value: (p) => p.mean_max_unscaled, cls: "ca-line-a" },
+              { label: "÷√d_k", value: (p) => p.mean_max_scaled, cls: "ca-line-b" },
+            ], { yMax: 1, yLabel: `A row's largest weight (mean of ${a.queries} queries) against d_k`, testid: "scaling-chart" }),
           );
         }
         out.replaceChildren(...parts);
@@ -210,8 +212,8 @@ export default {
     { label: "std of q·k", value: a.std.toFixed(4), testid: "scaling-std" },
     { label: "max w, unscaled", value: a.max_unscaled.toFixed(4), testid: "scaling-max-unscaled" },
     { label: "max w, ÷√d_k", value: a.max_scaled.toFixed(4), testid: "scaling-max-scaled" },
-    { label: "entropy, unscaled", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
-    { label: "entropy, ÷√d_k", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
+    { label: "entropy (nats), unscaled", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
+    { label: "entropy (nats), ÷√d_k", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
   ],
 
   code: (a) =>
@@ -234,7 +236,7 @@ export default {
       "    return e / e.sum()",
       "",
       "",
-      "def entropy(w):  # in nats; 0·ln 0 counts as 0",
+      "def entropy(w):  # in nats (natural log); 0·ln 0 counts as 0",
       "    w = w[w > 0]",
       "    return float(-(w * np.log(w)).sum()) + 0.0",
       "",

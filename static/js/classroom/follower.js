@@ -1,12 +1,17 @@
-// A follower: the page follows the presenter's room (?room=CODE), or the student explores on
-// their own and "Follow again" jumps back to where the presenter is. The quiz panel lets them
-// answer once; a closed room says so and stops.
+// A follower: the page follows the presenter's room (?room=CODE). It shows exactly the room's
+// view (the first message of every connection carries it whole, so a late joiner or a page that
+// reconnects is in step at once). A student who taps a control of the page leaves the teacher's
+// view: the bar says "exploring" (not "live") and "Back to the teacher" jumps to where the
+// presenter is. The projector's B (blank) and H (numbers hidden) reach every follower (the room
+// state's `screen`), and the page says why it is blank or why the numbers are hidden. The quiz
+// panel lets them answer once; a closed room says so and stops.
 
 import { el } from "../dom.js";
-import { applyViewState } from "../hub.js";
+import { applyViewState, onViewChange } from "../hub.js";
 import { QuizPanel } from "./quiz.js";
 import { keepFollowedRoom } from "./session.js";
 import { RoomSocket } from "./socket.js";
+import { withhold } from "./withhold.js";
 
 const STATUS_TEXT = {
   connecting: "connecting…",
@@ -14,13 +19,34 @@ const STATUS_TEXT = {
   retrying: "connection lost: reconnecting…",
   closed: "closed",
 };
+const TOUCHED_MS = 1500; // a view change this soon after the student's own tap or key is theirs
+
+/** The room's state without the projector's screen switch (not part of a view). */
+function viewOf(state) {
+  const view = { ...state };
+  delete view.screen;
+  return view;
+}
+
+/** Do two views differ in what a student sees (every parameter but predict-first, a student's own switch)? */
+function differs(page, room) {
+  for (const k of new Set([...Object.keys(page), ...Object.keys(room)])) {
+    if (k === "predict") continue;
+    if (String(page[k] ?? "") !== String(room[k] ?? "")) return true;
+  }
+  return false;
+}
 
 export class Follower {
   constructor(bar, code) {
     this.code = code;
     this.following = true;
-    this.latest = null; // the presenter's latest state
+    this.latest = null; // the presenter's latest view
+    this.screen = null; // "blank" | "hidden" | null
     this.applying = Promise.resolve();
+    this.busy = 0; // views being applied now (their changes are not the student's)
+    this.touched = 0; // when the student last tapped or typed in the page
+    this.seat = null; // the server's seat for this page's votes (kept across reconnects)
     document.body.classList.add("cr-follower");
     const status = el("span", { className: "cr-status", role: "status", dataset: { testid: "follow-status" } });
     const label = el("span", { className: "cr-room" }, `Room ${code}`);
@@ -31,9 +57,19 @@ export class Follower {
     this.status = status;
     this.closedNote = el("p", { className: "cr-closed", role: "alert", dataset: { testid: "room-closed" } });
     this.closedNote.hidden = true;
+    this.hiddenNote = el("p", { className: "cr-hidden-note", role: "status", dataset: { testid: "numbers-hidden-note" } });
+    this.hiddenNote.textContent = "Your teacher has hidden the numbers: think first, then they come back.";
+    this.hiddenNote.hidden = true;
     this.quiz = new QuizPanel({ mode: "follower", vote: (choice, quizId) => this.vote(choice, quizId) });
     bar.append(this.box, this.closedNote);
+    document.querySelector("#main")?.prepend(this.hiddenNote);
     document.querySelector("#main")?.prepend(this.quiz.root);
+    this.blank = el("div", { className: "cr-blank cr-blank-follower", role: "status", dataset: { testid: "follower-blank" } });
+    this.blank.append(el("p", {}, "Eyes on your teacher: the screen is paused."));
+    this.blank.hidden = true;
+    document.body.append(this.blank);
+    this.watchTouches();
+    onViewChange((params) => this.viewChanged(params));
     this.renderToggle();
     this.socket = new RoomSocket(code, { onMessage: (m) => this.message(m), onStatus: (s, d) => this.onStatus(s, d) });
     document.addEventListener("visibilitychange", () => {
@@ -41,36 +77,77 @@ export class Follower {
     });
   }
 
+  /** The student's own taps and keys on the page (not on the classroom's bar or the quiz). */
+  watchTouches() {
+    const mark = (e) => {
+      if (!e.isTrusted || e.target.closest?.(".classroom-bar, .cr-quiz, .cr-blank")) return;
+      this.touched = performance.now();
+    };
+    for (const type of ["pointerdown", "keydown", "change"]) document.addEventListener(type, mark, true);
+  }
+
+  viewChanged(params) {
+    if (!this.following || this.busy || !this.latest) return;
+    if (performance.now() - this.touched > TOUCHED_MS) return; // the page settling, not the student
+    if (differs(params, this.latest)) this.setFollowing(false);
+  }
+
   onStatus(status, detail) {
-    this.status.textContent = `● ${STATUS_TEXT[status] ?? status}` + (detail && status !== "closed" ? ` (${detail})` : "");
-    this.box.dataset.status = status;
+    this.connection = status;
+    this.connectionDetail = detail;
+    this.renderStatus();
     if (status === "closed") {
       this.closedNote.textContent = `This room is closed: ${detail}. The page stays as it was; you can keep exploring.`;
       this.closedNote.hidden = false;
       this.toggle.disabled = true;
+      this.setScreen(null);
       keepFollowedRoom(null);
     }
   }
 
+  renderStatus() {
+    const status = this.connection ?? "connecting";
+    const detail = this.connectionDetail;
+    const shown = status === "live" && !this.following ? "exploring on your own" : (STATUS_TEXT[status] ?? status);
+    this.status.textContent = `● ${shown}` + (detail && status !== "closed" ? ` (${detail})` : "");
+    this.box.dataset.status = status;
+  }
+
   message(msg) {
+    if (typeof msg.seat === "string") this.seat = msg.seat;
     if ("state" in msg && msg.state) {
-      this.latest = msg.state;
-      if (this.following) this.apply(msg.state);
+      this.setScreen(msg.state.screen ?? null);
+      this.latest = viewOf(msg.state);
+      if (this.following) this.apply(this.latest);
     }
     if ("quiz" in msg) this.quiz.show(msg.quiz);
     if (msg.voted) this.quiz.voted(msg.voted);
     if (msg.error && msg.error.type !== "read_only") this.quiz.error(msg.error.msg);
-    if (msg.error?.type === "room_full") this.status.textContent = `● ${msg.error.msg}`;
+    if (msg.error?.type === "room_full" || msg.error?.type === "address_full") this.status.textContent = `● ${msg.error.msg}`;
+  }
+
+  /** B and H of the projector: blank the page, or hold the numbers back (and say why). */
+  setScreen(screen) {
+    this.screen = screen;
+    this.blank.hidden = screen !== "blank";
+    this.hiddenNote.hidden = screen !== "hidden";
+    withhold("teacher", screen === "hidden" || screen === "blank");
+    document.body.dataset.screen = screen ?? "";
   }
 
   apply(state) {
     // one view at a time, the latest wins: a burst of clicks ends on the presenter's last view
     this.pending = state;
+    this.busy += 1;
     this.applying = this.applying.then(async () => {
-      if (this.pending !== state) return;
-      this.box.dataset.applied = "pending";
-      await applyViewState(state);
-      if (this.pending === state) this.box.dataset.applied = JSON.stringify(state);
+      try {
+        if (this.pending !== state) return;
+        this.box.dataset.applied = "pending";
+        await applyViewState(state);
+        if (this.pending === state) this.box.dataset.applied = JSON.stringify(state);
+      } finally {
+        this.busy -= 1;
+      }
     });
   }
 
@@ -82,12 +159,15 @@ export class Follower {
 
   renderToggle() {
     this.box.dataset.following = String(this.following);
-    this.toggle.textContent = this.following ? "Explore on my own" : "Follow again";
+    this.toggle.textContent = this.following ? "Explore on my own" : "Back to the teacher";
     this.toggle.setAttribute("aria-pressed", String(!this.following));
     document.body.classList.toggle("cr-exploring", !this.following);
+    this.renderStatus();
   }
 
   vote(choice, quizId) {
-    return this.socket.send({ vote: { quiz: quizId, choice, voter: this.quiz.voter } });
+    const vote = { quiz: quizId, choice, voter: this.quiz.voter };
+    if (this.seat) vote.seat = this.seat;
+    return this.socket.send({ vote });
   }
 }

@@ -1,9 +1,14 @@
-// Lessons: record views with a note each, save them (SQLite, on the server), replay them with the
-// clicker (PageDown / PageUp go from view to view), export and import them as JSON files.
+// Lessons: record views with a note each, save them (on the server), replay them with the clicker
+// (PageDown / PageUp go from view to view), export and import them as JSON files; edit, reorder and
+// delete them; print a handout of one; save one as a single .html file that works offline.
+// Every call carries the teacher token: lessons are the teacher's (students get views through a room).
 
 import { el } from "../dom.js";
 import { applyViewState, viewState } from "../hub.js";
 import { call } from "./api.js";
+import { LessonEditor } from "./lesson-editor.js";
+import { buildHandout, showHandout } from "./lesson-handout.js";
+import { offlineLesson } from "./lesson-offline.js";
 import { teacherToken, viewOnly } from "./session.js";
 
 export class Lessons {
@@ -17,6 +22,11 @@ export class Lessons {
     const play = this.button("Play", "lesson-play", () => this.play());
     const exportButton = this.button("Export", "lesson-export", () => this.exportSelected());
     const remove = this.button("Delete", "lesson-delete", () => this.remove());
+    const edit = this.button("Edit", "lesson-edit", () => this.edit());
+    const up = this.button("↑", "lesson-move-up", () => this.move(-1), "Move the lesson up the list");
+    const down = this.button("↓", "lesson-move-down", () => this.move(1), "Move the lesson down the list");
+    const handout = this.button("Handout", "lesson-handout-make", () => this.handout(), "A printable handout: each view's picture, numbers and note");
+    const offline = this.button("Offline file", "lesson-offline", () => this.offline(), "The whole lesson as one .html file that opens without the server");
     const file = el("input", { type: "file", accept: "application/json,.json", dataset: { testid: "lesson-import" } });
     file.addEventListener("change", () => this.importFile(file));
     const importLabel = el("label", { className: "cr-import" }, "Import a lesson file ");
@@ -48,7 +58,11 @@ export class Lessons {
       save,
       this.status,
     );
-    panel.firstChild.append(this.list, play, exportButton, remove);
+    panel.firstChild.append(this.list, play, edit, up, down, remove);
+    const tools = el("p", { className: "cr-lessons-row" });
+    tools.append(handout, offline, exportButton);
+    panel.firstChild.after(tools);
+    this.editor = new LessonEditor(panel, { onSave: (lesson) => this.saveEdit(lesson), onClose: () => {} });
     details.append(panel);
     details.addEventListener("toggle", () => details.open && this.refresh());
     this.playBar = el("div", { className: "cr-playing", dataset: { testid: "lesson-playing" } });
@@ -58,8 +72,8 @@ export class Lessons {
     this.details = details;
   }
 
-  button(text, testid, onClick) {
-    const b = el("button", { type: "button", dataset: { testid } }, text);
+  button(text, testid, onClick, label = null) {
+    const b = el("button", { type: "button", dataset: { testid }, ...(label ? { "aria-label": label, title: label } : {}) }, text);
     b.addEventListener("click", onClick);
     return b;
   }
@@ -70,7 +84,7 @@ export class Lessons {
 
   async refresh() {
     try {
-      const lessons = await call("GET", "/api/lessons");
+      const lessons = await call("GET", "/api/lessons?limit=1000", { secret: teacherToken() });
       const keep = this.list.value;
       this.list.replaceChildren(
         ...lessons.map((l) => el("option", { value: String(l.id) }, `${l.title} (${l.views} views)`)),
@@ -105,7 +119,7 @@ export class Lessons {
 
   async selected() {
     if (!this.list.value) return null;
-    return call("GET", `/api/lessons/${this.list.value}`);
+    return call("GET", `/api/lessons/${this.list.value}`, { secret: teacherToken() });
   }
 
   async play() {
@@ -173,8 +187,69 @@ export class Lessons {
     }
   }
 
+  async edit() {
+    const lesson = await this.selected().catch((e) => this.say(e.message));
+    if (lesson) this.editor.open(lesson);
+  }
+
+  async saveEdit({ id, title, views }) {
+    try {
+      await call("PUT", `/api/lessons/${id}`, { body: { title, views }, secret: teacherToken() });
+      await this.refresh();
+      this.list.value = String(id);
+      this.say(`Lesson ${id} saved (${views.length} view${views.length === 1 ? "" : "s"}).`);
+    } catch (e) {
+      this.say(`Not saved: ${e.message}`);
+      throw e;
+    }
+  }
+
+  /** Swap the selected lesson with its neighbour in the list (delta −1: up, +1: down). */
+  async move(delta) {
+    const options = [...this.list.options];
+    const i = options.findIndex((o) => o.value === this.list.value);
+    const j = i + delta;
+    if (i < 0 || j < 0 || j >= options.length) return;
+    const id = this.list.value;
+    try {
+      const ids = delta < 0 ? [id, options[j].value] : [options[j].value, id];
+      await call("PUT", "/api/lessons/order", { body: { ids: ids.map(Number) }, secret: teacherToken() });
+      await this.refresh();
+      this.list.value = id;
+      this.say("Moved.");
+    } catch (e) {
+      this.say(e.message);
+    }
+  }
+
+  /** Go through the lesson's views in the page and collect each one (the page comes back after). */
+  async walk(make, done) {
+    const lesson = await this.selected().catch((e) => this.say(e.message));
+    if (!lesson) return;
+    this.stop();
+    try {
+      const result = await make(lesson, (i) => this.say(`View ${i + 1} of ${lesson.views.length}…`));
+      this.say(done(lesson, result));
+    } catch (e) {
+      this.say(`Could not make it: ${e.message}`);
+    }
+  }
+
+  handout() {
+    return this.walk(buildHandout, (lesson, handout) => {
+      showHandout(handout);
+      return `The handout of “${lesson.title}” is ready to print.`;
+    });
+  }
+
+  offline() {
+    return this.walk(offlineLesson, (lesson, n) => `Saved “${lesson.title}” as one file (${n} views) that opens offline.`);
+  }
+
   async remove() {
     if (!this.list.value) return;
+    const name = this.list.selectedOptions[0]?.textContent ?? "this lesson";
+    if (!window.confirm(`Delete “${name}”? This can't be undone.`)) return;
     try {
       await call("DELETE", `/api/lessons/${this.list.value}`, { secret: teacherToken() });
       await this.refresh();

@@ -1,10 +1,14 @@
 // The live quiz panel: "which word will this query attend to most?"
 //   follower: one button per word; one tap, once; after the reveal, right or wrong and the counts
-//   presenter: the live counts as bars, a Reveal button (the answer is the argmax of the focused
-//              query's weights in the server's answer) and an End button
+//   presenter: "n of m answered" while the class answers (the server sends no counts before the
+//              reveal: they would steer whoever votes last), a Reveal button (the answer is the
+//              argmax of the focused query's weights in the server's answer), then the counts as
+//              bars, and an End button
+// From "Ask the class" until the reveal every page withholds the weights (withhold.js).
 
 import { el } from "../dom.js";
 import { voterId } from "./session.js";
+import { withhold } from "./withhold.js";
 
 const quote = (w) => `“${w}”`;
 
@@ -26,6 +30,8 @@ export class QuizPanel {
     this.voter = voterId();
     this.quiz = null;
     this.choice = null;
+    this.answered = 0;
+    this.followers = 0;
     this.root = el("section", { className: `cr-quiz cr-quiz-${mode}`, "aria-live": "polite", dataset: { testid: "quiz" } });
     this.root.hidden = true;
     this.question = el("h2", { className: "cr-quiz-question", dataset: { testid: "quiz-question" } });
@@ -44,14 +50,19 @@ export class QuizPanel {
   }
 
   show(quiz) {
-    // while the class answers, the page holds the numbers back (they would give the answer away)
-    document.body.classList.toggle("cr-quiz-open", Boolean(quiz) && !("answer" in quiz));
+    // while the class answers, every page holds the weights back (they would give the answer away)
+    const open = Boolean(quiz) && !("answer" in quiz);
+    document.body.classList.toggle("cr-quiz-open", open);
+    withhold("quiz", open);
     if (!quiz) {
       this.quiz = null;
       this.root.hidden = true;
       return;
     }
-    if (!this.quiz || this.quiz.id !== quiz.id) this.choice = this.savedChoice(quiz.id);
+    if (!this.quiz || this.quiz.id !== quiz.id) {
+      this.choice = this.savedChoice(quiz.id);
+      this.answered = 0;
+    }
     this.quiz = quiz;
     this.root.hidden = false;
     this.root.dataset.quiz = quiz.id;
@@ -84,9 +95,11 @@ export class QuizPanel {
       }),
     );
     if (this.mode === "presenter") {
+      const of = Math.max(this.followers, this.answered);
+      this.result.dataset.answered = String(revealed ? total : this.answered);
       this.result.textContent = revealed
         ? `Answer: ${quote(quiz.tokens[quiz.answer])}. ${counts?.[quiz.answer] ?? 0} of ${total} got it.`
-        : `${total} answer${total === 1 ? "" : "s"} so far.`;
+        : `${this.answered} of ${of} answered.`;
       this.revealButton.disabled = revealed;
     } else if (revealed) {
       const right = this.choice === quiz.answer;
@@ -121,8 +134,17 @@ export class QuizPanel {
     if (this.quiz && msg) this.result.textContent = msg;
   }
 
-  counts(votes) {
-    if (this.quiz && votes?.id === this.quiz.id && !("answer" in this.quiz)) this.draw(votes.counts);
+  /** The presenter: how many have answered (the counts themselves come with the reveal). */
+  progress(votes) {
+    if (!this.quiz || votes?.id !== this.quiz.id || "answer" in this.quiz) return;
+    this.answered = Number(votes.answered) || 0;
+    this.draw(null);
+  }
+
+  /** The presenter: the room's followers (the "m" of "n of m answered"). */
+  setFollowers(n) {
+    this.followers = n;
+    if (this.quiz && !("answer" in this.quiz)) this.draw(null);
   }
 
   savedChoice(id) {

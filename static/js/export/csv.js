@@ -1,10 +1,11 @@
 // CSV of one array: rows are queries (or tokens), the header row names the columns (keys, or
 // coordinates), 3-D arrays gain a leading `head` column. RFC 4180 quoting, and no cell of user text
-// can become a spreadsheet formula (a leading = + - @ tab or CR is escaped with an apostrophe, as
-// OWASP advises); numbers are written as numbers.
+// can become a spreadsheet formula (a leading = + - @, tab, CR or LF is escaped with an apostrophe,
+// as OWASP advises); numbers are written as numbers. A word's cell is written exactly as the API's
+// CSV writes it (app/export.py: cell_text, then Python's csv quoting).
 import { arrayTable, numberText } from "./table-data.js";
 
-const FORMULA = /^[=+\-@\t\r]/;
+const FORMULA = /^[=+\-@\t\r\n]/;
 
 /** A text cell, safe for spreadsheets and for CSV parsers. */
 export function textCell(s) {

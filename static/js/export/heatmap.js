@@ -1,8 +1,9 @@
 // The table as a heatmap picture: an SVG document (cells in the page's cividis scale, 3 decimals,
 // the words on both axes, a colour bar) and the same picture as a PNG. Built with DOM calls and
-// textContent, so a word such as <script> is text in the file, never markup.
+// textContent, so a word such as <script> is text in the file, never markup; a control character
+// in a word is drawn as its control picture (printable()), so the file is always well-formed XML.
 import { fixed3, heatRgb, inkFor, rgbCss, rowLevels } from "../format.js";
-import { arrayTable } from "./table-data.js";
+import { arrayTable, printable } from "./table-data.js";
 
 const NS = "http://www.w3.org/2000/svg";
 const CELL = 56;
@@ -17,7 +18,9 @@ function node(tag, attrs = {}, text = null) {
 
 /** An <svg> element of `name` in `answer` (the first head of a 3-D array), titled `title`. */
 export function heatmapSvg(answer, name, title) {
-  const t = arrayTable(answer, name);
+  const table = arrayTable(answer, name);
+  const t = { ...table, rows: table.rows.map(printable), cols: table.cols.map(printable) };
+  title = printable(title);
   const mode = name === "weights" ? "weight" : "relative";
   const labelW = Math.min(160, 14 + 8 * Math.max(...t.rows.map((r) => r.length), 4));
   const headH = Math.min(140, 20 + 7 * Math.max(...t.cols.map((c) => c.length), 4));

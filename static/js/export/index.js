@@ -100,7 +100,7 @@ async function exportJson() {
 }
 
 /** Both masks' answers for the viewer, when the other one can be recomputed from the answer's q, k, v. */
-async function bothMasks(v) {
+export async function bothMasks(v) {
   const a = v.answer;
   const answers = { ...(v.answers ?? {}), [a.mask ?? v.mask ?? "full"]: a };
   const other = answers.full ? "causal" : "full";

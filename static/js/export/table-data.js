@@ -40,6 +40,15 @@ export function arrayTable(answer, name) {
   return { heads: threeD ? heads : null, matrix: first, rows, cols, square: m === n && Boolean(tokens) };
 }
 
+/**
+ * A word as a picture can show it: each control character (U+0000–U+001F and U+007F, which a
+ * model's tokenizer can produce from ordinary text) as its visible Unicode "control picture"
+ * (␀ … ␟, ␡). XML 1.0 forbids most of them, so an SVG holding them raw would not even parse.
+ */
+export function printable(label) {
+  return String(label).replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === "\u007f" ? 0x2421 : 0x2400 + c.charCodeAt(0)));
+}
+
 /** The number as text: null (−∞ in the API) as "-inf". */
 export function numberText(x) {
   return x === null || x === undefined ? "-inf" : String(x);

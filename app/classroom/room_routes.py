@@ -1,0 +1,217 @@
+"""Routes of the classroom's rooms: a teacher's view followed live by phones, and the quiz.
+
+POST   /api/rooms                        teacher token → 201 {code, presenter_key, join_url}
+GET    /api/rooms/{code}                 → {state, followers}
+PUT    /api/rooms/{code}/state           presenter key, a view state → 204
+DELETE /api/rooms/{code}                 presenter key → 204 (followers are told the room closed)
+GET    /api/rooms/{code}/qr.svg          the join address as a QR code
+POST   /api/rooms/{code}/quiz            presenter key, {tokens, focus} → 201 {id}
+POST   /api/rooms/{code}/quiz/reveal     presenter key, {answer} → the quiz with its counts
+DELETE /api/rooms/{code}/quiz            presenter key → 204
+POST   /api/rooms/{code}/reset           presenter key → 204 (no quiz, an empty quiz summary; the view stays)
+GET    /api/rooms/{code}/quiz/summary    presenter key → per question: asked, answered, right, the distribution
+GET    /api/rooms/{code}/quiz/summary.csv   presenter key → the same as CSV (a download)
+WS     /api/rooms/{code}/ws              {state, followers} then every change; followers may only vote
+GET    /api/teacher                      teacher token → 204 (is this token right?)
+
+Saved lessons have their own routes (app.classroom.lesson_routes); bodies are read by app.http.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Path, Request, Response, WebSocket
+
+from app.classroom import auth, limits, qr, quiz, rooms
+from app.classroom.broker import RoomLimit
+from app.classroom.schemas import CreatedRoom, QuizCreated, QuizReveal, QuizStart, QuizSummary, RoomInfo, ViewState
+from app.classroom.service import classroom, lifespan
+from app.errors import ClientError
+from app.http import body_doc, error_docs, json_body
+
+router = APIRouter(prefix="/api", tags=["classroom"], lifespan=lifespan)
+auth.hide_tokens_in_logs()  # the teacher link's ?token= never reaches uvicorn's access log
+
+_AUTH = error_docs(401, 403)
+_ROOM = error_docs(s404="No such room (closed, expired or never opened).")
+_BAD = error_docs(413, 415, 422)
+_TOO_OFTEN = error_docs(s429=f"More than {limits.MAX_PUTS_PER_SECOND} changes a second.")
+Code = Path(max_length=32, description="the room's code (case and dashes do not matter)")
+QUIZ_BODY_BYTES = 64 * 1024
+REVEAL_BODY_BYTES = 1024
+
+
+@router.get("/teacher", status_code=204, summary="Check a teacher token", responses=_AUTH)
+def check_teacher(request: Request) -> Response:
+    auth.require_teacher(request)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/rooms",
+    status_code=201,
+    response_model=CreatedRoom,
+    summary="Open a room",
+    responses={**_AUTH, **error_docs(s429=f"{limits.MAX_ROOMS} rooms are open already.")},
+)
+async def create_room(request: Request) -> CreatedRoom:
+    """Needs the teacher token. The presenter key drives this room only: keep it in the presenter's tab."""
+    auth.require_teacher(request)
+    broker = classroom(request.app).broker
+    key = auth.new_secret()
+    try:
+        for _ in range(20):
+            code = rooms.new_code()
+            if await broker.create_room(code, auth.digest(key)):
+                break
+        else:  # pragma: no cover - 31⁶ codes
+            raise ClientError(503, ["body"], "no free room code, try again", "busy")
+    except RoomLimit:
+        msg = f"{limits.MAX_ROOMS} rooms are open on this server: close one first"
+        raise ClientError(429, ["body"], msg, "room_limit") from None
+    return CreatedRoom(code=code, presenter_key=key, join_url=rooms.join_url(request, code))
+
+
+async def _existing(request: Request, code: str) -> str:
+    code = rooms.normal_code(code)
+    if await classroom(request.app).broker.room_key(code) is None:
+        raise ClientError(404, ["path", "code"], f"no room {code[:12]!r} (closed, expired or never opened)", "no_room")
+    return code
+
+
+@router.get("/rooms/{code}", response_model=RoomInfo, summary="A room's state and followers", responses=_ROOM)
+async def get_room(request: Request, code: str = Code) -> RoomInfo:
+    code = await _existing(request, code)
+    broker = classroom(request.app).broker
+    state, _ = await broker.state(code)
+    return RoomInfo(state=None if state is None else json.loads(state), followers=await broker.followers(code))
+
+
+@router.put(
+    "/rooms/{code}/state",
+    status_code=204,
+    summary="Drive the room: the presenter's view",
+    responses={**_AUTH, **_ROOM, **_BAD, **_TOO_OFTEN},
+    openapi_extra=body_doc(ViewState),
+)
+async def put_state(request: Request, code: str = Code) -> Response:
+    """The page's URL state (≤ 32 kB); every follower gets it at once, in order."""
+    code = rooms.normal_code(code)
+    room = classroom(request.app)
+    await rooms.presenter_room(request, room.broker, code)
+    state = await json_body(request, ViewState, limits.MAX_STATE_BYTES)
+    room.count_put(code)
+    await room.broker.set_state(code, json.dumps(state.plain(), ensure_ascii=False, separators=(",", ":")))
+    return Response(status_code=204)
+
+
+@router.delete("/rooms/{code}", status_code=204, summary="Close a room", responses={**_AUTH, **_ROOM})
+async def close_room(request: Request, code: str = Code) -> Response:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    await broker.close_room(code)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/rooms/{code}/qr.svg",
+    summary="The join address as a QR code (SVG)",
+    responses={200: {"content": {"image/svg+xml": {}}}, **_ROOM},
+    response_class=Response,
+)
+async def room_qr(request: Request, code: str = Code) -> Response:
+    code = await _existing(request, code)
+    svg = await anyio.to_thread.run_sync(qr.svg, rooms.join_url(request, code))
+    return Response(svg, media_type="image/svg+xml", headers={"cache-control": "no-cache"})
+
+
+@router.post(
+    "/rooms/{code}/quiz",
+    status_code=201,
+    response_model=QuizCreated,
+    summary="Ask the class: which word will this query attend to most?",
+    responses={**_AUTH, **_ROOM, **_BAD},
+    openapi_extra=body_doc(QuizStart),
+)
+async def start_quiz(request: Request, code: str = Code) -> QuizCreated:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    body = await json_body(request, QuizStart, QUIZ_BODY_BYTES)
+    return QuizCreated(id=await quiz.start(broker, code, body))
+
+
+@router.post(
+    "/rooms/{code}/quiz/reveal",
+    summary="Reveal the quiz's answer (followers see it and the counts)",
+    responses={**_AUTH, **_ROOM, **_BAD, **error_docs(s409="No quiz is running.")},
+    openapi_extra=body_doc(QuizReveal),
+)
+async def reveal_quiz(request: Request, code: str = Code) -> dict[str, Any]:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    body = await json_body(request, QuizReveal, REVEAL_BODY_BYTES)
+    return await quiz.reveal(broker, code, body.answer)
+
+
+@router.delete("/rooms/{code}/quiz", status_code=204, summary="End the quiz", responses={**_AUTH, **_ROOM})
+async def end_quiz(request: Request, code: str = Code) -> Response:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    await quiz.end(broker, code)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/rooms/{code}/reset",
+    status_code=204,
+    summary="Reset a room: no quiz running, an empty quiz summary (the view and followers stay)",
+    responses={**_AUTH, **_ROOM},
+)
+async def reset_room(request: Request, code: str = Code) -> Response:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    await quiz.reset(broker, code)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/rooms/{code}/quiz/summary",
+    response_model=QuizSummary,
+    summary="The class's quiz so far: per question asked, answered, right and the distribution",
+    responses={**_AUTH, **_ROOM},
+)
+async def quiz_summary(request: Request, code: str = Code) -> QuizSummary:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    return await quiz.summary(broker, code)
+
+
+@router.get(
+    "/rooms/{code}/quiz/summary.csv",
+    summary="The quiz summary as CSV (one row per question)",
+    responses={200: {"content": {"text/csv": {}}}, **_AUTH, **_ROOM},
+    response_class=Response,
+)
+async def quiz_summary_csv(request: Request, code: str = Code) -> Response:
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    text = quiz.summary_csv(await quiz.summary(broker, code))
+    disposition = f'attachment; filename="quiz-{code}.csv"'
+    headers = {"content-disposition": disposition, "cache-control": "no-store"}
+    return Response(text.encode("utf-8-sig"), media_type="text/csv; charset=utf-8", headers=headers)
+
+
+@router.websocket("/rooms/{code}/ws")
+async def room_socket(websocket: WebSocket, code: str) -> None:
+    broker = await classroom(websocket.app).ready_broker()
+    await rooms.serve_socket(websocket, broker, rooms.normal_code(code))

@@ -1,0 +1,93 @@
+"""What several chapters' routes share: request fields, the real model's layer, its checks.
+
+Breaking a limit is a 422 naming the field (app.http answers it); a model that cannot be loaded
+is a 503 (ModelError, answered by app.http too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import numpy as np
+from fastapi import Request, Response
+from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints
+
+from app import limits
+from app.attention import Backend
+from app.errors import InputError
+from app.http import error_docs, json_body, model_handle
+from app.model.loader import ModelHandle
+from app.model.service import encode_sentence, spec_of
+from app.model.spec import ModelSpec
+from app.model.tokenizer import Encoded
+from app.schemas import in_range
+from app.transport import in_slot
+
+MAX_WORD_CHARS = 24
+MAX_LESSON_TOKENS = limits.MAX_OVERVIEW_TOKENS  # tokens of a sentence for /api/block and /api/multihead/model
+Word = Annotated[str, StringConstraints(min_length=1, max_length=MAX_WORD_CHARS, pattern=r"^\S+$")]
+Int = Annotated[int, Strict()]
+Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
+LayerIndex = Annotated[int, Field(ge=0, strict=True)]
+
+ERRORS = error_docs(413, 415, 422)
+MODEL_ERRORS = error_docs(413, 415, 422, 503)
+
+
+class SentenceLayerRequest(BaseModel):
+    """A sentence for the real model, and the layer to look inside."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"sentence": "The animal didn't cross the street because it was too tired.", "layer": 3}]
+        },
+    )
+
+    sentence: Sentence = Field(
+        description=f"Any text; ≤ {limits.MAX_SENTENCE_CHARS:,} characters and ≤ {MAX_LESSON_TOKENS} tokens."
+    )
+    layer: LayerIndex = Field(0, description="0-based layer (all-MiniLM-L6-v2: 0 … 5).")
+    model: Annotated[str, StringConstraints(max_length=64)] | None = Field(
+        None, description="A model id of GET /api/models (default: the server's own model)."
+    )
+
+
+def prepare(handle: ModelHandle, sentence: str, layer: int) -> tuple[ModelSpec, Encoded]:
+    """The model's spec and the sentence's tokens, once the layer and the length fit the model."""
+    spec = spec_of(handle)
+    if spec.kind == "llama":
+        raise InputError("model", f"this view shows BERT and GPT-2 blocks; {spec.name} is a Llama decoder")
+    in_range("layer", layer, spec.layers, spec.name)
+    encoded = encode_sentence(handle, spec, sentence)
+    limit = min(spec.max_tokens, MAX_LESSON_TOKENS)
+    if len(encoded) > limit:
+        raise InputError("sentence", f"sentence is {len(encoded)} tokens for {spec.name}; this view takes {limit}")
+    return spec, encoded
+
+
+def layer_fields(spec: ModelSpec, encoded: Encoded, layer: int) -> dict[str, Any]:
+    """The fields an answer about one layer of the real model starts with."""
+    return {
+        "model": spec.name,
+        "kind": spec.kind,
+        "tokens": encoded.tokens,
+        "ids": encoded.ids,
+        "layer": layer,
+        "layers": spec.layers,
+    }
+
+
+def finite(*arrays: np.ndarray) -> None:
+    if not all(np.isfinite(a).all() for a in arrays):
+        raise InputError("sentence", "the model's numbers overflowed for this sentence")
+
+
+async def layer_answer(request: Request, compute: Callable[[ModelHandle, str, int, Backend], bytes]) -> Response:
+    """`compute`'s JSON for a SentenceLayerRequest (sentence, layer), made in a compute slot."""
+    req = await json_body(request, SentenceLayerRequest)
+    backend: Backend = request.app.state.backend
+    return await in_slot(
+        "application/json", compute, model_handle(request, req.model), req.sentence, req.layer, backend
+    )

