@@ -16,7 +16,7 @@ from app import export, frame, handset, limits
 from app.attention import STAGES, Backend, stages
 from app.errors import ClientError, InputError
 from app.examples import EXAMPLES, Example
-from app.http import body_error, declared_size, is_json, json_bytes, media_type, model_handle, read_body
+from app.http import body_error, declared_size, error_docs, is_json, json_bytes, media_type, model_handle, read_body
 from app.model import service as model_service
 from app.schemas import (
     ARRAY_NAMES,
@@ -24,7 +24,6 @@ from app.schemas import (
     AttentionInput,
     AttentionRequest,
     AttentionResponse,
-    ErrorResponse,
     ExampleOut,
     checked,
 )
@@ -82,10 +81,12 @@ _ATTENTION_RESPONSES: dict[int | str, dict[str, Any]] = {
             "text/csv": {"schema": {"type": "string"}},
         },
     },
-    413: {"model": ErrorResponse, "description": f"Body over {limits.MAX_BODY_BYTES:,} bytes."},
-    415: {"model": ErrorResponse, "description": "Body neither JSON nor a frame."},
-    422: {"model": ErrorResponse, "description": "The detail names the field and the rule it broke."},
-    503: {"model": ErrorResponse, "description": "Sentence mode: the model's files are missing or unreadable."},
+    **error_docs(
+        422,
+        s413=f"Body over {limits.MAX_BODY_BYTES:,} bytes.",
+        s415="Body neither JSON nor a frame.",
+        s503="Sentence mode: the model's files are missing or unreadable.",
+    ),
 }
 Format = Literal["json", "csv"]
 FORMATS: tuple[Format, ...] = ("json", "csv")
@@ -190,7 +191,7 @@ async def list_examples() -> list[ExampleOut]:
     "/examples/{example_id}",
     summary="One built-in example",
     response_model=ExampleOut,
-    responses={404: {"model": ErrorResponse, "description": "No example with that id."}},
+    responses=error_docs(s404="No example with that id."),
 )
 async def get_example(example_id: str) -> ExampleOut:
     if example_id not in EXAMPLES:

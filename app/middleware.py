@@ -7,7 +7,7 @@
   encoded, nothing under MIN_BYTES (not worth it) or over MAX_BYTES (gzip would hold the event loop
   or a thread for seconds: large tables should be frames). Bodies over THREAD_BYTES are compressed in
   a worker thread so that the event loop keeps serving the other clients. Bodies over FAST_BYTES
-  (a long sentence's JSON) use gzip's fastest level: level 6 took 10x longer than writing the JSON.
+  (a long sentence's JSON) and every answer made per request use gzip's fastest level (see _gzip).
   Versioned static files (?v=…: immutable) are compressed once and kept, so that 30 students opening
   the page cost one compression of the bundle, not 30.
 """
@@ -85,8 +85,11 @@ def accepts_gzip(accept_encoding: str) -> bool:
     return chosen is not None and chosen > 0
 
 
-def _gzip(body: bytes) -> bytes:
-    return gzip.compress(body, LEVEL if len(body) <= FAST_BYTES else FAST_LEVEL, mtime=0)
+def _gzip(body: bytes, kept: bool = False) -> bytes:
+    """Level 6 for what is compressed once and kept (versioned static files); the fastest level for
+    answers made per request: an 80 kB overview took 9 ms at level 6 and 1 ms at level 1, for
+    30 kB against 34 kB (bench/classload.py; issue 20), which a LAN sends in well under a millisecond."""
+    return gzip.compress(body, LEVEL if kept and len(body) <= FAST_BYTES else FAST_LEVEL, mtime=0)
 
 
 def _compressible(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -138,7 +141,11 @@ class Compress:
             chunks.clear()
             packed = self._static.get(static_key) if static_key else None
             if packed is None:
-                packed = await anyio.to_thread.run_sync(_gzip, body) if len(body) > THREAD_BYTES else _gzip(body)
+                kept = static_key is not None
+                if len(body) > THREAD_BYTES:
+                    packed = await anyio.to_thread.run_sync(_gzip, body, kept)
+                else:
+                    packed = _gzip(body, kept)
                 if static_key:
                     if len(self._static) >= _STATIC_CACHE_ENTRIES:
                         self._static.pop(next(iter(self._static)))

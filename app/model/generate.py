@@ -207,6 +207,7 @@ class Written:
     candidates: list[Candidate]
     watched: Watched  # the head of the query that chose this token (the last token in the cache)
     kv_len: int  # tokens in the cache when it was chosen
+    logits: np.ndarray  # (V,) the scores it was chosen from (a view may redraw the candidates from them)
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,7 @@ def write(
         written.append(token_id)
         yield Written(
             index, token_id, model.tokenizer.piece(token_id), model.tokenizer.decode(written),
-            candidates(model, logits, sampling), watched, cache.length,
+            candidates(model, logits, sampling), watched, cache.length, logits,
         )  # fmt: skip
         if token_id in s.eos:
             reason = "eos"
@@ -285,3 +286,43 @@ def cache_bytes(model: Model, tokens: int) -> int:
     """The KV cache's size for `tokens` tokens in float32: layers × 2 (k and v) × h_kv × d × 4 bytes each."""
     s = model.spec
     return s.layers * 2 * s.kv_heads * s.head_size * 4 * tokens
+
+
+# ---- as the API sends them -------------------------------------------------------------------
+
+
+def _rounded(a: np.ndarray, decimals: int) -> list[float]:
+    return [float(x) for x in np.round(a, decimals)]
+
+
+def line(item: Written, layer: int, head: int) -> dict[str, Any]:
+    """One new token as POST /api/generate's NDJSON line (and the notebook's write().result)."""
+    return {
+        "index": item.index,
+        "token": item.token,
+        "id": item.id,
+        "text": item.text,
+        "candidates": [
+            {
+                "token": c.token,
+                "id": c.id,
+                "p": round(c.p, 6),
+                "logit": round(c.logit, 4),
+                "p_sample": round(c.p_sample, 6),
+            }
+            for c in item.candidates
+        ],
+        "attention": _rounded(item.watched.weights, 6),
+        "kv_len": item.kv_len,
+        "layer": layer,
+        "head": head,
+        "q": _rounded(item.watched.q, 5),
+        "k": _rounded(item.watched.k, 5),
+        "v": _rounded(item.watched.v, 5),
+    }
+
+
+def done_line(d: Done) -> dict[str, Any]:
+    """The last line: why the writing ended, and how long it took."""
+    return {"done": True, "reason": d.reason, "seconds": round(d.seconds, 4), "written": d.written,
+            "cache_bytes": d.cache_bytes}  # fmt: skip

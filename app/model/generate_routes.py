@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Generator
 from typing import Annotated, Any, Literal
 
 import anyio
-import numpy as np
 import orjson
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -114,7 +113,7 @@ def _load_quietly(h: ModelHandle) -> None:
         h.model()
 
 
-def _prepare(handle: ModelHandle, req: GenerateRequest) -> tuple[Model, Encoded, int]:
+def prepare(handle: ModelHandle, req: GenerateRequest) -> tuple[Model, Encoded, int]:
     """The loaded model, the prompt's tokens and the watched layer, or a 4xx naming the field."""
     model = handle.model()  # ModelError: a 503 (app.http)
     s = model.spec
@@ -144,42 +143,6 @@ def _prepare(handle: ModelHandle, req: GenerateRequest) -> tuple[Model, Encoded,
     return model, encoded, layer
 
 
-def _round(a: np.ndarray, decimals: int) -> list[float]:
-    return [float(x) for x in np.round(a, decimals)]
-
-
-def line(item: Written, layer: int, head: int) -> dict[str, Any]:
-    """One NDJSON line of a new token."""
-    return {
-        "index": item.index,
-        "token": item.token,
-        "id": item.id,
-        "text": item.text,
-        "candidates": [
-            {
-                "token": c.token,
-                "id": c.id,
-                "p": round(c.p, 6),
-                "logit": round(c.logit, 4),
-                "p_sample": round(c.p_sample, 6),
-            }
-            for c in item.candidates
-        ],
-        "attention": _round(item.watched.weights, 6),
-        "kv_len": item.kv_len,
-        "layer": layer,
-        "head": head,
-        "q": _round(item.watched.q, 5),
-        "k": _round(item.watched.k, 5),
-        "v": _round(item.watched.v, 5),
-    }
-
-
-def _done(d: Done) -> dict[str, Any]:
-    return {"done": True, "reason": d.reason, "seconds": round(d.seconds, 4), "written": d.written,
-            "cache_bytes": d.cache_bytes}  # fmt: skip
-
-
 def _prompt_fields(model_id: str, encoded: Encoded) -> dict[str, Any]:
     return {"model": model_id, "prompt_tokens": encoded.tokens, "prompt_ids": encoded.ids}
 
@@ -207,7 +170,7 @@ async def post_generate(request: Request) -> Response:
         entry = registry.entry(None, default_dir)
     handle = registry.handle(entry.id, default_dir)
     backend = request.app.state.backend
-    model, encoded, layer = await anyio.to_thread.run_sync(_prepare, handle, req, limiter=SLOTS)
+    model, encoded, layer = await anyio.to_thread.run_sync(prepare, handle, req, limiter=SLOTS)
     sampling = Sampling(req.temperature, req.top_k, req.top_p)
     steps = generate.write(model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend)
     header = _prompt_fields(entry.id, encoded)
@@ -222,8 +185,8 @@ def _whole(
     tokens: list[dict[str, Any]] = []
     for item in steps:
         if isinstance(item, Done):
-            return {**header, "tokens": tokens, **_done(item)}
-        tokens.append(line(item, layer, head))
+            return {**header, "tokens": tokens, **generate.done_line(item)}
+        tokens.append(generate.line(item, layer, head))
     raise RuntimeError("the writing ended without its last line")  # pragma: no cover
 
 
@@ -238,9 +201,9 @@ async def _lines(
             if item is None:
                 return
             if isinstance(item, Done):
-                yield orjson.dumps(_done(item)) + b"\n"
+                yield orjson.dumps(generate.done_line(item)) + b"\n"
                 return
-            out = line(item, layer, head)
+            out = generate.line(item, layer, head)
             if first:
                 out = {**out, **header}
                 first = False

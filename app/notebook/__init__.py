@@ -12,6 +12,7 @@ from __future__ import annotations
 
 try:
     from app.notebook.view import AttentionView, show
+    from app.notebook.write import WriteView, write
 except ModuleNotFoundError as e:  # pragma: no cover - the extra is not installed
     if e.name not in ("ipywidgets", "pythreejs"):
         raise
@@ -19,4 +20,4 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra is not installe
         f"the notebook view needs {e.name}: pip install 'attention-3d[notebook]'", name=e.name
     ) from None
 
-__all__ = ["AttentionView", "show"]
+__all__ = ["AttentionView", "WriteView", "show", "write"]

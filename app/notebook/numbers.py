@@ -25,7 +25,8 @@ from app import handset
 from app.attention import Backend, Mask, default_backend
 from app.errors import InputError
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
-from app.model.loader import handle_for
+from app.model import registry
+from app.model.loader import ModelHandle
 from app.model.select import HeadChoice, LayerChoice
 from app.model.service import sentence_attention
 from app.schemas import AttentionInput, AttentionRequest, checked
@@ -124,14 +125,21 @@ def _rows(a: Any) -> Any:
 
 @dataclass(frozen=True)
 class Sentence:
-    """A sentence read by the server's model (the same handle: $ATTENTION_MODEL, else all-MiniLM-L6-v2)."""
+    """A sentence read by a model: `model`, an id of GET /api/models, else the server's own
+    ($ATTENTION_MODEL, else all-MiniLM-L6-v2)."""
 
     text: str
+    model: str | None = None
+
+    def handle(self) -> ModelHandle:
+        try:
+            return registry.handle(self.model, os.environ.get("ATTENTION_MODEL") or None)
+        except InputError as e:
+            raise InputError("model", e.message) from None
 
     def result(self, layer: LayerChoice, head: HeadChoice, mask: Mask, mask_given: bool = True) -> dict[str, Any]:
         """POST /api/attention {"sentence", "layer", "head", "mask"}, as its JSON answer."""
-        handle = handle_for(os.environ.get("ATTENTION_MODEL") or None)
-        fields, arrays = sentence_attention(handle, self.text, layer, head, mask, mask_given, backend())
+        fields, arrays = sentence_attention(self.handle(), self.text, layer, head, mask, mask_given, backend())
         if len(fields["tokens"]) > MAX_SCENE_TOKENS:
             n = len(fields["tokens"])
             raise InputError("sentence", f"sentence is {n} tokens; the notebook view draws at most {MAX_SCENE_TOKENS}")
@@ -139,5 +147,5 @@ class Sentence:
 
     def shape(self) -> tuple[int, int]:
         """(layers, heads) of the model."""
-        spec = handle_for(os.environ.get("ATTENTION_MODEL") or None).spec()
+        spec = self.handle().spec()
         return spec.layers, spec.heads

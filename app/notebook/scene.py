@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pythreejs as three
 
+from app.notebook.markup import COLOURS, SCENE_BACKGROUND, fixed3, heat_rgb, hex_rgb, row_levels, vector
 from app.notebook.numbers import Step
-from app.notebook.text import COLOURS, SCENE_BACKGROUND, fixed3, heat_rgb, hex_rgb, row_levels, vector
 
 SPACING = 2.9
 ROW_GAP = 3.4

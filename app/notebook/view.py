@@ -17,9 +17,9 @@ import ipywidgets as widgets
 
 from app.attention import MASKS, Mask
 from app.model.select import HeadChoice, LayerChoice
+from app.notebook.markup import arithmetic_html, table_html
 from app.notebook.numbers import STEPS, HandSet, Sentence, hand_set
 from app.notebook.scene import AttentionScene
-from app.notebook.text import arithmetic_html, table_html
 from app.schemas import InputError
 
 
@@ -179,12 +179,13 @@ def show(
     focus: int | str = 0,
     layer: LayerChoice = 0,
     head: HeadChoice = 0,
+    model: str | None = None,
 ) -> AttentionView:
     """Draw the attention of an example (by id), of q, k, v set by hand, or of a sentence.
 
     example   "the-cat-ate-its-fish" (the default) or "select-from-customers" (app.examples)
-    sentence  text for the server's model (all-MiniLM-L6-v2 unless $ATTENTION_MODEL); layer, head:
-              0-based or "mean"
+    sentence  text for a model: `model`, an id of GET /api/models ("smollm2-135m": the decoder),
+              else the server's (all-MiniLM-L6-v2 unless $ATTENTION_MODEL); layer, head: 0-based or "mean"
     tokens, q, k, v  one head set by hand: q, k (n × d_k) and v (n × d_v), lists or arrays
     mask      "full" (BERT) or "causal" (GPT);  step  score, scale, mask, softmax or mix
     focus     the query shown: its index, or the word itself
@@ -207,8 +208,10 @@ def show(
         for name, value in (("layer", layer), ("head", head)):
             if not (value == "mean" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)):
                 raise InputError(name, f"{name} must be a 0-based integer or 'mean', not {value!r}")
-        source: HandSet | Sentence = Sentence(sentence)
+        source: HandSet | Sentence = Sentence(sentence, model)
     else:
+        if model is not None:
+            raise InputError("model", "model goes with sentence: hand-set q, k, v have no model")
         source = hand_set(example, tokens, q, k, v)
     return AttentionView(source, mask=mask, step=step, focus=focus, layer=layer, head=head, mask_given=mask != "full")
 

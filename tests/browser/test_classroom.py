@@ -175,6 +175,10 @@ def test_a_quiz_withholds_every_weight_on_every_page(class_of_four: tuple[Watche
     teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
     assert teacher.page.locator('[data-testid^="quiz-count-"]').count() == 0
     assert_withheld(teacher, "quiz")  # still nothing, with every answer in
+    # a projector reloaded mid-quiz takes its room and the question back, and can still reveal
+    teacher.page.goto(f"{teacher.base}/?present=1")
+    teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
+    assert_withheld(teacher, "quiz")
     teacher.page.get_by_test_id("quiz-reveal").click()
     phone_a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
     phone_b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
@@ -291,7 +295,7 @@ def test_a_follower_has_no_teacher_controls_and_explores_then_follows(
     for testid in ("present", "quiz-ask", "room-menu", "lessons", "join-panel"):
         assert phone.page.get_by_test_id(testid).count() == 0, testid
     assert "live" in phone.text("follow-status")
-    phone.page.get_by_test_id("next-step").click()  # the student taps a control of the page
+    phone.page.get_by_test_id("step-mask").click()  # the student taps a control of the page
     phone.page.wait_for_selector('[data-testid="follow-bar"][data-following="false"]')
     assert "exploring" in phone.text("follow-status") and "live" not in phone.text("follow-status")
     assert phone.text("follow-toggle") == "Back to the teacher"

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.notebook.markup import arithmetic
 from app.notebook.numbers import STEPS, hand_set
 from app.notebook.scene import AttentionScene, Layout
-from app.notebook.text import arithmetic
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "notebook" / "page_scene.mjs"

@@ -21,8 +21,8 @@ notebook = pytest.importorskip("app.notebook", reason="the notebook extra is not
 show = notebook.show
 AttentionView = notebook.AttentionView
 STEPS = pytest.importorskip("app.notebook.numbers").STEPS
-heat_rgb = pytest.importorskip("app.notebook.text").heat_rgb
-table_html = pytest.importorskip("app.notebook.text").table_html
+heat_rgb = pytest.importorskip("app.notebook.markup").heat_rgb
+table_html = pytest.importorskip("app.notebook.markup").table_html
 
 ANIMAL = "The animal didn't cross the street because it was too tired."
 TOKENS = ["the", "cat", "ate", "its", "fish"]

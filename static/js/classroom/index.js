@@ -24,7 +24,7 @@ whenReady(() => {
   }
   const presenter = new Presenter(bar);
   const lessons = teacherToken() ? new Lessons(bar) : null;
-  if (asked.present) presenter.setPresenting(true);
+  if (asked.present) presenter.setPresenting(true, { adopt: !asked.namesView });
 
   // before the page's own keys (keys.js listens on document; this runs first, in the capture phase)
   window.addEventListener(

@@ -4,9 +4,10 @@
 //   presenter room     { code, key, join_url } of the room this tab drives
 //   follower room      the code this tab follows (a reload rejoins it)
 //   voter id           one random id per tab, so that a reconnected page keeps its single vote
+//   quiz answer        the answer of the question this tab asked (read before the weights are withheld)
 
 const store = window.sessionStorage;
-const KEYS = { token: "a3d.teacher", presenter: "a3d.presenter", room: "a3d.room", voter: "a3d.voter" };
+const KEYS = { token: "a3d.teacher", presenter: "a3d.presenter", room: "a3d.room", voter: "a3d.voter", answer: "a3d.answer" };
 
 function read(key) {
   try {
@@ -52,7 +53,9 @@ export function takeUrl() {
     for (const k of ours) url.searchParams.delete(k);
     window.history.replaceState(null, "", url.pathname + (url.search || "") + url.hash);
   }
-  return { room: room ? room.trim().toUpperCase() : null, present, hadToken: Boolean(token) };
+  // a bare /?present=1 names no view: a projector reloaded that way takes up its room's view
+  const names = [...url.searchParams.keys()].length > 0;
+  return { room: room ? room.trim().toUpperCase() : null, present, hadToken: Boolean(token), namesView: names };
 }
 
 export const teacherToken = () => read(KEYS.token);
@@ -79,4 +82,16 @@ export function voterId() {
     write(KEYS.voter, id);
   }
   return id;
+}
+
+/** The presenter: the answer of the quiz it asked (its id and the word's index). */
+export const keepQuizAnswer = (id, answer) => write(KEYS.answer, JSON.stringify({ id, answer }));
+
+export function quizAnswer(id) {
+  try {
+    const kept = JSON.parse(read(KEYS.answer) ?? "null");
+    return kept && kept.id === id && Number.isInteger(kept.answer) ? kept.answer : null;
+  } catch {
+    return null;
+  }
 }

