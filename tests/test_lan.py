@@ -404,3 +404,17 @@ def test_rooms_expire_in_a_running_server(tmp_path: Path) -> None:
         assert (
             call(base, "PUT", f"/api/rooms/{code}/state", {"chapter": "steps"}, secret=room["presenter_key"])[0] == 404
         )
+
+
+def test_forwarded_for_is_believed_from_the_named_proxy_only(tmp_path: Path) -> None:
+    """Without ATTENTION_PROXY nobody's X-Forwarded-For counts (a student cannot pose as 8 devices);
+    with it, the proxy's connections carry each student's own address into the room's rules."""
+    for proxy, expected in (("", "address_full"), ("127.0.0.1", "seat")):
+        with attention3d(tmp_path, ATTENTION_PROXY=proxy, ATTENTION_FOLLOWERS_PER_ADDRESS="1") as (base, _, _):
+            code = open_room(base)["code"]
+            headers = [("X-Forwarded-For", "10.0.0.7")]
+            with follower(base, code, additional_headers=[("X-Forwarded-For", "10.0.0.6")]) as first:
+                first.recv(timeout=5)
+                with follower(base, code, additional_headers=headers) as second:
+                    hello = json.loads(second.recv(timeout=5))
+                    assert expected in (hello.get("error", {}).get("type", ""), *hello), (proxy, hello)
