@@ -268,7 +268,7 @@ function mount(ctx) {
     }
     if (!grids) return;
     const zCols = Array.from({ length: h * dk }, (_, i) => String((i % dk) + 1));
-    const headGroups = Array.from({ length: h }, (_, i) => ({ title: `z of head ${i + 1}`, span: dk }));
+    const headGroups = Array.from({ length: h }, (_, i) => ({ title: `head ${i + 1}`, span: dk }));
     const concatGrid = { title: `${concatOf(h)}: ${ex.tokens.length} × ${h * dk}`, weights: a.mh.concat, signed: true, colNames: zCols, groups: headGroups };
     const dims = Array.from({ length: ex.w_o[0].length }, (_, i) => String(i + 1));
     if (stepId === "heads") {
