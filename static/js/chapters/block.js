@@ -55,8 +55,8 @@ const STEPS = [
       const pre = a.kind === "gpt2" ? "GPT-2 first normalises its input (ln_1), then every head" : "Every head";
       return (
         `${pre} attends as in the chapter on heads; their outputs are concatenated and multiplied by W_O. ` +
-        `What comes out is not the new vector yet: it is a change to add. For ${quote(a.tokens[t])} that change has length ‖·‖ ` +
-        `${norm(a, "attention", t)}, next to ${norm(a, "input", t)} for the input.`
+        `What comes out is not the new vector yet: it is a change to add. For ${quote(a.tokens[t])} that change has length ` +
+        `${norm(a, "attention", t)} (its ‖·‖, as for every point), next to ${norm(a, "input", t)} for the input.`
       );
     },
   },
