@@ -263,7 +263,9 @@ def uvicorn_options() -> dict[str, Any]:
         "http": GuardedHttp,
         "loop": "app.server:new_loop",
         "ws_max_size": limits.WS_MAX_MESSAGE_BYTES,
+        # 20 s, not uvicorn's 5: a page's next request then rarely races the close of its idle connection
         "timeout_keep_alive": setting("IDLE_TIMEOUT", limits.IDLE_TIMEOUT_SECONDS),
+        "timeout_worker_healthcheck": 30,  # --workers: 5 s killed workers still importing numpy on a busy machine
         # no per-message deflate: the classroom's messages are ~200 bytes, and compressing each copy
         # for every follower cost a quarter of the server's CPU per change (bench.rooms)
         "ws_per_message_deflate": False,
