@@ -12,7 +12,7 @@ import { ANIMAL, matrixTable, picker, pySafetensors, scroller, sentenceBox, vec 
 
 const quote = (w) => `“${w}”`;
 const SHOW = 4; // first coordinates shown per vector
-const ROWS = 7; // tokens shown per table: a window around the chosen one
+const ROWS = 5; // tokens shown per table: a window around the chosen one (on the first screen)
 
 /** The names each step lights up, by the model's kind. */
 const POINTS = {

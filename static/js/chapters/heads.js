@@ -195,7 +195,7 @@ function mount(ctx) {
   const panel = ctx.panel;
   const controls = el("div", { className: "chapter-controls" });
   const body = el("div", { className: "heads-body", dataset: { testid: "heads-body" } });
-  panel.append(controls, body);
+  panel.append(body, controls); // what the step's text speaks of first, the controls after
   const grids = ctx.stage ? new HeadGrids(ctx.stage) : null;
 
   function drawControls(a, stepId) {
@@ -314,7 +314,7 @@ function mount(ctx) {
       colNames: Array.from({ length: 8 }, (_, i) => String(i + 1)),
       testid: "heads-model-out",
     });
-    body.replaceChildren(scroller(heads), scroller(out));
+    body.replaceChildren(scroller(out), scroller(heads)); // the result first, then each head's part of it
     // one row per head: where the chosen token's attention goes in each (a 12 × n table, not 12 n × n ones)
     grids?.update(
       [{ title: `${quote(m.tokens[t])} in each head of layer ${m.layer}`, weights: m.weights.map((w) => w[t]), rowNames: m.weights.map((_, i) => `head ${i + 1}`), colNames: m.tokens }],
