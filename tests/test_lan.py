@@ -418,3 +418,25 @@ def test_forwarded_for_is_believed_from_the_named_proxy_only(tmp_path: Path) -> 
                 with follower(base, code, additional_headers=headers) as second:
                     hello = json.loads(second.recv(timeout=5))
                     assert expected in (hello.get("error", {}).get("type", ""), *hello), (proxy, hello)
+
+
+def test_tls_handshakes_that_never_finish_are_closed(tmp_path: Path) -> None:
+    """A client that opens a connection to the HTTPS server and never sends its TLS hello is closed
+    at the header deadline too (asyncio's own default would wait 60 s)."""
+    cert, key = self_signed(tmp_path)
+    with attention3d(tmp_path, "--ssl-certfile", str(cert), "--ssl-keyfile", str(key)) as (base, _, _):
+        port = port_of(base)
+        started = time.monotonic()
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.7", 0))]
+        silent[0].setblocking(False)
+        ended = None
+        while time.monotonic() - started < 30:
+            select.select(silent, [], [], 0.5)
+            if closed(silent[0]):
+                ended = time.monotonic() - started
+                break
+        silent[0].close()
+        assert ended is not None and ended <= limits.HEADER_TIMEOUT_SECONDS + 3, ended
+        trusted = ssl.create_default_context(cafile=str(cert))
+        with urllib.request.urlopen(f"{base}/api/examples", context=trusted, timeout=10) as r:
+            assert r.status == 200  # a whole handshake is served as before
