@@ -9,7 +9,8 @@ users (asyncio + httpx, spread over `clients` processes) each repeat, as fast as
 a class does over HTTP: compute attention on their own Q, K, V (POST /api/attention, 8 words, d=16),
 read the room (GET /api/rooms/{code}) and list the lessons (GET /api/lessons, teacher token).
 Reported per run: requests per second, p50/p95/p99 latency, errors; then N workers ÷ 1 worker.
-The load runs on the same machine as the server: on a small machine the users take cores too.
+The load runs on the same machine as the server: on a small machine the users take cores too. The
+users share one address, so the server's per-address limits (app/limits.py) are lifted for the run.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def start(stack: ExitStack, workers: int, redis: str) -> tuple[str, str]:
     data = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-workers-")))
     environ = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_TEACHER_TOKEN": TOKEN}
     environ.pop("ATTENTION_DATABASE_URL", None)
+    # the 200 users all come from this machine's one address: lift the per-address limits (docs/security.md)
+    environ.update(
+        ATTENTION_CONNECTIONS_PER_ADDRESS="100000", ATTENTION_CONNECTION_RATE="100000", ATTENTION_REQUEST_RATE="1000000"
+    )
     cmd = [sys.executable, "-m", "app", "--port", str(port), "--workers", str(workers), "--redis", redis]
     log = stack.enter_context(open(data / "server.log", "wb"))  # noqa: SIM115
     proc = subprocess.Popen([*cmd, "--data-dir", str(data)], cwd=ROOT, env=environ, stdout=log, stderr=log)

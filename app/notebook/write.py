@@ -23,8 +23,8 @@ from app.errors import InputError
 from app.model import generate, registry
 from app.model.generate import Done, Sampling, Written
 from app.model.generate_routes import GenerateRequest, prepare
+from app.notebook.markup import heat_rgb
 from app.notebook.numbers import backend
-from app.notebook.text import heat_rgb
 
 BARS = generate.CANDIDATES
 

@@ -69,7 +69,7 @@ def test_show_takes_the_decoder(api: TestClient) -> None:
         (lambda: show(model="smollm2-135m"), "model"),
     ],
 )
-def test_bad_input_names_the_field(call, field: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_input_names_the_field(call, field: str) -> None:
     with pytest.raises(InputError) as e:
         call()
     assert e.value.field == field, e.value.message

@@ -227,7 +227,7 @@ export default {
     modelBar.append(layerWrap, headWrap);
     const note = el("p", { className: "ca-note" }, "2 to 12 words. Order: the word numbers (from 0) of the other order, e.g. 0 4 2 3 1.");
     const out = el("div", { className: "ca-out" });
-    ctx.panel.append(form, note, modelBar, out);
+    ctx.panel.append(out, form, note, modelBar); // the tables first: the step's text speaks of them
     const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
     let looked = "";
     return {

@@ -118,10 +118,10 @@ function panelFor(a, t, stepId) {
       matrixTable(a[k], { caption: `${k.toUpperCase()} = X · ${NAMES[k]}`, rowNames: a.tokens, colNames: COLS, hotRow: t, testid: `proj-${k}-all` }),
     );
   }
-  return [
+  return [ // x and its product first (the step's text reads them), the 8 × 8 matrix after
     matrixTable([a.x[t]], { caption: `x of ${quote(a.tokens[t])}`, colNames: COLS }),
-    matrixTable(a[`w_${stepId}`], { caption: `${NAMES[stepId]} (8 × 8)`, rowNames: COLS, colNames: COLS, testid: `proj-w-${stepId}` }),
     matrixTable([a[stepId][t]], { caption: `${stepId} = x · ${NAMES[stepId]}`, colNames: COLS, testid: `proj-${stepId}` }),
+    matrixTable(a[`w_${stepId}`], { caption: `${NAMES[stepId]} (8 × 8)`, rowNames: COLS, colNames: COLS, testid: `proj-w-${stepId}` }),
   ];
 }
 
@@ -140,7 +140,7 @@ export default {
     const choices = el("div", { className: "ca-choices", role: "group", "aria-label": "Token" });
     const out = el("div", { className: "ca-out" });
     const note = el("p", { className: "ca-note" }, "The 3D view shows the first 3 of the 8 coordinates of each vector; the vectors shown together share one scale.");
-    ctx.panel.append(choices, note, out);
+    ctx.panel.append(out, choices, note); // the tables first: the step's text speaks of them
     const scene = ctx.stage ? new TokenProjection(ctx.stage) : null;
     return {
       update(answer, stepId) {

@@ -5,14 +5,16 @@
 // QR code (drawn by the server) and the number of followers (the panel folds away once students
 // have joined). B blanks the screen, H hides the numbers (predict first): both on every
 // follower's page too (the state's `screen`). PageDown / PageUp keep walking the lesson. A line
-// says where the class is (chapter · step · mask). The room menu: the quiz summary (and its
-// CSV), reset the room, close it.
+// says where the class is (chapter · step · mask); the side panels fit their boxes (fit.js). The
+// Room menu (roommenu.js): the quiz summary and its CSV, reset the room, close it.
 
 import { el } from "../dom.js";
 import * as hub from "../hub.js";
 import { applyViewState, currentView, onViewChange, viewState } from "../hub.js";
 import { call } from "./api.js";
+import { fitPanels, PANELS } from "./fit.js";
 import { answerOf, QuizPanel } from "./quiz.js";
+import { RoomMenu } from "./roommenu.js";
 import { keepPresenterRoom, keepQuizAnswer, presenterRoom, quizAnswer, teacherToken, viewOnly } from "./session.js";
 import { RoomSocket } from "./socket.js";
 import { withhold } from "./withhold.js";
@@ -20,24 +22,6 @@ import { withhold } from "./withhold.js";
 const $ = (id) => document.getElementById(id);
 
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
-const MIN_FIT = 0.35; // the smallest scale fitPanels() gives a side panel
-const PANELS = ".workspace .lesson, .chapter-side"; // the step's words and tables, beside the 3D view
-
-const within = (e) => e.scrollHeight <= e.clientHeight + 1 && e.scrollWidth <= e.clientWidth + 1;
-
-/** The boxes inside `panel` that clip what they hold (a table's scrolling box, a clamped cell). */
-function clippers(panel) {
-  return [...panel.querySelectorAll("*")].filter((e) => {
-    const s = getComputedStyle(e);
-    return (s.overflowX !== "visible" || s.overflowY !== "visible") && e.getClientRects().length;
-  });
-}
-
-/** Does the panel show all it holds (nothing past its box or past a box inside it, nothing to scroll)? */
-function fits(panel, inner) {
-  return within(panel) && inner.every(within);
-}
-
 export class Presenter {
   constructor(bar) {
     this.room = null;
@@ -52,7 +36,8 @@ export class Presenter {
     this.askButton.title = "Which word will the focused query attend to most?";
     this.askButton.addEventListener("click", () => this.ask());
     this.roomTools = el("span", { className: "cr-room-tools" });
-    this.roomTools.append(this.askButton, this.roomMenu());
+    this.menu = new RoomMenu({ room: () => this.room, say: (text) => this.say(text), closed: () => this.closed() });
+    this.roomTools.append(this.askButton, this.menu.root);
     this.roomTools.hidden = true;
     this.where = el("p", { className: "cr-where", dataset: { testid: "projector-where" } });
     this.message = el("span", { className: "cr-message", role: "status", dataset: { testid: "classroom-message" } });
@@ -88,133 +73,19 @@ export class Presenter {
     this.fitting = requestAnimationFrame(() => {
       this.fitting = 0;
       this.drawWhere();
-      this.fitPanels();
+      fitPanels(this.presenting);
     });
   }
 
-  /** Scale each side panel (CSS zoom) to the largest size at which it shows everything it holds. */
-  fitPanels() {
-    for (const panel of document.querySelectorAll(PANELS)) {
-      panel.style.zoom = "";
-      delete panel.dataset.fit;
-      if (!this.presenting || !panel.getClientRects().length) continue;
-      const inner = clippers(panel);
-      if (fits(panel, inner)) continue;
-      let lo = MIN_FIT;
-      let hi = 1;
-      for (let i = 0; i < 8; i++) {
-        const mid = (lo + hi) / 2;
-        panel.style.zoom = String(mid);
-        if (fits(panel, inner)) lo = mid;
-        else hi = mid;
-      }
-      panel.style.zoom = String(lo);
-      panel.dataset.fit = lo.toFixed(3);
-    }
-  }
-
-  /** The room menu: the quiz summary (and its CSV), reset, close. */
-  roomMenu() {
-    const details = el("details", { className: "cr-room-menu", dataset: { testid: "room-menu" } });
-    details.append(el("summary", {}, "Room"));
-    const panel = el("div", { className: "cr-room-panel" });
-    const button = (text, testid, fn) => {
-      const b = el("button", { type: "button", dataset: { testid } }, text);
-      b.addEventListener("click", fn);
-      return b;
-    };
-    this.summaryBox = el("div", { className: "cr-summary", dataset: { testid: "quiz-summary" } });
-    const csvRow = el("p", { className: "cr-lessons-row" });
-    csvRow.append(button("Download CSV", "quiz-csv", () => this.downloadSummary()));
-    const roomRow = el("p", { className: "cr-lessons-row" });
-    roomRow.append(button("Reset the room", "room-reset", () => this.reset()), button("Close the room", "room-close", () => this.close()));
-    const help = "Reset: no quiz running, the quiz summary starts again (students stay). Close: every student's page is told the room has closed.";
-    panel.append(el("h3", {}, "The class's quiz"), this.summaryBox, csvRow, el("h3", {}, "The room"), el("p", { className: "cr-room-help" }, help), roomRow);
-    details.append(panel);
-    details.addEventListener("toggle", () => details.open && this.drawSummary());
-    this.menu = details;
-    return details;
-  }
-
-  async drawSummary() {
-    if (!this.room) return;
-    let s;
-    try {
-      s = await call("GET", `/api/rooms/${this.room.code}/quiz/summary`, { secret: this.room.key });
-    } catch (e) {
-      this.summaryBox.replaceChildren(el("p", {}, e.message));
-      return;
-    }
-    if (!s.questions.length) {
-      this.summaryBox.replaceChildren(el("p", { dataset: { testid: "quiz-summary-empty" } }, "No question has ended yet."));
-      return;
-    }
-    const row = (cells, tag, props = {}) => {
-      const tr = el("tr", props);
-      tr.append(...cells.map((text) => el(tag, tag === "th" ? { scope: "col" } : {}, String(text))));
-      return tr;
-    };
-    const thead = el("thead");
-    thead.append(row(["#", "query", "asked", "answered", "right", "answers per word"], "th"));
-    const tbody = el("tbody");
-    for (const q of s.questions) {
-      const spread = q.tokens.map((w, j) => `${w} ${q.counts[j]}`).join(" · ");
-      const right = q.right === null ? "not revealed" : `${q.right} (${q.tokens[q.answer]})`;
-      tbody.append(row([q.number, q.query, q.asked, q.answered, right, spread], "td", { dataset: { testid: `quiz-summary-row-${q.number}` } }));
-    }
-    const table = el("table", { className: "cr-summary-table" });
-    table.append(thead, tbody);
-    const total = `${s.asked} question${s.asked === 1 ? "" : "s"}, ${s.answers} answers, ${s.right} of ${s.answers_revealed} right where the answer was revealed.`;
-    this.summaryBox.replaceChildren(table, el("p", { dataset: { testid: "quiz-summary-total" } }, total));
-  }
-
-  async downloadSummary() {
-    if (!this.room) return;
-    try {
-      const response = await fetch(`/api/rooms/${this.room.code}/quiz/summary.csv`, { headers: { authorization: `Bearer ${this.room.key}` } });
-      if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
-      const url = URL.createObjectURL(await response.blob());
-      const a = el("a", { href: url, download: `quiz-${this.room.code}.csv` });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
-    } catch (e) {
-      this.say(`No CSV: ${e.message}`);
-    }
-  }
-
-  async reset() {
-    if (!this.room || !window.confirm("Reset the room? The quiz summary starts again; the students stay.")) return;
-    try {
-      await call("POST", `/api/rooms/${this.room.code}/reset`, { secret: this.room.key });
-      this.say(`Room ${this.room.code} is reset.`);
-      this.drawSummary();
-    } catch (e) {
-      this.say(e.message);
-    }
-  }
-
-  async close() {
-    if (!this.room || !window.confirm("Close the room? Every student's page is told it has closed.")) return;
-    const room = this.room;
-    try {
-      await call("DELETE", `/api/rooms/${room.code}`, { secret: room.key });
-    } catch (e) {
-      if (e.status !== 404) {
-        this.say(e.message);
-        return;
-      }
-    }
+  /** The room was closed (Room → Close the room): no room, no tools, the projector view ends. */
+  closed() {
     this.socket?.stop();
     this.socket = null;
     this.room = null;
     keepPresenterRoom(null);
     this.quiz.show(null);
     this.roomTools.hidden = true;
-    this.menu.open = false;
     this.followers = 0;
-    this.say(`Room ${room.code} is closed. Present opens a new one.`);
     if (this.presenting) this.setPresenting(false);
   }
 
@@ -251,7 +122,7 @@ export class Presenter {
     if (on && !this.room) await this.open(adopt);
     this.drawJoin();
     this.drawWhere();
-    this.fitPanels();
+    fitPanels(this.presenting);
     this.reframe();
   }
 

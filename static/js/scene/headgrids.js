@@ -102,9 +102,12 @@ export class HeadGrids {
       }
       z += lineDepths[l] + GAP * 1.6;
     }
-    if (this.framed !== `${this.shown}:${width.toFixed(2)}:${depth.toFixed(2)}`) {
-      this.fit(Math.max(7, width + 2.2), Math.max(3.5, depth + 1.8)); // a small grid is not blown up
-      this.framed = `${this.shown}:${width.toFixed(2)}:${depth.toFixed(2)}`;
+    // room on the left for the longest row name (the grids are centred: as much again on the right)
+    const longestRow = Math.max(0, ...grids.map((g) => Math.max(0, ...(g.rowNames ?? tokens ?? []).map((s) => String(s).length))));
+    const margin = 2.2 + 2 * 0.13 * longestRow;
+    if (this.framed !== `${this.shown}:${width.toFixed(2)}:${depth.toFixed(2)}:${margin}`) {
+      this.fit(Math.max(7, width + margin), Math.max(3.5, depth + 1.8)); // a small grid is not blown up
+      this.framed = `${this.shown}:${width.toFixed(2)}:${depth.toFixed(2)}:${margin}`;
     }
 
     const m = new THREE.Matrix4();
@@ -157,9 +160,11 @@ export class HeadGrids {
       if (colNames && colNames.length === colX[g].length) {
         const step = this.pixels([gx, gz], [CELL, 0]);
         const longest = Math.max(...colNames.map((s) => String(s).length));
-        const slant = step < longest * 7 + 8; // too long to stand upright side by side: at a slant
-        if (step >= 11) {
+        const slant = step < longest * 8 + 14; // too long to stand upright side by side: at a slant
+        const everyCol = Math.max(1, Math.ceil(18 / Math.max(1, step))); // slanted names at least 18 px apart
+        if (step * everyCol >= 11) {
           colNames.forEach((name, c) => {
+            if (c % everyCol !== 0) return;
             const obj = this.label(slant ? "" : String(name), [gx + colX[g][c], 0.05, gz - 0.25], `stage-label grid-word grid-col${slant ? " slant" : ""}`);
             if (slant) obj.element.append(Object.assign(document.createElement("span"), { textContent: String(name) })); // turned by CSS
             obj.name = "col-name";
@@ -168,8 +173,12 @@ export class HeadGrids {
       }
       const rowNames = grid.rowNames ?? tokens;
       const firstOfLine = g % cols === 0 || (grid.rowNames && !between);
-      if (rowNames && firstOfLine && rowNames.length === grid.weights.length && this.pixels([gx, gz], [0, CELL]) >= 11) {
+      const rowStep = this.pixels([gx, gz], [0, CELL]);
+      const everyRow = Math.max(1, Math.ceil(20 / Math.max(1, rowStep))); // a label is about 18 px high
+      if (rowNames && firstOfLine && rowNames.length === grid.weights.length) {
         rowNames.forEach((name, r) => {
+          const from = focus !== null && !grid.noFocus ? focus : 0; // counted from the focused row, which is always named
+          if ((((r - from) % everyRow) + everyRow) % everyRow !== 0) return;
           const dx = 0.2 + 0.07 * String(name).length;
           const cls = `stage-label grid-word grid-row${r === focus && !grid.noFocus ? " focus" : ""}`;
           this.label(String(name), [gx - dx, 0.05, gz + (r + 0.5) * CELL], cls);
