@@ -34,11 +34,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     tls = _tls(args.ssl_certfile, args.ssl_keyfile)
     model, source = (args.model, "--model") if args.model else (os.environ.get("ATTENTION_MODEL"), "ATTENTION_MODEL")
-    if model:  # checked completely now (config, tokenizer, every tensor's shape): refused with one line
+    if model:  # checked completely now (config, tokenizer, every tensor's shape and numbers): refused with one line
         from app.model.spec import ModelError, read_spec
+        from app.model.weights import check_finite
 
         try:
-            read_spec(Path(model))
+            check_finite(read_spec(Path(model)).path / "model.safetensors")
         except ModelError as e:
             print(f"attention3d: {source} {model}: {e}", file=sys.stderr)
             sys.exit(2)
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         print(f"attention3d: {e}", file=sys.stderr)
         sys.exit(2)
-    teacher_link = classroom_cli.configure(args, "https" if tls else "http")  # prints the teacher link
+    teacher_link = classroom_cli.configure(args)  # prints the teacher link (https:// with --ssl-certfile)
     if args.open:  # the teacher link, as Jupyter opens its own: this tab may open rooms
         threading.Timer(1.0, webbrowser.open, [teacher_link]).start()
     server.raise_open_files_limit()  # every socket is a file: the common soft limit of 1,024 is too few

@@ -28,6 +28,7 @@ from app import limits
 from app.errors import ClientError, InputError, ModelError, detail
 from app.model.loader import ModelHandle, handle_for
 from app.schemas import ErrorResponse
+from app.security import hide_paths
 
 M = TypeVar("M", bound=BaseModel)
 JSON = "application/json"
@@ -226,7 +227,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ModelError)
     async def _model(_: Request, exc: ModelError) -> Response:
-        return _answer([detail(["model"], f"the model cannot be used: {exc}", "model_unavailable")], 503)
+        msg = f"the model cannot be used: {hide_paths(str(exc))}"  # the model's name, not the server's folders
+        return _answer([detail(["model"], msg, "model_unavailable")], 503)
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> Response:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -84,3 +85,17 @@ def same_origin(headers: Mapping[str, str]) -> bool:
 def _with_port(netloc: str, default: str) -> str:
     """host:port, with the scheme's port when none is written (IPv6 in brackets keeps its colons)."""
     return netloc if netloc.rsplit("]", 1)[-1].count(":") == 1 else f"{netloc}:{default}"
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~-])/(?:[\w.@+~-]+/)*[\w.@+~-]+")
+
+
+def hide_paths(text: str) -> str:
+    """A message with every absolute path shortened to what names the model: its folder (for a
+    file, the folder and the file: `tiny-bert/config.json`), never where the server keeps it."""
+
+    def short(match: re.Match[str]) -> str:
+        parts = match.group(0).split("/")
+        return "/".join(parts[-2:]) if "." in parts[-1] and len(parts) > 2 else parts[-1]
+
+    return _ABSOLUTE_PATH.sub(short, text)

@@ -16,6 +16,11 @@ and per client address (this process's counts):
   (a token bucket, bursts of 3x): connections past either are closed at once;
 - REQUEST_RATE requests a second (bursts of 4x): past it the answer is 429, without the app.
 
+Behind a reverse proxy (ATTENTION_PROXY=its address, docs/security.md) every client arrives from
+the proxy's address: its connections skip the per-address limits here (the proxy applies its own),
+and only its X-Forwarded-For is believed (by uvicorn; nobody else's), so the app's per-address
+rules (followers in a room, votes) see each student's own address.
+
 A refused or timed-out connection costs nothing more than its socket, so one device cannot take
 the sockets or the event loop from the class. The WebSocket frame limit (ws_max_size) is checked
 by the websockets library on the frame's header, before its payload is read. Every number is in
@@ -74,9 +79,12 @@ class Addresses:
         self.connection_rate = setting("CONNECTION_RATE", limits.CONNECTION_RATE)
         self.request_rate = setting("REQUEST_RATE", limits.REQUEST_RATE)
         self.max_open = setting("CONNECTIONS_PER_ADDRESS", limits.CONNECTIONS_PER_ADDRESS)
+        self.proxies = set(proxies())
 
     def admit(self, address: str, transport: asyncio.BaseTransport) -> bool:
         """Whether a new connection from `address` may stay open (and then it is counted)."""
+        if address in self.proxies:
+            return True
         if len(self.connects) > 4096:  # forget addresses whose buckets are full again
             self.connects = {a: b for a, b in self.connects.items() if time.monotonic() - b.last < 60}
         bucket = self.connects.setdefault(address, _Bucket(3 * self.connection_rate))
@@ -98,6 +106,8 @@ class Addresses:
                 del self.open[address]
 
     def request(self, address: str) -> bool:
+        if address in self.proxies:
+            return True
         if len(self.requests) > 4096:
             self.requests = {a: b for a, b in self.requests.items() if time.monotonic() - b.last < 60}
         bucket = self.requests.setdefault(address, _Bucket(4 * self.request_rate))
@@ -219,12 +229,43 @@ def raise_open_files_limit() -> tuple[int, int]:
     return resource.getrlimit(resource.RLIMIT_NOFILE)
 
 
+def new_loop() -> asyncio.AbstractEventLoop:
+    """The server's event loop (uvloop when installed, as uvicorn picks), whose TLS handshakes must
+    finish within the header deadline: a client that opens TLS and never finishes its hello holds
+    no socket longer than a half-sent request does (asyncio's and uvloop's default is 60 s)."""
+    try:
+        import uvloop
+
+        base: type[asyncio.AbstractEventLoop] = uvloop.Loop
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings uvloop
+        base = asyncio.SelectorEventLoop
+
+    class GuardedLoop(base):  # type: ignore[valid-type,misc]
+        async def create_server(self, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("ssl") is not None:
+                kwargs.setdefault("ssl_handshake_timeout", setting("HEADER_TIMEOUT", limits.HEADER_TIMEOUT_SECONDS))
+            return await super().create_server(*args, **kwargs)
+
+    return GuardedLoop()
+
+
+def proxies() -> list[str]:
+    """The reverse proxies' addresses ($ATTENTION_PROXY, comma-separated; none by default)."""
+    return [p.strip() for p in os.environ.get("ATTENTION_PROXY", "").split(",") if p.strip()]
+
+
 def uvicorn_options() -> dict[str, Any]:
     """The uvicorn.run keywords of a LAN server."""
     return {
+        # X-Forwarded-For is believed from the named proxies only (uvicorn's default trusts 127.0.0.1)
+        "proxy_headers": bool(proxies()),
+        "forwarded_allow_ips": ",".join(proxies()) or "",
         "http": GuardedHttp,
+        "loop": "app.server:new_loop",
         "ws_max_size": limits.WS_MAX_MESSAGE_BYTES,
+        # 20 s, not uvicorn's 5: a page's next request then rarely races the close of its idle connection
         "timeout_keep_alive": setting("IDLE_TIMEOUT", limits.IDLE_TIMEOUT_SECONDS),
+        "timeout_worker_healthcheck": 30,  # --workers: 5 s killed workers still importing numpy on a busy machine
         # no per-message deflate: the classroom's messages are ~200 bytes, and compressing each copy
         # for every follower cost a quarter of the server's CPU per change (bench.rooms)
         "ws_per_message_deflate": False,

@@ -67,8 +67,9 @@ def _token(args: argparse.Namespace) -> str:
     return str(args.teacher_token or os.environ.get(auth.TOKEN_ENV) or auth.new_secret())
 
 
-def configure(args: argparse.Namespace, scheme: str = "http") -> str:
+def configure(args: argparse.Namespace) -> str:
     """Pass the options to the app (through its environment), print the teacher link and return it."""
+    scheme = "https" if getattr(args, "ssl_certfile", None) else "http"
     token = _token(args)
     problem = auth.check_token(token)
     if problem:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -105,20 +107,90 @@ def read_spec(path: Path | None = None) -> ModelSpec:
     missing = [f for f in FILES if not (where / f).is_file()]
     if missing:
         raise ModelError(f"model directory {where} lacks {', '.join(missing)} (it needs {', '.join(FILES)})")
-    try:
-        config = json.loads((where / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ModelError(f"{where / 'config.json'} is not readable JSON: {e}") from None
-    if not isinstance(config, dict):
-        raise ModelError(f"{where / 'config.json'} must hold a JSON object")
+    config = read_config(where / "config.json")
     try:
         spec = _spec(name, where, config)
+        bounded(spec, config)  # before expected_shapes: it makes an entry per layer
         shapes = expected_shapes(spec, config)
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise ModelError(f"{where / 'config.json'}: missing or malformed entry {e}") from None
     _check_weights(where / "model.safetensors", shapes)
     _check_tokenizer(where / "tokenizer.json", shapes[_EMBEDDINGS[spec.kind]][0])
     return spec
+
+
+# What a config.json may ask for (checked before anything is allocated): the largest models anyone
+# would show a class are far inside (Llama 3 70B: 80 layers, 64 heads, 8,192 wide, 28,672 in the
+# feed-forward, 128,256 words); a config past them is a damaged or hostile file.
+MODEL_BOUNDS = {
+    "layers": 512,
+    "heads": 256,
+    "hidden": 65_536,
+    "intermediate": 262_144,
+    "vocab": 1_048_576,
+    "max_positions": 1_048_576,
+    "type_vocab": 1_024,
+}
+MAX_CONFIG_BYTES = 1024 * 1024  # config.json's size
+MAX_CONFIG_DEPTH = 64  # nesting of objects and arrays in config.json (real ones: 3)
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """config.json as a dict: at most MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH deep, no NaN or infinity."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ModelError(f"{path} is {size:,} bytes; a config.json is at most {MAX_CONFIG_BYTES:,}")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelError(f"{path} is not readable: {e}") from None
+    depth = deepest = 0
+    for token in _JSON_TOKENS.findall(text):  # strings are skipped whole: a "[" inside one is no nesting
+        if token in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_CONFIG_DEPTH:
+                raise ModelError(f"{path} nests objects and arrays more than {MAX_CONFIG_DEPTH} deep")
+        elif token in ("]", "}"):
+            depth -= 1
+
+    def not_a_number(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a number a config may hold")
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"{text} is too large for a number")
+        return value
+
+    try:
+        config = json.loads(text, parse_constant=not_a_number, parse_float=finite)
+    except (ValueError, RecursionError) as e:
+        raise ModelError(f"{path} is not readable JSON: {e}") from None
+    if not isinstance(config, dict):
+        raise ModelError(f"{path} must hold a JSON object")
+    return config
+
+
+def bounded(spec: ModelSpec, c: dict[str, Any]) -> None:
+    """ModelError when a size of the config is past MODEL_BOUNDS, or a number is not finite."""
+    sizes = {
+        "layers": spec.layers,
+        "heads": spec.heads,
+        "hidden": spec.hidden,
+        "max_positions": spec.max_positions,
+        "intermediate": int(spec.intermediate or c.get("intermediate_size") or c.get("n_inner") or 0),
+        "vocab": int(spec.vocab or c.get("vocab_size") or 0),
+        "type_vocab": int(c.get("type_vocab_size", 2) if spec.kind == "bert" else 0),
+    }
+    for what, value in sizes.items():
+        if not 0 <= value <= MODEL_BOUNDS[what]:
+            raise ModelError(f"{spec.name}: {what} is {value:,}; this server reads models up to {MODEL_BOUNDS[what]:,}")
+    if not (math.isfinite(spec.eps) and spec.eps >= 0):
+        raise ModelError(f"{spec.name}: the normalization epsilon must be a finite number ≥ 0, not {spec.eps}")
+    if not (math.isfinite(spec.rope_theta) and spec.rope_theta > 0):
+        raise ModelError(f"{spec.name}: rope_theta must be a finite number > 0, not {spec.rope_theta}")
 
 
 _EMBEDDINGS = {"bert": "embeddings.word_embeddings.weight", "gpt2": "wte.weight", "llama": "embed_tokens.weight"}

@@ -4,16 +4,22 @@ status 2 (--model and ATTENTION_MODEL alike); whatever fails later answers 503, 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from app import cli
 from app.main import create_app
 from app.model.spec import ModelError, read_spec
+from tests.classroom.conftest import ROOT, free_port
 
 WORDS = ["the", "animal", "cross", "street", "because", "it", "was", "too", "tired", ".", "didn", "'", "t", "##s"]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -154,3 +160,96 @@ def test_what_fails_at_load_time_is_a_503(tiny_gpt2_dir: Path, tmp_path: Path) -
     (d / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")  # then it was damaged
     r = client.post("/api/attention", json={"sentence": "The animal"})
     assert r.status_code == 503 and "safetensors" in r.json()["detail"][0]["msg"], r.text
+    assert str(tmp_path) not in r.text  # the model's name, not the server's folders
+
+
+# hostile or damaged configs and weights (issue 19): bounded before anything is allocated
+
+
+def start(d: Path) -> subprocess.CompletedProcess[str]:
+    """`attention3d --model d` as a real process (it must refuse before serving)."""
+    cmd = [sys.executable, "-m", "app", "--port", str(free_port()), "--model", str(d)]
+    env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"num_hidden_layers": 1_000_000}, "layers is 1,000,000; this server reads models up to 512"),
+        ({"num_hidden_layers": 10_000_000}, "layers is 10,000,000"),
+        ({"hidden_size": 2**40, "num_attention_heads": 2}, "hidden is 1,099,511,627,776"),
+        ({"vocab_size": 10**12}, "vocab is 1,000,000,000,000"),
+        ({"intermediate_size": 10**9}, "intermediate is 1,000,000,000"),
+        ({"max_position_embeddings": 10**9}, "max_positions is 1,000,000,000"),
+        ({"num_attention_heads": 4096, "hidden_size": 4096}, "heads is 4,096"),
+    ],
+)
+def test_config_sizes_are_bounded_before_anything_is_allocated(
+    tiny_bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    changes: dict[str, int], words: str,
+) -> None:  # fmt: skip
+    d = copy(tiny_bert_dir, tmp_path)
+    edit_config(d, **changes)
+    tracemalloc.start()
+    with pytest.raises(ModelError, match=words):
+        read_spec(d)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20 * 2**20, f"{peak / 2**20:.0f} MiB to refuse it"  # was 3 GB for 10⁶ layers
+    refused(d, words, capsys, monkeypatch)
+
+
+def test_a_deeply_nested_config_and_a_huge_one(
+    tiny_bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = copy(tiny_bert_dir, tmp_path)
+    config = json.loads((d / "config.json").read_text())
+    text = json.dumps(config)[:-1] + ', "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    (d / "config.json").write_text(text)
+    refused(d, "nests objects and arrays more than 64 deep", capsys, monkeypatch)  # was a RecursionError
+    (d / "config.json").write_text(json.dumps({**config, "names": ["[" * 50] * 10}))  # brackets in strings: fine
+    assert read_spec(d).layers == 2
+    (d / "config.json").write_text(json.dumps({**config, "padding": "x" * 2 * 2**20}))
+    refused(d, "a config.json is at most 1,048,576", capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_nan_or_infinity_in_the_config(
+    tiny_bert_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    value: str,
+) -> None:  # fmt: skip
+    d = copy(tiny_bert_dir, tmp_path)
+    text = json.dumps(json.loads((d / "config.json").read_text())).replace("1e-12", value)
+    assert value in text
+    (d / "config.json").write_text(text)
+    refused(d, "is not readable JSON: .*(not a number a config may hold|too large for a number)", capsys, monkeypatch)
+
+
+def test_nan_weights_are_refused_at_start_and_answered_503(tiny_gpt2_dir: Path, tmp_path: Path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    d = copy(tiny_gpt2_dir, tmp_path)
+    tensors = load_file(str(d / "model.safetensors"))
+    name = next(k for k in tensors if k.endswith("h.1.attn.c_attn.weight"))
+    tensors[name][0, 0] = np.nan
+    tensors[name][1, 1] = np.inf
+    save_file(tensors, str(d / "model.safetensors"), metadata={"format": "pt"})
+    assert read_spec(d).layers == 2  # the shapes are right: only the numbers are wrong
+    done = start(d)  # a real `attention3d --model`: one line, exit 2, no traceback
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"{name} holds 2 values that are NaN or infinite" in done.stderr
+    client = TestClient(create_app(backend="numpy", model=str(d)))  # (a server started without the check)
+    r = client.post("/api/attention", json={"sentence": "The animal"})
+    msg = r.json()["detail"][0]["msg"]
+    assert r.status_code == 503 and "NaN or infinite" in msg, r.text  # not a 422 blaming the sentence
+    assert str(tmp_path) not in msg and f"{d.name}/model.safetensors" in msg  # the model, not the server's paths
+
+
+def test_huge_configs_exit_2_in_one_line_from_a_real_process(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    d = copy(tiny_bert_dir, tmp_path)
+    edit_config(d, num_hidden_layers=10_000_000)
+    done = start(d)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr  # was a MemoryError traceback
+    assert "layers is 10,000,000" in done.stderr and "Traceback" not in done.stderr
