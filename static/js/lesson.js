@@ -24,6 +24,8 @@ export const CHAPTERS = [
   { id: "positions", title: "Word order" },
   { id: "block", title: "The transformer block" },
   { id: "mistakes", title: "Common mistakes" },
+  { id: "writing", title: "Writing one token at a time" },
+  { id: "today", title: "Attention in today's models" },
 ];
 export const CHAPTER_IDS = CHAPTERS.map((c) => c.id);
 
