@@ -11,7 +11,7 @@ import { scrollBox } from "./widgets.js";
 
 const DECODER = "smollm2-135m";
 const WRITE = 16; // tokens the Write button writes
-const FIRST = 8; // tokens written when the chapter opens (quicker to a first picture)
+const FIRST = 4; // tokens written when the chapter opens (quicker to a first picture)
 const BYTES_PER_TOKEN = 30 * 2 * 3 * 64 * 4; // layers × (k, v) × KV heads × head size × float32
 const f3 = (x) => fixed3(x);
 const mb = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
