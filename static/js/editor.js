@@ -1,6 +1,7 @@
 // The grid editor: every token name and every number of Q, K and V is an input.
-// It edits state.input in place and tells main.js what changed; the server then recomputes.
-// Errors (the server's, and main.js's typing checks) are shown next to the matrix they name,
+// It never changes the state: each edit makes new numbers (a copy of state.input with the
+// change) and hands them to `changed`, which runs the store's action; the server then recomputes.
+// Errors (the server's, and the typing checks of attention/source.js) are shown next to the matrix they name,
 // with the cell named as the editor shows it (Q, row "its", column 1); a number too large for
 // a float and a d_k or d_v out of range the editor says itself, at once.
 
@@ -13,6 +14,11 @@ const MATRICES = [
   { id: "v", title: "V: values (what each word passes on)", dim: "d_v" },
 ];
 
+/** A copy of the numbers that an edit may change. */
+function copyInput(input) {
+  return { tokens: [...input.tokens], q: input.q.map((r) => [...r]), k: input.k.map((r) => [...r]), v: input.v.map((r) => [...r]) };
+}
+
 function resizeRows(rows, d) {
   return rows.map((row) => Array.from({ length: d }, (_, i) => (i < row.length ? row[i] : 0)));
 }
@@ -21,8 +27,8 @@ export class Editor {
   /**
    * @param root      the container of the grids
    * @param dims      { dk, dv, add } inputs and button from the page
-   * @param state     the page state (its `input` is edited in place)
-   * @param changed   callback(structural: boolean) after every edit
+   * @param state     the page state (read only: its `input` is what the grids show)
+   * @param changed   callback(input, { structural, removed }) with the edited numbers
    */
   constructor(root, dims, state, changed) {
     this.root = root;
@@ -50,10 +56,10 @@ export class Editor {
 
   onInput(e) {
     const t = e.target;
-    const input = this.state.input;
-    if (!input || !t.dataset) return;
+    if (!this.state.input || !t.dataset) return;
+    const input = copyInput(this.state.input);
     if (t.dataset.token !== undefined) {
-      // (an empty name is refused by main.js's typingErrors, which keeps the last good drawing)
+      // (an empty name is refused by attention/source.js typingErrors, which keeps the last good drawing)
       const i = Number(t.dataset.token);
       input.tokens[i] = t.value;
       for (const label of this.root.querySelectorAll(`[data-row-label="${i}"]`)) label.textContent = t.value;
@@ -71,7 +77,7 @@ export class Editor {
     } else {
       return;
     }
-    this.changed(false);
+    this.changed(input, { structural: false });
   }
 
   /** A cell as the editor shows it: the matrix, the row's word (and number), the column from 1. */
@@ -94,8 +100,8 @@ export class Editor {
   }
 
   resize(which) {
-    const input = this.state.input;
-    if (!input) return;
+    if (!this.state.input) return;
+    const input = copyInput(this.state.input);
     const box = which === "dk" ? this.dims.dk : this.dims.dv;
     const name = which === "dk" ? "d_k" : "d_v";
     const now = which === "dk" ? input.q[0].length : input.v[0].length;
@@ -118,23 +124,23 @@ export class Editor {
     } else {
       input.v = resizeRows(input.v, d);
     }
-    this.changed(true);
+    this.changed(input, { structural: true });
   }
 
   addToken() {
-    const input = this.state.input;
-    if (!input || input.tokens.length >= MAX_TOKENS) return;
+    if (!this.state.input || this.state.input.tokens.length >= MAX_TOKENS) return;
+    const input = copyInput(this.state.input);
     input.tokens.push(`word${input.tokens.length + 1}`);
     for (const m of ["q", "k", "v"]) input[m].push(input[m][0].map(() => 0));
-    this.changed(true);
+    this.changed(input, { structural: true });
   }
 
   removeToken(i) {
-    const input = this.state.input;
-    if (!input || input.tokens.length <= 1) return;
+    if (!this.state.input || this.state.input.tokens.length <= 1) return;
+    const input = copyInput(this.state.input);
     for (const m of ["tokens", "q", "k", "v"]) input[m].splice(i, 1);
     this.localErrors.clear(); // their places have moved
-    this.changed(true);
+    this.changed(input, { structural: true, removed: i });
     // the grid was drawn anew: the keyboard focus goes to the next word's ✕ (or the last one),
     // or, with one word left, to that word's box, instead of falling to the page
     const n = input.tokens.length;

@@ -1,33 +1,22 @@
-// The lesson: chapters, their steps, the contents list, and the panels every step has (the
-// explanation, the numbers list, the NumPy panel with its Copy button).
-//
-// Chapters are modules in static/js/chapters/ (see chapters/CONTRACT.md). Two of them, `steps`
-// and `masks`, are drawn by the attention view that main.js owns (`attention: true`: each step
-// names the view's step and mask); every other chapter draws itself into #chapter-view through
-// ctx (a panel element and a Stage). A chapter whose module is not there yet shows "coming".
+// The lesson: the chapters (registered in chapters/index.js), their steps, the contents list,
+// and the panels every step has (the explanation, the numbers list, the NumPy panel with its
+// Copy button). Every chapter is a module of the same kind (chapters/CONTRACT.md): it mounts
+// its view, draws a step of its answer, and says which of the page's controls it uses.
+// Two kinds of answer: a chapter's own, fetched by its load(ctx), or the page's (`live(ctx)`,
+// the attention view of `steps` and `masks`), redrawn after every change of the page's state.
 //
 // Keys (keys.js): ← → move between the steps of a chapter; PageDown / PageUp walk the whole
 // lesson (past a chapter's last step to the next chapter's first; clickers send these).
 // URL: ?chapter=ID&step=STEP (+ the chapter's own parameters): see state.js.
 
 import { apiGet, apiPost } from "./api.js";
+import { CHAPTER_IDS, CHAPTERS } from "./chapters/index.js";
 import { el } from "./dom.js";
 
-/** The lesson's order. Titles here are used until a chapter's module is loaded (or while it is coming). */
-export const CHAPTERS = [
-  { id: "rnn", title: "Why not an RNN" },
-  { id: "projections", title: "Where q, k and v come from" },
-  { id: "steps", title: "The five steps of attention" },
-  { id: "scaling", title: "Why divide by √d_k" },
-  { id: "masks", title: "Full vs causal" },
-  { id: "heads", title: "Many heads, then W_O" },
-  { id: "positions", title: "Word order" },
-  { id: "block", title: "The transformer block" },
-  { id: "mistakes", title: "Common mistakes" },
-];
-export const CHAPTER_IDS = CHAPTERS.map((c) => c.id);
+/** The page's controls a chapter may use (module.controls); the others are not shown in it. */
+export const CONTROLS = ["example", "sentence", "try", "mask", "predict"];
 
-const modules = new Map(); // id → Promise<module | null> (null: coming)
+const $ = (id) => document.getElementById(id);
 
 /** The page's import map lists every module the server has (unbundled page); null when bundled. */
 function listedModules() {
@@ -39,53 +28,33 @@ function listedModules() {
     return null;
   }
 }
-const LISTED = listedModules();
-
-/** A chapter's module, or null while it is coming (not written yet, or failed to load). */
-export function loadChapter(id) {
-  if (!CHAPTER_IDS.includes(id)) return Promise.resolve(null);
-  if (!modules.has(id)) {
-    const path = `/static/js/chapters/${id}.js`;
-    const promise =
-      LISTED && !LISTED.has(path)
-        ? Promise.resolve(null) // not on the server: no request, no 404 in the console
-        : Promise.resolve()
-            .then(() => import(`./chapters/${id}.js`)) // a bundle throws at once for a chapter it lacks
-            .then((m) => (m.default && Array.isArray(m.default.steps) ? m.default : null))
-            .catch((err) => {
-              console.warn(`chapter ${id} is not available:`, err);
-              return null;
-            });
-    modules.set(id, promise);
-  }
-  return modules.get(id);
-}
-
-const $ = (id) => document.getElementById(id);
 
 export class Lesson {
   /**
-   * @param state the page's state (chapter, chapterStep, chapterParams, step, mask, focus)
+   * @param store  the page's store: the lesson reads state.chapter, chapterStep, chapterParams,
+   *               step and changes them through its actions (enterChapter, setChapterStep, …)
    * @param hooks {
-   *   attention(view, { push, keepMask, compare })  show the attention view (steps/masks) at
-   *                              view = { step, mask? } (keepMask: the URL named the mask)
-   *   leaveAttention()           the attention view is hidden (another chapter is on)
-   *   changed({ push })          another chapter's view changed: write the URL, tell the hub
-   *   ready(flag)                the page is (not) drawn and settled
-   *   makeStage(container)       a Stage for the chapters' 3D view (or null without WebGL)
+   *   attention                 the AttentionView (ctx.attention for the chapters that show it)
+   *   makeStage(container)      a Stage for the chapters' 3D view (or null without WebGL)
+   *   drawn(flag)               the page is (not) drawn and settled
    * }
    */
-  constructor(state, hooks) {
-    this.state = state;
+  constructor(store, hooks) {
+    this.store = store;
+    this.state = store.state;
+    this.act = store.act;
     this.hooks = hooks;
+    this.modules = new Map(); // id → Promise<module | null> (null: coming)
+    this.listed = listedModules();
     this.module = null; // the current chapter's module (null: coming or loading)
+    this.shown = null; // the id of the chapter mounted now
     this.view = null; // what module.mount() returned
-    this.answer = null;
+    this.ctx = null;
+    this.answer = null; // the answer of load(), for chapters that load their own
     this.error = null;
     this.seq = 0;
     this.abort = null;
     this.stage = null;
-    this.shownChapter = null; // the chapter whose step buttons are built
     this.code = "";
     this.buildContents();
     $("chapters-toggle").addEventListener("click", () => this.toggleContents());
@@ -98,14 +67,30 @@ export class Lesson {
     $("numpy-copy").addEventListener("click", () => this.copyCode());
   }
 
+  /** A chapter's module, or null while it is coming (not written yet, or failed to load). */
+  load(id) {
+    const entry = CHAPTERS.find((c) => c.id === id);
+    if (!entry) return Promise.resolve(null);
+    if (!this.modules.has(id)) {
+      const promise =
+        this.listed && !this.listed.has(`/static/js/chapters/${id}.js`)
+          ? Promise.resolve(null) // not on the server: no request, no 404 in the console
+          : Promise.resolve()
+              .then(() => entry.load())
+              .then((m) => (m.default && Array.isArray(m.default.steps) ? m.default : null))
+              .catch((err) => {
+                console.warn(`chapter ${id} is not available:`, err);
+                return null;
+              });
+      this.modules.set(id, promise);
+    }
+    return this.modules.get(id);
+  }
+
   // ---- where we are ----------------------------------------------------------------------
 
   get chapterId() {
     return this.state.chapter;
-  }
-
-  get isAttention() {
-    return this.module?.attention === true;
   }
 
   steps() {
@@ -139,7 +124,7 @@ export class Lesson {
         if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab keeps working
         e.preventDefault();
         this.toggleContents(false);
-        this.go(c.id, null, null, { push: true });
+        this.go(c.id, null, null, { history: true });
         $("chapters-toggle").focus();
       });
       return el("li", {}, null).appendChild(a).parentNode;
@@ -147,7 +132,7 @@ export class Lesson {
     $("contents-list").replaceChildren(...items);
     // fill in the modules' own titles and summaries, and mark the ones still coming
     for (const c of CHAPTERS) {
-      loadChapter(c.id).then((m) => {
+      this.load(c.id).then((m) => {
         const a = $("contents-list").querySelector(`[data-chapter="${c.id}"]`);
         a.querySelector(".chapter-title").textContent = m?.title ?? c.title;
         a.querySelector(".chapter-summary").textContent = m ? (m.summary ?? "") : "coming";
@@ -176,59 +161,58 @@ export class Lesson {
 
   /**
    * Open chapter `id` at step `stepId` (its first, or its last with `last`), with `params`
-   * (a chapter's own URL parameters; null keeps none). Resolves once the chapter is drawn.
+   * (a chapter's own URL parameters; null keeps none). `history`: a view a user would go back
+   * to (a history entry). `keepMask`: the URL named the mask. Resolves once the chapter is drawn.
    */
-  async go(id, stepId = null, params = null, { push = false, last = false, keepMask = false } = {}) {
+  async go(id, stepId = null, params = null, { history = false, last = false, keepMask = false } = {}) {
     if (!CHAPTER_IDS.includes(id)) id = "steps";
-    const same = id === this.chapterId && this.shownChapter === id;
+    const same = id === this.shown && Boolean(this.ctx);
     if (!same) this.leave();
-    this.state.chapter = id;
     const seq = ++this.seq;
-    this.hooks.ready(false);
-    const module = await loadChapter(id);
+    this.hooks.drawn(false);
+    const module = await this.load(id);
     if (seq !== this.seq) return;
-    this.module = module;
-    const steps = this.steps();
+    const steps = module?.steps ?? [];
     const wanted = steps.find((s) => s.id === stepId) ?? (last ? steps[steps.length - 1] : steps[0]) ?? null;
-    this.state.chapterStep = id === "steps" ? null : (wanted?.id ?? null);
-    this.markContents();
-    if (!module) {
-      this.state.chapterParams = {};
-      return this.showComing({ push });
-    }
-    if (module.attention) {
-      this.state.chapterParams = {};
-      this.buildStepper();
-      return this.hooks.attention(wanted?.view ?? {}, { push, keepMask, compare: Boolean(wanted?.compare) });
-    }
-    this.hooks.leaveAttention();
-    if (same && this.ctx) {
+    if (same) {
       // the same chapter: a new step, and new parameters if they differ
       const next = { ...this.ctx.params };
       for (const key of Object.keys(next)) if (params && key in params) next[key] = String(params[key]);
       const changed = Object.keys(next).some((k) => next[k] !== this.ctx.params[k]);
-      this.markStepper();
-      if (changed) return this.setParams(next, { push });
-      this.draw();
-      this.hooks.changed({ push });
-      return;
+      this.enterStep(wanted, { history, keepMask });
+      if (changed) return this.setParams(next, { history });
+      return this.draw();
     }
-    this.state.chapterParams = params ? { ...params } : {};
+    this.module = module;
+    this.shown = id;
+    this.act.enterChapter(id, wanted?.id ?? null, params, { history });
+    this.markContents();
+    this.showControls(module?.controls ?? []);
     this.buildStepper();
-    return this.enterModule(module, { push });
+    if (!module) return this.showComing();
+    if (wanted?.view) this.act.showAttention(wanted.view, { keepMask });
+    if (!module.live) this.showChapterView();
+    this.ctx = this.makeCtx(module);
+    $("chapter-coming").hidden = true;
+    this.safely("mount", () => {
+      this.view = module.mount ? module.mount(this.ctx) : null;
+    });
+    if (module.live) return this.draw();
+    await this.reload();
   }
 
-  setStep(id, { push = false } = {}) {
+  /** Go to `step` of the chapter on screen: the state's step, and the attention view's if it has one. */
+  enterStep(step, { history = false, keepMask = false } = {}) {
+    if (!step) return;
+    if (this.chapterId !== "steps") this.act.setChapterStep(step.id, { history });
+    if (step.view) this.act.showAttention(step.view, { keepMask, history });
+  }
+
+  setStep(id, { history = false } = {}) {
     const step = this.steps().find((s) => s.id === id);
     if (!step || step.id === this.stepId()) return;
-    if (this.isAttention) {
-      if (this.chapterId !== "steps") this.state.chapterStep = step.id;
-      this.hooks.attention(step.view ?? {}, { push, compare: Boolean(step.compare) });
-      return;
-    }
-    this.state.chapterStep = step.id;
+    this.enterStep(step, { history });
     this.draw();
-    this.hooks.changed({ push });
   }
 
   /** ← →: the previous or next step of this chapter (stays at either end). */
@@ -249,16 +233,22 @@ export class Lesson {
   nextChapter(delta) {
     const k = CHAPTER_IDS.indexOf(this.chapterId) + delta;
     if (k < 0 || k >= CHAPTER_IDS.length) return;
-    return this.go(CHAPTER_IDS[k], null, null, { push: true, last: delta < 0 });
+    return this.go(CHAPTER_IDS[k], null, null, { history: true, last: delta < 0 });
+  }
+
+  /** Show only the controls the chapter uses (the others do nothing there). */
+  showControls(controls) {
+    for (const node of document.querySelectorAll("[data-control]")) node.hidden = !controls.includes(node.dataset.control);
+    $("app").dataset.controls = controls.join(" ");
   }
 
   // ---- the stepper --------------------------------------------------------------------------
 
   buildStepper() {
-    this.shownChapter = this.chapterId;
     const buttons = this.steps().map((step, i) => {
       const btn = el("button", { type: "button", dataset: { step: step.id, testid: `step-${step.id}` } });
-      btn.append(el("span", { className: "num" }, String(i + 1)), document.createTextNode(` ${step.short ?? step.id}`));
+      btn.append(el("span", { className: "num" }, String(i + 1)), el("span", { className: "step-name" }, step.short ?? step.id));
+      btn.title = step.title;
       btn.addEventListener("click", () => this.setStep(step.id));
       const li = el("li");
       li.append(btn);
@@ -268,7 +258,7 @@ export class Lesson {
     const k = CHAPTER_IDS.indexOf(this.chapterId);
     $("chapter-name").textContent = `Chapter ${k + 1} of ${CHAPTERS.length}: ${this.title()}`;
     const next = CHAPTERS[k + 1];
-    if (next) $("next-chapter").lastChild.textContent = ` ${next.title}`;
+    $("next-chapter").querySelector(".next-title").textContent = next ? `: ${next.title}` : "";
     this.markStepper();
   }
 
@@ -285,32 +275,19 @@ export class Lesson {
     const last = i >= steps.length - 1;
     $("prev-step").disabled = i <= 0;
     $("next-step").disabled = last;
-    // at a chapter's last step, the way on is the next chapter
-    $("next-chapter").hidden = !last || CHAPTER_IDS.indexOf(this.chapterId) >= CHAPTER_IDS.length - 1;
+    // at a chapter's last step, the way on is the next chapter (it takes the place of Next, so nothing moves)
+    const onward = last && CHAPTER_IDS.indexOf(this.chapterId) < CHAPTER_IDS.length - 1;
+    $("next-chapter").hidden = !onward;
+    $("next-step").hidden = onward;
   }
 
-  // ---- the attention chapters (drawn by main.js) ----------------------------------------
-
-  /** main.js, after drawing the attention view: the words, numbers and code of this step. */
-  renderAttention(answer, ctx) {
-    if (!this.isAttention) return;
-    if (this.shownChapter !== this.chapterId) this.buildStepper();
-    this.markStepper();
-    const step = this.currentStep();
-    if (!step || !answer) return;
-    const k = this.stepIndex();
-    $("step-title").textContent = `${k + 1}. ${step.title}`;
-    this.safely("text", () => ($("step-text").textContent = step.text(answer, ctx)));
-    this.showNumbers(answer, step.id, ctx);
-  }
-
-  // ---- other chapters ---------------------------------------------------------------------
+  // ---- drawing a chapter ----------------------------------------------------------------------
 
   makeCtx(module) {
     const defaults = module.params ?? {};
     const params = {};
     for (const [key, value] of Object.entries(defaults)) params[key] = String(this.state.chapterParams[key] ?? value);
-    this.state.chapterParams = params;
+    if (Object.keys(params).length) this.act.setChapterParams(params);
     const signal = () => this.abort?.signal;
     const state = this.state;
     return {
@@ -319,12 +296,19 @@ export class Lesson {
       post: (path, body) => apiPost(path, body, signal()),
       get: (path) => apiGet(path, signal()),
       panel: $("chapter-panel"),
-      stage: this.getStage(),
+      get stage() {
+        return module.live ? null : this.lesson.getStage();
+      },
+      lesson: this,
+      attention: this.hooks.attention,
       get focus() {
         return state.focus;
       },
       get mask() {
         return state.mask;
+      },
+      get withheld() {
+        return state.withheld;
       },
       page: Object.freeze({ example: state.example, sentence: state.sentence, focus: state.focus, mask: state.mask }),
     };
@@ -335,30 +319,20 @@ export class Lesson {
     return this.stage;
   }
 
-  async enterModule(module, { push }) {
-    this.ctx = this.makeCtx(module);
-    $("chapter-coming").hidden = true;
-    this.safely("mount", () => {
-      this.view = module.mount ? module.mount(this.ctx) : null;
-    });
-    this.hooks.changed({ push });
-    await this.reload();
-  }
-
-  async setParams(patch, { push = false } = {}) {
+  async setParams(patch, { history = false } = {}) {
     if (!this.ctx) return;
     for (const [key, value] of Object.entries(patch)) this.ctx.params[key] = String(value);
-    this.state.chapterParams = { ...this.ctx.params };
-    this.hooks.changed({ push });
+    this.act.setChapterParams(this.ctx.params, { history });
     await this.reload();
   }
 
   async reload() {
     const module = this.module;
+    if (!module || module.live) return this.draw();
     const seq = ++this.seq;
     this.abort?.abort();
     this.abort = new AbortController();
-    this.hooks.ready(false);
+    this.hooks.drawn(false);
     let answer = null;
     let error = null;
     try {
@@ -373,36 +347,59 @@ export class Lesson {
     this.draw();
   }
 
+  /** After every change of the page's state: a chapter that shows the page's answer draws it again. */
+  refresh() {
+    if (this.module?.live && this.ctx && this.shown === this.chapterId) this.draw();
+  }
+
   draw() {
     const module = this.module;
-    if (!module || module.attention) return;
+    if (!module || !this.ctx) return;
     this.markStepper();
     const step = this.currentStep();
+    let answer = this.answer;
+    let ready = Boolean(this.answer) || Boolean(this.error);
+    if (module.live) {
+      this.safely("update", () => this.view?.update?.(null, step?.id, step));
+      const live = module.live(this.ctx);
+      answer = live.answer;
+      ready = live.ready;
+    }
+    // where the step's title and words go: the view's own explanation box, or the chapter view's
+    const title = this.view?.explain?.title ?? $("chapter-title");
+    const text = this.view?.explain?.text ?? $("chapter-text");
     const banner = $("chapter-error");
     banner.hidden = !this.error;
     banner.textContent = this.error ? `${this.error.message} (The chapter still shows its last answer.)` : "";
-    $("chapter-title").textContent = step ? `${this.stepIndex() + 1}. ${step.title}` : module.title;
-    if (this.answer && step) {
-      this.safely("update", () => this.view?.update?.(this.answer, step.id));
+    if (step) title.textContent = `${this.stepIndex() + 1}. ${step.title}`;
+    else title.textContent = module.title;
+    // what the step's words refer to (a CSS selector; tests check it is on the first screen)
+    $("app").dataset.figure = step?.figure ?? module.figure ?? "";
+    if (answer && step) {
+      if (!module.live) this.safely("update", () => this.view?.update?.(answer, step.id));
       this.safely("text", () => {
-        $("chapter-text").textContent = typeof step.text === "function" ? step.text(this.answer, this.ctx) : (step.text ?? "");
+        text.textContent = typeof step.text === "function" ? step.text(answer, this.ctx) : (step.text ?? "");
       });
-      this.showNumbers(this.answer, step.id, this.ctx);
+      this.showNumbers(answer, step.id, this.ctx);
     }
     this.stage?.requestRender();
-    this.hooks.ready(Boolean(this.answer) || Boolean(this.error));
+    this.hooks.drawn(ready);
   }
 
-  showComing({ push }) {
-    this.hooks.leaveAttention();
-    this.buildStepper();
+  /** The chapters' own view (its 3D stage, explanation and panel) in place of the attention view. */
+  showChapterView() {
+    $("app").dataset.layout = "chapter";
+    $("chapter-view").hidden = false;
+  }
+
+  showComing() {
+    this.showChapterView();
     $("chapter-title").textContent = this.title();
     $("chapter-text").textContent = "";
     $("chapter-coming").hidden = false;
     $("chapter-error").hidden = true;
     this.showNumbers(null);
-    this.hooks.changed({ push });
-    this.hooks.ready(true);
+    this.hooks.drawn(true);
   }
 
   /** Undo what the chapter on screen added (its view, its panel, its stage's objects). */
@@ -414,9 +411,16 @@ export class Lesson {
     this.ctx = null;
     this.answer = null;
     this.error = null;
+    this.shown = null;
     $("chapter-panel").replaceChildren();
     $("chapter-text").textContent = "";
     this.stage?.clear();
+  }
+
+  /** Fit the 3D view on screen to its content (the projector view, a resize). */
+  reframe() {
+    if (this.module?.live) this.hooks.attention.reframe();
+    else this.stage?.reframe();
   }
 
   // ---- the numbers list and the NumPy panel -------------------------------------------------
@@ -444,11 +448,11 @@ export class Lesson {
       }),
     );
     $("lesson-numbers").hidden = !numbers.length;
+    if (code !== this.code) $("numpy-status").textContent = "";
     this.code = code;
     $("numpy-code").textContent = code;
     $("numpy").hidden = !code && !numbers.length;
     $("numpy-copy").hidden = !code;
-    $("numpy-status").textContent = "";
   }
 
   async copyCode() {

@@ -1,7 +1,7 @@
 // Sentence mode's page parts: the model's loading state, the layer and head pickers, the
 // model bar's notes, and the overview of every head (fetched once per sentence and mask).
-// main.js owns the state and the drawing; this module reads the state and asks main.js to
-// redraw through `render`, and to pick a head through `pick(layer, head)`.
+// It reads the state and changes it only through the store's actions (modelKnown,
+// modelLoading, headsState); picking a head goes through `pick(layer, head, from)`.
 
 import { allHeads, modelInfo, parsePick, pickText } from "./model.js";
 import { Overview } from "./overview.js";
@@ -10,10 +10,11 @@ const $ = (id) => document.getElementById(id);
 
 export class SentenceParts {
   /** `known`: the page's first GET /api/model (a promise), awaited before saying the model loads. */
-  constructor(state, { render, pick, known = null }) {
+  constructor(store, { pick, known = null }) {
+    const state = store.state;
     this.state = state;
+    this.act = store.act;
     this.known = known;
-    this.render = render;
     this.headsController = null;
     this.modelWatch = null; // the poll in progress, if any
     this.overview = new Overview($("overview-grid"), $("overview-status"), (layer, head) => pick(layer, head, "overview"));
@@ -47,25 +48,20 @@ export class SentenceParts {
     if (state.model && !state.model.loaded) {
       // not loaded: say so now (on a busy machine the sentence's own request may load it
       // before the status below answers)
-      state.modelLoading = true;
-      this.render();
+      this.act.modelLoading(true);
     }
     try {
-      state.model = await modelInfo(true);
+      this.act.modelKnown(await modelInfo(true));
       // a load that failed leaves loaded and loading false: stop, the sentence's own request says why
       while (!state.model.loaded && state.model.loading) {
-        state.modelLoading = true;
-        this.render();
+        this.act.modelLoading(true);
         await new Promise((r) => setTimeout(r, 300));
-        state.model = await modelInfo(false);
+        this.act.modelKnown(await modelInfo(false));
       }
     } catch (err) {
       console.warn("model status unavailable:", err);
     }
-    if (state.modelLoading) {
-      state.modelLoading = false;
-      this.render();
-    }
+    this.act.modelLoading(false);
   }
 
   /** The overview of every head for the sentence and mask (fetched once per pair). */
@@ -78,7 +74,7 @@ export class SentenceParts {
     this.headsController?.abort();
     const controller = new AbortController();
     this.headsController = controller;
-    state.heads = { key, pending: true };
+    this.act.headsState({ key, pending: true });
     let outcome;
     try {
       outcome = await allHeads(state.sentence, mask, controller.signal);
@@ -87,21 +83,24 @@ export class SentenceParts {
       outcome = { ok: false, errors: [{ msg: `Could not reach the server (${err.message}).` }] };
     }
     if (state.heads?.key !== key) return;
-    state.heads = outcome.ok ? { key, data: outcome.data } : { key, error: outcome.errors.map((e) => e.msg).join(" ") };
-    this.render();
+    this.act.headsState(outcome.ok ? { key, data: outcome.data } : { key, error: outcome.errors.map((e) => e.msg).join(" ") });
   }
 
   stopHeads() {
     this.headsController?.abort();
-    this.state.heads = null;
+    if (this.state.heads) this.act.headsState(null);
   }
 
-  /** The model bar (name, pickers, status, notes) and the overview, for the data shown. */
-  renderBar(data, mergedNow, slow) {
+  /**
+   * The model bar (name, pickers, status, notes) and the overview, for the data shown;
+   * `withheld`: the weights are held back, so the overview (every head's weights) is too.
+   */
+  renderBar(data, mergedNow, withheld = false) {
     const state = this.state;
     const on = Boolean(state.sentence);
+    const slow = state.slow;
     $("model-bar").hidden = !on;
-    $("overview").hidden = !on;
+    $("overview").hidden = !on || withheld;
     if (!on) return;
     if (state.model) $("model-name").textContent = `${state.model.name}: ${state.model.layers} layers × ${state.model.heads} heads, d_k = ${state.model.head_size}`;
     $("layer-select").value = String(state.layer);

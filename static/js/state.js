@@ -1,7 +1,7 @@
 // The page's one state object, and its round trip through the URL.
 //
-// Everything the page shows is a function of this object. Nothing lives on `window`:
-// main.js creates the state and passes it to every module that needs it.
+// Everything the page shows is a function of this object. It is held by the store (store.js)
+// and changed only by the named actions of actions.js; nothing lives on `window`.
 //
 // URL parameters (all optional):
 //   chapter   the lesson's chapter (lesson.js; default: steps). The attention chapters (steps,
@@ -25,14 +25,14 @@
 // scene only need the API response.
 
 import { parsePick } from "./model.js";
-import { STEP_IDS } from "./steps.js";
+import { STEP_IDS } from "./attention/stages.js";
 
 export const MASKS = ["full", "causal"];
 export const MAX_TOKENS = 12;
 export const MAX_DIM = 8;
 export const MAX_SENTENCE = 4000; // characters kept from a typed sentence (and from the URL)
 
-export const ATTENTION_CHAPTERS = ["steps", "masks"]; // drawn by the attention view (main.js)
+export const ATTENTION_CHAPTERS = ["steps", "masks"]; // the chapters drawn by the attention view (attention/)
 const CHAPTER_ID = /^[a-z][a-z0-9-]{0,31}$/;
 const MAX_PARAM = 2000; // characters kept from a chapter's own URL parameter
 
@@ -64,8 +64,25 @@ export function createState(defaultExample) {
     errors: [], // [{ field: "q" | "k" | "v" | "tokens" | "body", msg }]
     notice: null, // a one-off message, e.g. an unknown example in the URL
     pending: false,
-    examples: [], // [{ id, title, ... }] from GET /api/examples
+    // what the page holds back or waits for
+    withheld: null, // null, or { reason } while nothing derived from the weights may show (a quiz, H)
+    guesses: {}, // predict first: question id → the key guessed
+    wantWord: null, // focus this word once the tokens are known (an example's opening word)
+    hoverToken: null, // a word hovered in the 3D view (sentence mode lists its numbers)
+    slow: false, // the model's answer is taking a while ("Running the model…")
+    history: "replace", // "push": the next URL write is a view a user would go back to
   };
+}
+
+/**
+ * The room snapshot: every kind of state a view has (chapter, step, mask, focus, example or
+ * sentence, layer, head, merged pieces, hand-set numbers, predict first, a chapter's own
+ * parameters), as URL parameters (strings). applySnapshot (actions.js) reads it back.
+ */
+export function snapshot(state) {
+  const params = Object.fromEntries(new URLSearchParams(urlFor(state)));
+  const step = state.chapter === "steps" ? state.step : (state.chapterStep ?? state.step);
+  return { ...params, chapter: state.chapter, step };
 }
 
 /** The response for the current mask (what the page draws), or null before the first one. */

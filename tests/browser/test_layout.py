@@ -253,3 +253,117 @@ def test_phone_table_caption_sticky_headers_and_arithmetic(watched: Watched, siz
         " / parseFloat(getComputedStyle(li).lineHeight))"
     )
     assert heights and max(heights) < 1.5, heights
+
+
+# ---- every step of every chapter (issue 18) ------------------------------------------------------
+
+CHAPTERS = ["rnn", "projections", "steps", "scaling", "masks", "heads", "positions", "block", "mistakes"]
+
+# What a step's words refer to must be on the first screen with them. A chapter names it per step
+# (step.figure, a CSS selector, in #app[data-figure]); else: the attention view's table header and
+# focused row, or a chapter's 3D stage and every table and chart in its panel.
+FIRST_SCREEN = """() => {
+  const app = document.getElementById('app');
+  const attention = app.dataset.layout === 'attention';
+  const explain = document.querySelector(attention ? '#explain' : '#chapter-view .explain');
+  const figure = app.dataset.figure || (attention
+    ? '#matrix thead, #matrix tbody tr.focused'
+    : '#chapter-stage, #chapter-panel table, #chapter-panel svg');
+  const shown = (e) => e.getClientRects().length && getComputedStyle(e).visibility !== 'hidden';
+  const below = (e) => {
+    const r = e.getBoundingClientRect();
+    return r.bottom + scrollY > innerHeight + 1 || r.top + scrollY < -1 || r.right > innerWidth + 1;
+  };
+  const parts = [...document.querySelectorAll(figure)].filter(shown);
+  const name = (e) => e.dataset.testid || e.id || e.tagName.toLowerCase() + (e.className ? '.' + e.className : '');
+  return {
+    scrolled: scrollY,
+    explain: below(explain),
+    figures: parts.length,
+    off: parts.filter(below).map(name),
+  };
+}"""
+
+# at 390 × 844: overlapping 3D labels (either view), step names cut, anything wider than the screen
+PHONE_CHECK = """() => {
+  const labels = [...document.querySelectorAll('.label-layer > *, .label-layer .label')]
+    .filter((e) => e.getClientRects().length && getComputedStyle(e).display !== 'none' && e.textContent.trim())
+    .map((e) => ({ text: e.textContent, r: e.getBoundingClientRect() }));
+  const overlaps = [];
+  for (let i = 0; i < labels.length; i++) {
+    for (let j = i + 1; j < labels.length; j++) {
+      const a = labels[i].r, b = labels[j].r;
+      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) {
+        overlaps.push(`${labels[i].text} × ${labels[j].text}`);
+      }
+    }
+  }
+  const cut = [...document.querySelectorAll('#step-list button')]
+    .filter((b) => b.scrollWidth > b.clientWidth + 1 || b.getBoundingClientRect().right > innerWidth + 1)
+    .map((b) => b.textContent.trim());
+  return { overlaps, cut, width: document.documentElement.scrollWidth };
+}"""
+
+# the lesson team's chapters that do not pass yet (issue 18 is theirs to fix; strict: a fix shows)
+FIRST_SCREEN_PENDING = {
+    c: "issue 18, the lesson team's: a step's table or chart below the first screen at 1280×720"
+    for c in ["projections", "scaling", "heads", "positions", "block", "mistakes"]
+}
+PHONE_PENDING = {
+    c: "issue 18, the lesson team's: overlapping 3D labels on a phone" for c in ["projections", "heads", "mistakes"]
+}
+
+
+def _walk(w: Watched, chapter: str, check: str) -> dict[str, Any]:
+    """Every step of `chapter`, from its first: `check`'s result for each step id."""
+    w.page.goto(f"{w.base}/?chapter={chapter}")
+    w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=30_000)
+    steps = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
+    seen: dict[str, Any] = {}
+    for step in steps:
+        w.page.locator(f'#step-list button[data-step="{step}"]').click()
+        w.page.wait_for_selector(f'#app[data-ready="true"][data-step="{step}"]', timeout=30_000)
+        if w.page.locator('#app[data-layout="attention"]').count():
+            w.page.wait_for_selector('#scene[data-animating="false"]')
+        w.page.wait_for_timeout(150)  # the chapter's stage draws at its next frame
+        seen[step] = w.page.evaluate(check)
+    return seen
+
+
+def _pending(chapter: str, pending: dict[str, str]) -> Any:
+    return (
+        pytest.param(chapter, marks=pytest.mark.xfail(reason=pending[chapter], strict=True))
+        if chapter in pending
+        else chapter
+    )
+
+
+@pytest.mark.parametrize("chapter", [_pending(c, FIRST_SCREEN_PENDING) for c in CHAPTERS])
+def test_every_step_has_its_words_and_figure_on_the_first_screen(browser: Any, server: str, chapter: str) -> None:
+    with watched_page(browser, server) as w:
+        w.page.set_viewport_size({"width": 1280, "height": 720})
+        seen = _walk(w, chapter, FIRST_SCREEN)
+    bad = {s: v for s, v in seen.items() if v["scrolled"] or v["explain"] or v["off"] or not v["figures"]}
+    assert not bad, f"{chapter}: not on the first screen at 1280×720: {bad}"
+
+
+@pytest.mark.parametrize("chapter", [_pending(c, PHONE_PENDING) for c in CHAPTERS])
+def test_every_step_on_a_phone_has_no_overlap_legible_steps_and_no_sideways_scroll(
+    browser: Any, server: str, chapter: str
+) -> None:
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, reduced_motion="reduce", has_touch=True, is_mobile=True
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        w = Watched(page=page, base=server)
+        seen = _walk(w, chapter, PHONE_CHECK)
+        hints = page.evaluate("[...document.querySelectorAll('kbd')].filter((k) => k.getClientRects().length).length")
+    finally:
+        context.close()
+    assert not errors, errors
+    bad = {s: v for s, v in seen.items() if v["overlaps"] or v["cut"] or v["width"] > 390}
+    assert not bad, f"{chapter} at 390×844: {bad}"
+    assert hints == 0, "keyboard hints on a touch screen"

@@ -1,10 +1,10 @@
 // Chapter `masks`: full attention (BERT) against the causal mask (GPT), on the attention view
-// that main.js owns, with the side-by-side difference of the two weight tables. Each step sets
-// the view's step and mask (`view`); M still switches the mask by hand. Functions get the same
-// `answer` and ctx as chapters/steps.js.
+// (static/js/attention/), with the side-by-side difference of the two weight tables. Each step
+// sets the view's step and mask (`view`); M still switches the mask by hand. Functions get the
+// same `answer` and attentionCtx(ctx) as chapters/steps.js.
 
 import { fixed3 } from "../format.js";
-import { preamble, stageLines } from "./steps.js";
+import { attentionChapter, attentionCtx, preamble, stageLines } from "./steps.js";
 
 const quote = (w) => `“${w}”`;
 
@@ -59,7 +59,7 @@ const STEPS = [
       const row = ctx.focusRow;
       return (
         "e raised to −∞ is 0, so a hidden word gets no weight at all, and the visible ones share the whole 1 between them. " +
-        (answer ? `Under the ${ctx.mask} mask ${quote(answer.tokens[row])} splits its attention as ${sharesText(answer, row)}.` : "")
+        (answer && !ctx.withheld ? `Under the ${ctx.mask} mask ${quote(answer.tokens[row])} splits its attention as ${sharesText(answer, row)}.` : "")
       );
     },
   },
@@ -69,8 +69,9 @@ const STEPS = [
     short: "difference",
     view: { step: "softmax" },
     compare: true,
+    figure: "#compare-tables table",
     text: () =>
-      "Below the view, the two weight tables stand side by side with their difference (causal − full). " +
+      "Beside the view, the two weight tables stand side by side with their difference (causal − full). " +
       "The first word can only look at itself, so it keeps all its attention; later rows lose what they gave to the " +
       "words after them and hand it to the words before.",
   },
@@ -83,13 +84,14 @@ function numbers(answer, stepId, ctx) {
     { label: "mask", value: ctx.mask, testid: "num-mask" },
     { label: "keys it may see", value: String(visibleKeys(answer, row)), testid: "num-visible" },
   ];
-  if (stepId === "weights" || stepId === "difference") {
+  if ((stepId === "weights" || stepId === "difference") && !ctx.withheld) {
     out.push({ label: "row sum", value: fixed3(answer.weights[row].reduce((s, x) => s + x, 0)), testid: "num-rowsum" });
   }
   return out;
 }
 
 function code(answer, stepId, ctx) {
+  if (ctx.withheld && (stepId === "weights" || stepId === "difference")) stepId = "causal"; // the givens: the masked scores
   const data = ctx.data ?? answer;
   const focus = data === answer ? ctx.focusRow : ctx.focus;
   const head = [...preamble(data, ctx), ...stageLines("scale", "full")];
@@ -137,12 +139,14 @@ function code(answer, stepId, ctx) {
   ].join("\n");
 }
 
+const withCtx = (fn) => (answer, ...rest) => fn(answer, ...rest.slice(0, -1), attentionCtx(rest[rest.length - 1]));
+
 export default {
   id: "masks",
   title: "Full vs causal",
   summary: "BERT lets every word see every word; GPT hides the words ahead.",
-  attention: true,
-  steps: STEPS,
-  numbers,
-  code,
+  ...attentionChapter,
+  steps: STEPS.map((s) => ({ ...s, text: typeof s.text === "function" ? withCtx(s.text) : s.text })),
+  numbers: withCtx(numbers),
+  code: withCtx(code),
 };

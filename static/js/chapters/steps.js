@@ -1,14 +1,36 @@
 // Chapter `steps`: the five steps of one attention head (score → scale → mask → softmax → mix),
-// drawn by the attention view that main.js owns (table, 3D links, worked arithmetic, editor,
-// sentence mode). This module is the chapter's words, its numbers list and its NumPy panel.
+// drawn by the attention view (static/js/attention/: the table, the 3D links, the worked
+// arithmetic, the editor, sentence mode). The chapter mounts that view, and gives its words, its
+// numbers list and its NumPy panel.
 //
-// An attention chapter's functions get `answer` = the API response as shown (word pieces
-// merged when the page merges them) and ctx = { focusRow, focus, mask, sentenceMode, data, page }:
-// focusRow = the focused row as shown, focus = the model's token index, data = the unmerged response.
+// The attention view's answer is the page's (`live`): `answer` = the API response as shown (word
+// pieces merged when the page merges them); the functions below read the rest through
+// attentionCtx(ctx) = { focusRow, focus, mask, sentenceMode, data, withheld }: focusRow = the
+// focused row as shown, focus = the model's token index, data = the unmerged response,
+// withheld = nothing derived from the weights may show (a quiz, predict first).
 
 import { fixed3 } from "../format.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
-import { STEPS, stepText } from "../steps.js";
+import { STEPS, stepText } from "../attention/stages.js";
+
+/** What an attention chapter's functions read beside the answer (see the header). */
+export function attentionCtx(ctx) {
+  const v = ctx.attention.now ?? {};
+  return { focusRow: v.focusRow ?? 0, focus: v.focus ?? 0, mask: ctx.mask, sentenceMode: Boolean(v.sentenceMode), data: v.data, withheld: v.withheld ?? null };
+}
+
+/** The page's controls the attention chapters use. */
+export const ATTENTION_CONTROLS = ["example", "sentence", "try", "mask", "predict"];
+
+/** An attention chapter's module parts: its view is the attention view, its answer the page's. */
+export const attentionChapter = {
+  controls: ATTENTION_CONTROLS,
+  mount: (ctx) => ctx.attention.mount(),
+  live(ctx) {
+    const v = ctx.attention.now;
+    return { answer: v?.shown ?? null, ready: Boolean(v?.ready) };
+  },
+};
 
 const quote = (w) => `“${w}”`;
 
@@ -144,6 +166,7 @@ function stepNumbers(answer, stepId, ctx) {
   const row = ctx.focusRow;
   const word = answer.tokens[row];
   const out = [{ label: "focused query", value: quote(word), testid: "num-focus" }];
+  if (ctx.withheld) return out; // no strongest key, no largest score: that is the question
   if (stepId === "softmax" || stepId === "mix") {
     const [top] = ranked(answer, row);
     if (top) out.push({ label: "strongest key", value: `${quote(answer.tokens[top.j])} ${fixed3(top.w)}`, testid: "num-top" });
@@ -162,18 +185,28 @@ function stepNumbers(answer, stepId, ctx) {
   return out;
 }
 
+/** The step's words: the mix step closes on what the focused word attended to (unless withheld). */
+function stepWords(s, answer, ctx) {
+  if (s.id === "mix" && answer && !ctx.withheld) return `${MIX_BASE} ${mixClosing(answer, ctx.focusRow)}`;
+  return stepText(s, ctx.mask);
+}
+
 export default {
   id: "steps",
   title: "The five steps of attention",
   summary: "Score, scale, mask, softmax, mix: one head, every number.",
-  attention: true,
+  ...attentionChapter,
   steps: STEPS.map((s) => ({
     id: s.id,
     title: s.title,
     short: s.short,
     view: { step: s.id },
-    text: (answer, ctx) => (s.id === "mix" && answer ? `${MIX_BASE} ${mixClosing(answer, ctx.focusRow)}` : stepText(s, ctx.mask)),
+    text: (answer, ctx) => stepWords(s, answer, attentionCtx(ctx)),
   })),
-  numbers: stepNumbers,
-  code: stepCode,
+  numbers: (answer, stepId, ctx) => stepNumbers(answer, stepId, attentionCtx(ctx)),
+  // while the weights are withheld the code stops at the masked scores (the question's givens)
+  code: (answer, stepId, ctx) => {
+    const c = attentionCtx(ctx);
+    return stepCode(answer, c.withheld && (stepId === "softmax" || stepId === "mix") ? "mask" : stepId, c);
+  },
 };

@@ -5,7 +5,7 @@ import { fileName, save } from "../export/download.js";
 import { isAttention, lessonHtml } from "../export/html.js";
 import { bothMasks } from "../export/index.js";
 import { scenePicture } from "../export/snapshot.js";
-import { STEPS } from "../steps.js";
+import { STEPS } from "../attention/stages.js";
 import { eachView } from "./lesson-views.js";
 
 /** The viewer's step for a view: its own, else the step that shows its stage (the masks chapter's "causal" → mask). */

@@ -6,7 +6,7 @@
 // Every number exported is the server's own; user text is data in every format.
 import { postJson } from "../api.js";
 import { el } from "../dom.js";
-import { currentView, onViewChange, whenReady } from "../hub.js";
+import { currentView, onViewChange, whenReady } from "../pageview.js";
 import { toCsv } from "./csv.js";
 import { fileName, pngBlob, save } from "./download.js";
 import { heatmapCanvas, heatmapSvg, svgText } from "./heatmap.js";
@@ -126,14 +126,14 @@ async function exportHtml() {
   save(new Blob([html], { type: "text/html;charset=utf-8" }), `${stem(v, v.mask)}.html`);
 }
 
-let picked = false; // the user chose an array: keep it; else follow the step's stage
-picker.addEventListener("change", () => (picked = true));
+// the user chose an array (picker.dataset.picked): keep it; else follow the step's stage
+picker.addEventListener("change", () => (picker.dataset.picked = "true"));
 
 function fillPicker() {
   const v = currentView();
   const names = v?.answer ? arrayNames(v.answer) : [];
   const follow = names.includes(v?.stage) ? v.stage : names[0];
-  const keep = picked && [...names, ALL].includes(picker.value) ? picker.value : (follow ?? ALL);
+  const keep = picker.dataset.picked === "true" && [...names, ALL].includes(picker.value) ? picker.value : (follow ?? ALL);
   const values = [...names, ALL];
   if (values.join() !== [...picker.options].map((o) => o.value).join()) {
     picker.replaceChildren(...names.map((n) => new Option(n, n)), new Option("the whole answer (JSON)", ALL));

@@ -14,7 +14,7 @@ import { el } from "../dom.js";
 import { sliceView } from "../model.js";
 import { drawing } from "../projection.js";
 import { SceneView } from "../scene/view.js";
-import { STEPS, stepText } from "../steps.js";
+import { STEPS, stepText } from "../attention/stages.js";
 import { MatrixTable } from "../table.js";
 
 const SCENE_MAX = 32; // the most tokens the page's 3D view draws at once (static/js/main.js)

@@ -36,6 +36,42 @@ export class Stage {
 
   resize() {
     fitToContainer(this.container, this.renderer, this.labels, this.camera);
+    if (this.root.children.length) this.reframe({ onlyIfCropped: true });
+    this.requestRender();
+  }
+
+  /**
+   * Fit the camera to what the chapter drew: the same direction and target height, standing
+   * back until the drawing's bounding sphere is inside the view (with a margin for the labels).
+   * Called when the projector view is entered or left, and on a resize that crops the drawing
+   * (`onlyIfCropped`: a chapter's own camera stays while everything is in sight).
+   */
+  reframe({ onlyIfCropped = false } = {}) {
+    const box = new THREE.Box3();
+    this.root.updateMatrixWorld(true);
+    this.root.traverse((o) => {
+      if (o.isCSS2DObject) box.expandByPoint(o.getWorldPosition(new THREE.Vector3()));
+      else if (o.geometry) box.expandByObject(o);
+    });
+    if (box.isEmpty()) return;
+    if (onlyIfCropped) {
+      this.camera.updateMatrixWorld();
+      const inside = [0, 1, 2, 3, 4, 5, 6, 7].every((i) => {
+        const p = new THREE.Vector3(i & 1 ? box.max.x : box.min.x, i & 2 ? box.max.y : box.min.y, i & 4 ? box.max.z : box.min.z).project(this.camera);
+        return Math.abs(p.x) <= 1 && Math.abs(p.y) <= 1 && p.z < 1;
+      });
+      if (inside) return;
+    }
+    const sphere = box.getBoundingSphere(new THREE.Sphere());
+    const dir = this.camera.position.clone().sub(this.controls.target).normalize();
+    const vfov = THREE.MathUtils.degToRad(this.camera.fov);
+    const hfov = 2 * Math.atan(Math.tan(vfov / 2) * this.camera.aspect);
+    const distance = (sphere.radius * 1.12) / Math.sin(Math.min(vfov, hfov) / 2);
+    this.controls.target.copy(sphere.center);
+    this.camera.position.copy(sphere.center).addScaledVector(dir, distance);
+    this.camera.far = Math.max(300, distance * 3);
+    this.camera.updateProjectionMatrix();
+    this.controls.update();
     this.requestRender();
   }
 

@@ -275,9 +275,19 @@ export class SceneView {
     return lines;
   }
 
-  /** Draw the state: `ctx` is { data, step, focus, hover } (data = the API response shown). */
+  /** Fit the camera to what is drawn again (a resize, the projector view), as Reset view does. */
+  reframe() {
+    this.resetView();
+  }
+
+  /**
+   * Draw the state: `ctx` is { data, step, focus, hover, withheld } (data = the API response
+   * shown; withheld: the links carry no numbers). The links' radii are written to the
+   * container's data-link-widths, for tests.
+   */
   update(ctx, animate = true) {
     this.lastCtx = ctx;
+    this.labels.domElement.classList.toggle("withheld", Boolean(ctx.withheld));
     // a view taller than wide spreads the rows deeper, so that the labels have room between them
     const deep = Math.min(2.2, Math.max(1, 1.3 / this.camera.aspect));
     let lay = layout(ctx.data, deep);
@@ -310,6 +320,7 @@ export class SceneView {
     lay.stagger = lay.lines > 1;
     this.lastFull = full;
     for (const obj of this.objects) obj.update(full);
+    this.container.dataset.linkWidths = this.objects[1].radiusTo.map((r) => r.toFixed(4)).join(" ");
     if (!animate || this.reducedMotion) {
       for (const obj of this.objects) obj.tick(1);
       this.animation = null;

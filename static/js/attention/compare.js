@@ -1,7 +1,11 @@
 // The difference view: weights under the full and the causal mask side by side, and the
 // change between them. Both come from the server (the page asks for both masks).
 
-import { deltaRgb, fixed3, heatRgb, inkFor, rgbCss } from "./format.js";
+import { deltaRgb, fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
+import { mergeView } from "../model.js";
+import { drawingFor } from "./derive.js";
+
+const COMPARE_MAX = 20; // rows the side-by-side tables can show readably
 
 function cell(tag, text, props = {}) {
   const node = document.createElement(tag);
@@ -38,7 +42,7 @@ function miniTable(title, tokens, rows, colour, testid, focus) {
   return table;
 }
 
-export function renderCompare(container, result, focus) {
+function renderCompare(container, result, focus) {
   const full = result.full.weights;
   const causal = result.causal.weights;
   const tokens = result.full.tokens;
@@ -55,4 +59,32 @@ export function renderCompare(container, result, focus) {
     miniTable("Causal (GPT-style)", tokens, asCells(causal), heatRgb, "compare-causal", focus),
     miniTable("Change: causal − full (orange gains, blue loses)", tokens, delta, deltaRgb, "compare-delta", focus),
   );
+}
+
+/**
+ * Full vs causal side by side in `box`, for the derived view `v` (v.compare: both masks'
+ * answers, or null while the weights are withheld).
+ */
+export function renderComparison(box, v, sentence, focus) {
+  const section = box.closest("section");
+  if (section) section.hidden = !v.compare;
+  if (!v.compare) {
+    box.replaceChildren();
+    return;
+  }
+  const { full, causal, merged } = v.compare;
+  if (!full || !causal) {
+    box.replaceChildren(document.createTextNode("This model is a decoder: it only ever runs with its causal mask."));
+    return;
+  }
+  const asShown = (d) => (merged ? mergeView(d, drawingFor(d), sentence) : d);
+  const f = asShown(full);
+  if (f.tokens.length > COMPARE_MAX) {
+    box.replaceChildren(
+      document.createTextNode(`${f.tokens.length} rows are too many to compare side by side; press M to switch the table between the masks.`),
+    );
+    return;
+  }
+  const rowOf = merged ? Math.max(0, f.merged.groups.findIndex((g) => g.includes(focus))) : v.focusRow;
+  renderCompare(box, { full: f, causal: asShown(causal) }, rowOf);
 }

@@ -1,4 +1,5 @@
-// The lesson, as data. Each step names the API stage it shows and how the scene maps that
+// The five stages of one attention head, as data (the `steps` chapter walks them; the `masks`
+// chapter shows three of them). Each stage names the API stage it shows and how the scene maps that
 // stage's numbers onto links; table.js, scene/ and arithmetic.js read these fields and have
 // no step-specific code paths beyond them.
 //

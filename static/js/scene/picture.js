@@ -1,4 +1,4 @@
-// A picture of a three.js view at a larger size, for the exports (hub.js currentView().renderScene).
+// A picture of a three.js view at a larger size, for the exports (pageview.js currentView().renderScene).
 
 /**
  * Render `scene` from `camera` with `renderer` at `scale` × its current size onto a new 2-D

@@ -1,0 +1,277 @@
+// Every change of the page's state, by name (store.js runs them; state.js describes the fields).
+// An action returns false when it changed nothing, so nothing is redrawn. Actions only change
+// the state: requests, timers and the DOM are the effects' business (attention/source.js,
+// lesson.js, main.js), which call these.
+
+import { ANIMAL, ANIMAL_VIEW } from "./model.js";
+import { ATTENTION_CHAPTERS, createState, MASKS, MAX_SENTENCE, readUrl } from "./state.js";
+import { STEP_IDS } from "./attention/stages.js";
+
+/** Where an example opens when nothing names a focus: the lesson walks through "its". */
+export const OPENING_WORD = { "the-cat-ate-its-fish": "its" };
+
+const tokenCount = (state) => (state.result?.full ?? state.result?.causal)?.tokens.length ?? state.input?.tokens.length ?? null;
+const push = (state, on) => {
+  if (on) state.history = "push";
+};
+const clampFocus = (state) => {
+  const n = tokenCount(state);
+  if (n) state.focus = Math.max(0, Math.min(state.focus, n - 1));
+};
+
+export const actions = {
+  // ---- where in the lesson ------------------------------------------------------------------
+
+  /** Open chapter `id` at step `chapterStep` with a chapter's own `params` (lesson.js). */
+  enterChapter(state, id, chapterStep, params, { history = false } = {}) {
+    state.chapter = id;
+    state.chapterStep = id === "steps" ? null : chapterStep;
+    state.chapterParams = ATTENTION_CHAPTERS.includes(id) ? {} : { ...(params ?? {}) };
+    push(state, history);
+  },
+
+  /** A step of the chapter on screen (for `steps`, the attention view's step). */
+  setChapterStep(state, id, { history = false } = {}) {
+    if (state.chapter === "steps") return false;
+    if (state.chapterStep === id && !history) return false;
+    state.chapterStep = id;
+    push(state, history);
+  },
+
+  setChapterParams(state, params, { history = false } = {}) {
+    state.chapterParams = { ...params };
+    push(state, history);
+  },
+
+  /** The attention view at `view` = { step, mask? } (an attention chapter's step). */
+  showAttention(state, view, { keepMask = false, history = false } = {}) {
+    if (STEP_IDS.includes(view.step)) state.step = view.step;
+    if (!keepMask && MASKS.includes(view.mask) && !(state.result && !state.result[view.mask])) state.mask = view.mask;
+    push(state, history);
+  },
+
+  setMask(state, mask) {
+    if (!MASKS.includes(mask) || mask === state.mask) return false;
+    if (state.result && !state.result[mask]) return false; // a decoder has no full mask
+    state.mask = mask;
+  },
+
+  /** Focus the model's token `i` (the page works out which word holds it). */
+  setFocus(state, i) {
+    const n = tokenCount(state);
+    if (!Number.isInteger(i) || i < 0 || (n !== null && i >= n)) return false;
+    if (i === state.focus && !state.hover) return false;
+    state.focus = i;
+    state.hover = null;
+  },
+
+  setHover(state, cell) {
+    const same = cell && state.hover && cell.row === state.hover.row && cell.col === state.hover.col;
+    if (same || (!cell && !state.hover)) return false;
+    state.hover = cell;
+  },
+
+  setHoverToken(state, i) {
+    if (state.hoverToken === i) return false;
+    state.hoverToken = i;
+  },
+
+  setMerge(state, on) {
+    if (state.merge === Boolean(on)) return false;
+    state.merge = Boolean(on);
+    state.hover = null;
+  },
+
+  setPick(state, layer, head) {
+    if (layer === null || head === null || (layer === state.layer && head === state.head)) return false;
+    state.layer = layer;
+    state.head = head;
+  },
+
+  // ---- predict first and withholding ----------------------------------------------------------
+
+  setPredict(state, on) {
+    if (state.predict === Boolean(on)) return false;
+    state.predict = Boolean(on);
+  },
+
+  /** Predict first: key `j` guessed for question `id`. */
+  guess(state, id, j) {
+    state.guesses = { ...state.guesses, [id]: j };
+  },
+
+  forgetGuesses(state) {
+    state.guesses = {};
+  },
+
+  /** Nothing derived from the weights shows until release() (a quiz, the teacher's H). */
+  withhold(state, reason = "quiz") {
+    if (state.withheld?.reason === reason) return false;
+    state.withheld = { reason: String(reason) };
+  },
+
+  release(state) {
+    if (!state.withheld) return false;
+    state.withheld = null;
+  },
+
+  // ---- sources: an example, a typed sentence, hand-set numbers --------------------------------
+
+  /** A built-in example arrived; `focus` (a number) starts there, `wantWord` names the word to focus once computed. */
+  exampleLoaded(state, ex, { keepMask = false, wantWord = undefined, focus = null, history = false } = {}) {
+    if (focus !== null) state.focus = focus;
+    push(state, history);
+    state.example = ex.id;
+    state.sentence = null;
+    state.edited = false;
+    state.notice = null;
+    state.input = { tokens: ex.tokens, q: ex.q, k: ex.k, v: ex.v };
+    if (!keepMask) state.mask = ex.mask;
+    if (wantWord !== undefined) state.wantWord = wantWord;
+    state.focus = Math.min(state.focus, ex.tokens.length - 1);
+    state.hover = null;
+    state.result = null;
+    state.heads = null;
+  },
+
+  /** A typed sentence; `fresh` (typed or clicked, not from a URL) starts on its first word. */
+  sentenceChosen(state, text, { fresh = false, history = false } = {}) {
+    const wasSentence = Boolean(state.sentence);
+    state.sentence = text.slice(0, MAX_SENTENCE);
+    state.example = null;
+    state.edited = false;
+    state.input = null;
+    state.notice = null;
+    if (fresh) {
+      // the first sentence opens on layer 0, head 0 (the animal sentence on its own head); a
+      // later one keeps the head being looked at, to compare sentences
+      const animal = text.trim() === ANIMAL;
+      if (animal || !wasSentence) {
+        state.layer = animal ? ANIMAL_VIEW.layer : 0;
+        state.head = animal ? ANIMAL_VIEW.head : 0;
+      }
+      state.focus = 1; // the first word after [CLS]
+      state.wantWord = animal ? ANIMAL_VIEW.word : null;
+    }
+    state.hover = null;
+    state.result = null;
+    state.errors = [];
+    state.heads = null;
+    push(state, history);
+  },
+
+  /** The animal sentence opened from a URL that names no head: its own head and word. */
+  animalView(state, { word = true } = {}) {
+    state.layer = ANIMAL_VIEW.layer;
+    state.head = ANIMAL_VIEW.head;
+    if (word) state.wantWord = ANIMAL_VIEW.word;
+  },
+
+  /** Hand-set numbers from a link or a room's view (`example`: the example they started from). */
+  numbersSet(state, input, example) {
+    state.input = input;
+    state.edited = true;
+    state.sentence = null;
+    state.example = example;
+    state.focus = Math.min(state.focus, input.tokens.length - 1);
+    state.hover = null;
+    state.result = null;
+    state.heads = null;
+  },
+
+  /** Hand-set numbers edited (editor.js): `removed` is the index of a removed word. */
+  inputEdited(state, input, { removed = null } = {}) {
+    const before = state.input?.tokens.length ?? 0;
+    state.input = input;
+    state.edited = true;
+    state.notice = null;
+    const n = input.tokens.length;
+    if (removed !== null && n === before - 1 && removed < state.focus) state.focus -= 1; // the same word stays focused
+    state.focus = Math.min(state.focus, n - 1);
+    state.hover = null;
+  },
+
+  /** Cells that are not numbers, words without a name: refused before asking the server. */
+  refused(state, errors) {
+    state.pending = false;
+    state.errors = errors;
+  },
+
+  asked(state) {
+    state.pending = true;
+  },
+
+  slowAnswer(state) {
+    if (!state.pending || state.slow) return false;
+    state.slow = true;
+  },
+
+  /** The server's answer for the attention view (or its errors: the last good answer stays). */
+  received(state, outcome) {
+    state.pending = false;
+    state.slow = false;
+    if (!outcome.ok) {
+      state.errors = outcome.errors;
+      return;
+    }
+    state.result = outcome.data;
+    state.errors = [];
+    if (!state.result[state.mask]) state.mask = "causal"; // a decoder (GPT-2) has only its own mask
+    const tokens = (state.result.full ?? state.result.causal).tokens;
+    if (state.wantWord) {
+      const i = tokens.indexOf(state.wantWord);
+      if (i >= 0) state.focus = i;
+      state.wantWord = null;
+    }
+    clampFocus(state);
+    if (state.hover && (state.hover.row >= tokens.length || state.hover.col >= tokens.length)) state.hover = null;
+  },
+
+  setNotice(state, text) {
+    if (state.notice === text) return false;
+    state.notice = text;
+  },
+
+  modelKnown(state, info) {
+    state.model = info;
+  },
+
+  modelLoading(state, on) {
+    if (state.modelLoading === on) return false;
+    state.modelLoading = on;
+  },
+
+  /** The overview of every head: { key, pending } | { key, data } | { key, error } | null. */
+  headsState(state, heads) {
+    state.heads = heads;
+  },
+
+  /** The URL was written: the next change replaces its history entry (no redraw). */
+  urlWritten(state) {
+    state.history = "replace";
+    return false;
+  },
+
+  // ---- the room snapshot --------------------------------------------------------------------
+
+  /**
+   * Take every kind of state from `snap` (state.js snapshot(), or any URL query): what it names
+   * wins over what the page would choose by itself (an example's opening word, a sentence's
+   * first word). Loading a new source is the effect's part (attention/source.js follow()).
+   */
+  applySnapshot(state, snap, defaultExample) {
+    const query = typeof snap === "string" ? snap : new URLSearchParams(snap).toString();
+    const next = createState(defaultExample);
+    readUrl(next, query);
+    const keepMask = new URLSearchParams(query).has("mask");
+    state.chapter = next.chapter;
+    state.chapterStep = next.chapterStep;
+    state.chapterParams = next.chapterParams;
+    state.predict = next.predict;
+    if (ATTENTION_CHAPTERS.includes(next.chapter)) {
+      Object.assign(state, { step: next.step, focus: next.focus, hover: null, layer: next.layer, head: next.head, merge: next.merge });
+      if (keepMask) state.mask = next.mask;
+      state.wantWord = null;
+    }
+  },
+};

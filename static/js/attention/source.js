@@ -1,0 +1,178 @@
+// Where the attention view's numbers come from, and the requests that fetch them: a built-in
+// example (editable Q, K, V), hand-set numbers, or a typed sentence run by the real model.
+// This is the attention view's effect: it asks the server and tells the store what came back
+// (actions.js); it keeps only its requests in flight and a timer, never what the page shows.
+
+import { getExample, Recomputer } from "../api.js";
+import { OPENING_WORD } from "../actions.js";
+import { ANIMAL, modelInfo, sentenceBothMasks } from "../model.js";
+import { createState, readUrl } from "../state.js";
+
+/** What the page can refuse before asking the server: cells that are not numbers, unnamed words. */
+export function typingErrors(input) {
+  const errors = [];
+  input.tokens.forEach((t, i) => {
+    if (String(t).trim() === "") errors.push({ field: "tokens", msg: `Word ${i + 1} has no name: type one (it labels its row and column).` });
+  });
+  for (const m of ["q", "k", "v"]) {
+    input[m].forEach((row, r) =>
+      row.forEach((x, c) => {
+        if (typeof x !== "number") {
+          errors.push({ field: m, msg: x === "" ? `${m}[${r}][${c}]: empty; type a number` : `${m}[${r}][${c}]: “${x}” is not a number` });
+        }
+      }),
+    );
+  }
+  return errors;
+}
+
+export class Source {
+  /**
+   * @param store     the page's store (state + actions)
+   * @param options   { defaultExample, examples (ids the page lists), heads (sentence.js SentenceParts),
+   *                    newSource() after a new example, sentence or hand-set numbers (the editor is rebuilt) }
+   */
+  constructor(store, { defaultExample, examples, heads, newSource }) {
+    this.store = store;
+    this.act = store.act;
+    this.defaultExample = defaultExample;
+    this.examples = examples;
+    this.heads = heads;
+    this.newSource = newSource;
+    this.started = false; // the first source has been asked for
+    this.generation = 0; // counts the snapshots followed: a load begun before one keeps its focus and mask
+    this.wanted = null; // the source asked for last ("e:ID", "s:TEXT", "n"): an older example that arrives late is dropped
+    this.slowTimer = 0;
+    const received = (outcome) => {
+      clearTimeout(this.slowTimer);
+      this.act.received(outcome);
+    };
+    this.recomputer = new Recomputer(received);
+    this.modelRecomputer = new Recomputer(received, 0, sentenceBothMasks);
+  }
+
+  /**
+   * A built-in example; `wantWord`: the word to focus once loaded (undefined: keep the current
+   * wish); `focus`: the row to start on (null: keep); `history`: a view to come back to.
+   */
+  async example(id, { keepMask = false, wantWord = undefined, focus = null, history = false } = {}) {
+    this.started = true;
+    const generation = this.generation;
+    this.wanted = `e:${id}`;
+    let ex;
+    try {
+      if (!this.examples.has(id)) throw new Error("unknown example");
+      ex = await getExample(id);
+    } catch {
+      this.act.setNotice(`There is no example called “${id}”; showing the default one.`);
+      if (id !== this.defaultExample) return this.example(this.defaultExample, { keepMask, wantWord, focus, history });
+      return;
+    }
+    if (this.wanted !== `e:${id}`) return; // another source was asked for meanwhile
+    if (generation !== this.generation) {
+      // a room's view (or Back) arrived while this example loaded: what it named wins
+      keepMask = true;
+      wantWord = undefined;
+      focus = null;
+    }
+    const notice = this.store.state.notice;
+    this.heads.stopHeads();
+    this.modelRecomputer.cancel();
+    this.act.exampleLoaded(ex, { keepMask, wantWord, focus, history });
+    if (notice) this.act.setNotice(notice); // "there is no example called …" stays said
+    this.newSource();
+    this.recompute(true);
+  }
+
+  /** Run the real model on a sentence; `fresh`: typed or clicked (not from a URL). */
+  sentence(text, { fresh = false, history = false } = {}) {
+    this.started = true;
+    this.wanted = `s:${text}`;
+    this.recomputer.cancel();
+    this.act.sentenceChosen(text, { fresh, history });
+    this.newSource();
+    this.heads.ensureModel();
+    this.recompute(true);
+    this.heads.fetchHeads();
+  }
+
+  /** Hand-set numbers (a link with q, k, v, or a room's view). */
+  numbers(input, example) {
+    this.started = true;
+    this.wanted = "n";
+    this.modelRecomputer.cancel();
+    this.heads.stopHeads();
+    this.act.numbersSet(input, example);
+    this.newSource();
+    this.recompute(true);
+  }
+
+  /** The editor changed the numbers. */
+  edited(input, { removed = null } = {}) {
+    this.act.inputEdited(input, { removed });
+    this.recompute(false);
+  }
+
+  /** The attention view's first source, from the URL (`params`) or the default example. */
+  start(params) {
+    const state = this.store.state;
+    this.started = true;
+    if (state.input) return this.numbers(state.input, state.example);
+    if (state.sentence) {
+      if (!params.has("layer") && !params.has("head") && state.sentence.trim() === ANIMAL) this.act.animalView({ word: !params.has("focus") });
+      else if (!params.has("focus")) this.act.setFocus(1);
+      document.getElementById("sentence-input").value = state.sentence;
+      return this.sentence(state.sentence);
+    }
+    const id = state.example || this.defaultExample;
+    return this.example(id, { keepMask: params.has("mask") || state.chapter !== "steps", wantWord: params.has("focus") ? null : (OPENING_WORD[id] ?? null) });
+  }
+
+  /**
+   * After a room snapshot (or Back/Forward) was applied to the state: load the source it names,
+   * when it is not the one shown. `before`: the layer and head before it was applied.
+   */
+  follow(snap, before) {
+    this.generation += 1;
+    const next = createState(this.defaultExample);
+    readUrl(next, typeof snap === "string" ? snap : new URLSearchParams(snap).toString());
+    const state = this.store.state;
+    if (next.input) return this.numbers(next.input, next.example);
+    if (next.sentence) {
+      if (next.sentence !== state.sentence || !this.started) return this.sentence(next.sentence);
+      if (before.layer !== state.layer || before.head !== state.head) this.recompute(true);
+      return;
+    }
+    const id = next.example ?? this.defaultExample;
+    if (this.wanted === `e:${id}` && !state.edited) return; // shown, or on its way (it keeps what the snapshot named)
+    return this.example(id, { keepMask: true, wantWord: null });
+  }
+
+  /** Ask the server again for what the state names (a sentence's layer and head, or the numbers). */
+  recompute(immediate = false) {
+    const state = this.store.state;
+    if (state.sentence) {
+      this.act.asked();
+      const req = { sentence: state.sentence, layer: state.layer, head: state.head, kind: state.model?.kind ?? "bert" };
+      this.modelRecomputer.schedule(req, immediate);
+      clearTimeout(this.slowTimer);
+      this.slowTimer = setTimeout(() => this.act.slowAnswer(), 400); // "Running the model…" only when it takes a while
+      return;
+    }
+    if (!state.input) return;
+    const errors = typingErrors(state.input);
+    if (errors.length) {
+      this.recomputer.cancel();
+      this.act.refused(errors);
+      return;
+    }
+    this.act.asked();
+    this.recomputer.schedule(state.input, immediate);
+  }
+
+  /** Start loading the model's weights while the user types a sentence. */
+  warmModel() {
+    const model = this.store.state.model;
+    if (model && !model.loaded && !model.loading) modelInfo(true).catch(() => {});
+  }
+}

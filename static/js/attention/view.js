@@ -1,0 +1,145 @@
+// The attention view: the table, the 3D links, the worked arithmetic, predict first, the
+// comparison of the masks, the editor's note and sentence mode's bar, drawn from
+// derive(state) (attention/derive.js). The chapters `steps` and `masks` show it through their
+// ctx (`ctx.attention.mount()` → { update, dispose }); it changes the state only through the
+// store's actions (focus, hover, a guess).
+//
+//   new AttentionView(store, { sentence, makeScene })
+//   mount()        show it (the chapter's own 3D stage steps aside); returns { update, dispose }
+//   update()       draw the state as it is now (the page calls it after every change)
+//   dispose()      hide it again
+//   reframe()      fit the 3D camera to what it draws (on resize, entering the projector view)
+//   now            the derived view last drawn (derive(state)), or null
+
+import { renderInspect } from "../inspect.js";
+import { MatrixTable } from "../table.js";
+import { renderArithmetic } from "./arithpanel.js";
+import { renderComparison } from "./compare.js";
+import { derive } from "./derive.js";
+import { renderBanner, renderEditorNote, renderSceneNote, renderWithheld } from "./notes.js";
+import { PredictBox } from "./predictbox.js";
+
+const $ = (id) => document.getElementById(id);
+
+export class AttentionView {
+  /**
+   * `sentence`: sentence.js SentenceParts; `editor`: editor.js Editor (its messages); `makeScene(container, handlers)`: a SceneView, or
+   * null without WebGL; `mounted()`: after every mount (the page starts its source the first time).
+   */
+  constructor(store, { sentence, editor, makeScene, mounted = () => {} }) {
+    this.editor = editor;
+    this.mountedHook = mounted;
+    this.store = store;
+    this.act = store.act;
+    this.sentence = sentence;
+    this.makeScene = makeScene;
+    this.mounted = false;
+    this.now = null;
+    this.sourceKey = null; // the source whose note the editor shows
+    this.table = new MatrixTable($("matrix"), {
+      focus: (row) => this.focusRow(row),
+      hover: (cell) => this.act.setHover(cell),
+    });
+    this.predict = new PredictBox(store.act, () => this.now?.question ?? null);
+    this.scene = null;
+    $("reset-view").addEventListener("click", () => this.reframe());
+  }
+
+  /** Focus row `row` of the table as shown (a merged word: its first piece). */
+  focusRow(row) {
+    const groups = this.now?.groups;
+    if (!this.mounted || !groups || row < 0 || row >= groups.length) return;
+    this.act.setFocus(groups[row][0]);
+  }
+
+  /** A word of the 3D view's window (`i` counts from the window's first row). */
+  focusSceneWord(i) {
+    this.focusRow(i + (this.now?.sceneOffset ?? 0));
+  }
+
+  mount() {
+    const app = $("app");
+    app.dataset.layout = "attention";
+    $("chapter-view").hidden = true;
+    this.mounted = true;
+    this.scene ??= this.makeScene($("scene"), {
+      focus: (i) => this.focusSceneWord(i),
+      hover: (i) => this.act.setHoverToken(i === null ? null : i + (this.now?.sceneOffset ?? 0)),
+    });
+    this.mountedHook();
+    this.update();
+    // a step with `compare: true` (masks/difference) brings the side-by-side tables up beside the view
+    const update = (answer, stepId, step) => {
+      this.placeCompare(Boolean(step?.compare));
+      this.update();
+    };
+    return { update, dispose: () => this.dispose(), explain: { title: $("step-title"), text: $("step-text") } };
+  }
+
+  /** The comparison of the masks: beside the view, under the step's words (`up`), or below the page's fold. */
+  placeCompare(up) {
+    const section = $("compare");
+    const home = $("compare-home");
+    const target = up ? $("explain") : home;
+    if (section.previousElementSibling !== target) target.after(section);
+    section.classList.toggle("compare-up", up);
+    $("workspace").classList.toggle("comparing", up);
+  }
+
+  dispose() {
+    this.placeCompare(false);
+    this.mounted = false;
+    $("app").dataset.layout = "chapter";
+    $("chapter-view").hidden = false;
+  }
+
+  reframe() {
+    this.scene?.resetView();
+  }
+
+  /** Draw the state as it is now. */
+  update() {
+    if (!this.mounted) return;
+    const state = this.store.state;
+    const v = derive(state);
+    const previous = this.now;
+    this.now = v;
+    const key = `${state.example}|${state.sentence}|${state.edited}`;
+    if (key !== this.sourceKey) {
+      this.sourceKey = key;
+      renderEditorNote(state);
+    }
+    $("workspace").classList.toggle("wide", Boolean(v.wide));
+    for (const btn of [$("mask-full"), $("mask-causal")]) {
+      btn.setAttribute("aria-pressed", String(btn.dataset.mask === state.mask));
+      btn.disabled = Boolean(v.masks?.[btn.dataset.mask]);
+    }
+    renderBanner(state, v.data);
+    this.editor.showErrors(state.errors);
+    renderWithheld(v.withheld);
+    this.sentence.renderBar(v.data, Boolean(v.merged), Boolean(v.withheld));
+    if (!v.shown) {
+      $("predict-box").hidden = true;
+      return;
+    }
+    this.predict.update(v, state.predict);
+    const hoverOnly =
+      previous?.shown && previous.data === v.data && previous.merged === v.merged && previous.shownStep === v.shownStep &&
+      previous.focusRow === v.focusRow && Boolean(previous.withheld) === Boolean(v.withheld) && previous.question?.id === v.question?.id;
+    if (hoverOnly && previous.hover !== v.hover) {
+      this.table.highlight(v.hover);
+    } else {
+      this.table.update({ focus: v.table.focus, hover: v.table.hover }, v.table.data, v.table.step, v.table.window);
+      renderArithmetic(v.arithmetic);
+      renderComparison($("compare-tables"), v, state.sentence, v.focus);
+      renderSceneNote(v);
+    }
+    if (this.scene) {
+      this.scene.update(v.scene, !hoverOnly);
+      $("scene").dataset.withheld = String(Boolean(v.withheld));
+    }
+    const box = $("vector-info");
+    box.hidden = !v.inspect;
+    if (v.inspect) renderInspect(box, v.data, v.inspect);
+  }
+}

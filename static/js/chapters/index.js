@@ -1,0 +1,17 @@
+// The chapter registry: the lesson's order. Adding a chapter is its own file
+// (static/js/chapters/<id>.js, see CONTRACT.md) and one line here. The title is used while the
+// module loads (or when it cannot: the chapter then says "coming").
+
+export const CHAPTERS = [
+  { id: "rnn", title: "Why not an RNN", load: () => import("./rnn.js") },
+  { id: "projections", title: "Where q, k and v come from", load: () => import("./projections.js") },
+  { id: "steps", title: "The five steps of attention", load: () => import("./steps.js") },
+  { id: "scaling", title: "Why divide by √d_k", load: () => import("./scaling.js") },
+  { id: "masks", title: "Full vs causal", load: () => import("./masks.js") },
+  { id: "heads", title: "Many heads, then W_O", load: () => import("./heads.js") },
+  { id: "positions", title: "Word order", load: () => import("./positions.js") },
+  { id: "block", title: "The transformer block", load: () => import("./block.js") },
+  { id: "mistakes", title: "Common mistakes", load: () => import("./mistakes.js") },
+];
+
+export const CHAPTER_IDS = CHAPTERS.map((c) => c.id);
