@@ -241,11 +241,12 @@ class TodayView {
 
   ropeTable(a) {
     const d = a.info.d_k;
+    const ms = Array.from({ length: POSITIONS }, (_, m) => m);
     return this.table2(
       "today-rope",
-      "How far each pair is turned at position m",
-      ["m", "pair 0", "pair 8", `pair ${d / 2 - 1}`],
-      Array.from({ length: POSITIONS }, (_, m) => [String(m), deg(ropeAngle(m, 0, d)), deg(ropeAngle(m, 8, d)), deg(ropeAngle(m, d / 2 - 1, d))]),
+      "How far a pair is turned at position m",
+      ["m", ...ms.map(String)],
+      [0, 8, 16].map((i) => [`pair ${i}`, ...ms.map((m) => deg(ropeAngle(m, i, d)))]),
     );
   }
 

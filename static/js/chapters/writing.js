@@ -284,6 +284,7 @@ class WritePanel {
     p.append(this.ask, this.status, form, nav, this.cands, knobs, picks, this.size, this.cacheTitle, this.cache, this.sinkNote);
     this.prompt.value = ctx.params.prompt;
     this.askedStep = null;
+    this.status.textContent = "Getting the decoder ready (the very first time it unpacks its weights: up to half a minute)…";
   }
 
   at() {
@@ -374,6 +375,7 @@ class WritePanel {
   update(answer, stepId) {
     this.answer = answer;
     const ctx = this.ctx;
+    if (!this.live && this.status.textContent.startsWith("Getting")) this.status.textContent = "";
     if (document.activeElement !== this.prompt && !this.live) this.prompt.value = ctx.params.prompt;
     this.temp.value = ctx.params.temp;
     this.topk.value = ctx.params.topk;
@@ -381,6 +383,9 @@ class WritePanel {
     this.pickers(answer.info);
     this.drawAsk(stepId);
     this.drawSize(answer.info);
+    // the step about the cache's size brings its table up beside the words; the others keep it below the knobs
+    if (stepId === "size") this.ask.after(this.size);
+    else this.cacheTitle.before(this.size);
     if (!this.live) this.draw(answer, this.at());
   }
 
