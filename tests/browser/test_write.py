@@ -135,6 +135,14 @@ def test_chapters_10_and_11_fit_the_first_screen_and_a_phone(browser: Any, serve
             seen = _walk(w, query, chapter, FIRST_SCREEN)
             bad = {s: v for s, v in seen.items() if v["scrolled"] or v["explain"] or v["off"] or not v["figures"]}
             assert len(seen) >= 4 and not bad, f"{chapter}: not on the first screen at 1280×720: {bad}"
+        # the size step's program and table: 2 × 30 layers × 3 KV heads × 64 × bytes × tokens
+        w.page.goto(f"{server}/?chapter=writing&step=size")
+        w.page.wait_for_selector(READY.format(chapter="writing") + '[data-step="size"]', timeout=30_000)
+        ran = run_python(w.text("numpy-code"))
+        for tokens in (1024, 8192):
+            for name, size in (("float32", 4), ("float16", 2)):
+                shown = int(w.page.get_by_test_id(f"write-size-{tokens}-{size}").get_attribute("data-bytes") or 0)
+                assert shown == ran[f"{name} {tokens}"] == 2 * 30 * 3 * 64 * size * tokens
         # the GQA step's NumPy program reads the model file itself and agrees with the page
         w.page.goto(f"{server}/?chapter=today&step=gqa")
         w.page.wait_for_selector(READY.format(chapter="today") + '[data-step="gqa"]', timeout=30_000)

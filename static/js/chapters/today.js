@@ -104,7 +104,8 @@ const STEPS = [
     short: "sink",
     figure: "#chapter-stage, [data-testid=today-sink]",
     ask: { q: "Which token do most heads look at most?", options: ["the last one", "the first one", "the longest word"], answer: 1 },
-    text: (a) =>
+    text: (a, ctx) =>
+      ctx.withheld ? "The weights are hidden for now: think about your answer first." :
       `In layer ${a.layer}, head ${a.head}, the queries after the first put on average ${(100 * sinkMean(a.weights)).toFixed(1)}% of their ` +
       `attention on token 0, “${a.tokens[0]}”. Softmax has to hand out all of a query's attention, so when a head finds nothing ` +
       `useful to look at, it parks the rest on the first token, which every token can see: the attention sink.`,
@@ -132,7 +133,7 @@ export default {
     return new TodayView(ctx);
   },
 
-  numbers(a, stepId) {
+  numbers(a, stepId, ctx) {
     const per = (kv) => cacheBytes({ layers: a.info.layers, kvHeads: kv, d: a.info.d_k, bytes: 4, tokens: 1 });
     if (stepId === "gqa") {
       return [
@@ -140,11 +141,12 @@ export default {
         { label: "… if each of the 9 heads kept its own", value: per(a.info.heads).toLocaleString("en"), testid: "today-mha-bytes" },
       ];
     }
+    if (stepId === "sink" && ctx.withheld) return [];
     if (stepId === "sink") return [{ label: "mean weight on token 0", value: sinkMean(a.weights).toFixed(4), testid: "today-sink-mean" }];
     return [{ label: "score at distance 2", value: f4(pairScore(5, 3, 0, a.info.d_k)), testid: "today-score-2" }];
   },
 
-  code(a, stepId) {
+  code(a, stepId, ctx) {
     if (stepId === "gqa") {
       return [
         "import json",
@@ -157,6 +159,7 @@ export default {
         "                  'bytes_gqa': per_token(kv_heads), 'bytes_if_9': per_token(heads)}))",
       ].join("\n");
     }
+    if (stepId === "sink" && ctx.withheld) return "# The weights are hidden for now.";
     if (stepId === "sink") {
       return [
         "import json",
@@ -202,9 +205,10 @@ class TodayView {
   update(a, stepId) {
     const step = STEPS.find((s) => s.id === stepId);
     this.drawAsk(step);
-    this.table.replaceChildren(this[`${stepId}Table`](a));
+    const hidden = stepId === "sink" && this.ctx.withheld;
+    this.table.replaceChildren(hidden ? el("p", {}, "The weights are hidden for now.") : this[`${stepId}Table`](a));
     this.clear();
-    if (this.stage) {
+    if (this.stage && !hidden) {
       this[`${stepId}Scene`](a);
       this.stage.look([0, 2, 12], [0, 0, 0]);
       this.stage.reframe();

@@ -187,12 +187,15 @@ export default {
     if (stepId === "size") {
       return [
         "import json",
+        "import numpy as np",
         "",
-        `layers, kv_heads, d = ${i.layers}, ${i.kv_heads}, ${i.d_k}`,
-        "sizes = {}",
-        "for name, bytes_per_number in [('float32', 4), ('float16', 2)]:",
-        "    for tokens in (1024, 8192):",
-        "        sizes[f'{name} {tokens}'] = 2 * layers * kv_heads * d * bytes_per_number * tokens",
+        `layers, kv_heads, d = ${i.layers}, ${i.kv_heads}, ${i.d_k}  # SmolLM2-135M`,
+        "# one token's cache in one layer: a key and a value per KV head, as float32 numbers",
+        "k = np.zeros((kv_heads, d), dtype=np.float32)",
+        "v = np.zeros((kv_heads, d), dtype=np.float32)",
+        "per_token = layers * (k.nbytes + v.nbytes)  # = 2 * layers * kv_heads * d * 4",
+        "sizes = {f'float32 {n}': per_token * n for n in (1024, 8192)}",
+        "sizes.update({f'float16 {n}': per_token // 2 * n for n in (1024, 8192)})",
         "print(json.dumps(sizes))",
       ].join("\n");
     }
