@@ -229,6 +229,26 @@ def raise_open_files_limit() -> tuple[int, int]:
     return resource.getrlimit(resource.RLIMIT_NOFILE)
 
 
+def new_loop() -> asyncio.AbstractEventLoop:
+    """The server's event loop (uvloop when installed, as uvicorn picks), whose TLS handshakes must
+    finish within the header deadline: a client that opens TLS and never finishes its hello holds
+    no socket longer than a half-sent request does (asyncio's and uvloop's default is 60 s)."""
+    try:
+        import uvloop
+
+        base: type[asyncio.AbstractEventLoop] = uvloop.Loop
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings uvloop
+        base = asyncio.SelectorEventLoop
+
+    class GuardedLoop(base):  # type: ignore[valid-type,misc]
+        async def create_server(self, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("ssl") is not None:
+                kwargs.setdefault("ssl_handshake_timeout", setting("HEADER_TIMEOUT", limits.HEADER_TIMEOUT_SECONDS))
+            return await super().create_server(*args, **kwargs)
+
+    return GuardedLoop()
+
+
 def proxies() -> list[str]:
     """The reverse proxies' addresses ($ATTENTION_PROXY, comma-separated; none by default)."""
     return [p.strip() for p in os.environ.get("ATTENTION_PROXY", "").split(",") if p.strip()]
@@ -241,8 +261,11 @@ def uvicorn_options() -> dict[str, Any]:
         "proxy_headers": bool(proxies()),
         "forwarded_allow_ips": ",".join(proxies()) or "",
         "http": GuardedHttp,
+        "loop": "app.server:new_loop",
         "ws_max_size": limits.WS_MAX_MESSAGE_BYTES,
+        # 20 s, not uvicorn's 5: a page's next request then rarely races the close of its idle connection
         "timeout_keep_alive": setting("IDLE_TIMEOUT", limits.IDLE_TIMEOUT_SECONDS),
+        "timeout_worker_healthcheck": 30,  # --workers: 5 s killed workers still importing numpy on a busy machine
         # no per-message deflate: the classroom's messages are ~200 bytes, and compressing each copy
         # for every follower cost a quarter of the server's CPU per change (bench.rooms)
         "ws_per_message_deflate": False,

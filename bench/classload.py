@@ -31,6 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -73,14 +74,19 @@ async def checked(tally: Tally, response: httpx.Response) -> httpx.Response:
     return response
 
 
-async def get(client: httpx.AsyncClient, tally: Tally, url: str) -> httpx.Response:
-    """A GET, sent again once when the kept-alive connection it went out on turns out closed (the
-    server closes idle connections after a few seconds; a browser sends a GET again then too)."""
+async def send(client: httpx.AsyncClient, tally: Tally, method: str, url: str, **kw: Any) -> httpx.Response:
+    """A request, sent again once when the kept-alive connection it went out on turns out closed
+    before any answer (the server closes idle connections after a few seconds; Chromium sends the
+    request again on a new connection then too)."""
     try:
-        return await client.get(url)
+        return await client.request(method, url, **kw)
     except (httpx.RemoteProtocolError, httpx.ReadError):
         tally.resent += 1
-        return await client.get(url)
+        return await client.request(method, url, **kw)
+
+
+async def get(client: httpx.AsyncClient, tally: Tally, url: str) -> httpx.Response:
+    return await send(client, tally, "GET", url)
 
 
 async def page_load(client: httpx.AsyncClient, tally: Tally) -> None:
@@ -93,7 +99,7 @@ async def page_load(client: httpx.AsyncClient, tally: Tally) -> None:
 
 async def small(client: httpx.AsyncClient, tally: Tally, example: dict[str, object]) -> None:
     t0 = time.perf_counter()
-    await checked(tally, await client.post("/api/attention", json=example))
+    await checked(tally, await send(client, tally, "POST", "/api/attention", json=example))
     tally.small.append(time.perf_counter() - t0)
 
 
@@ -101,12 +107,11 @@ async def new_sentence(client: httpx.AsyncClient, tally: Tally, text: str) -> No
     view = {"sentence": text, "layer": 0, "head": 0}
     frame = {"accept": FRAME}
     t0 = time.perf_counter()
+    causal = {**view, "mask": "causal", "stages": ["masked", "weights", "output"]}
     answers = await asyncio.gather(
-        client.post("/api/attention", json={**view, "mask": "full"}, headers=frame),
-        client.post(
-            "/api/attention", json={**view, "mask": "causal", "stages": ["masked", "weights", "output"]}, headers=frame
-        ),
-        client.post("/api/overview", json={"sentence": text}),
+        send(client, tally, "POST", "/api/attention", json={**view, "mask": "full"}, headers=frame),
+        send(client, tally, "POST", "/api/attention", json=causal, headers=frame),
+        send(client, tally, "POST", "/api/overview", json={"sentence": text}),
     )
     refused: Refused | None = None
     for a in answers:
@@ -189,6 +194,7 @@ def main() -> None:
         for users in sizes:
             t = asyncio.run(a_class(base, users, SECONDS))
             s = t.sentences or [float("nan")]
+            t.small = t.small or [float("nan")]
             print(
                 f"{users:5} {statistics.median(s) * 1e3:10.0f} ms {percentile(s, 99) * 1e3:4.0f} ms "
                 f"{statistics.median(t.small) * 1e3:9.0f} ms {percentile(t.small, 99) * 1e3:4.0f} ms "

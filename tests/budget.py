@@ -1,7 +1,9 @@
-"""How many generated examples a property test runs.
+"""How much of the suite runs: `make test` (the default) or `make test-all` (ATTENTION_TEST_ALL=1).
 
-The default suite (`make test`) runs a share of them, enough to catch a regression in any one
-operation; `make test-all` (ATTENTION_TEST_ALL=1) runs the full number each test was written with.
+examples(): a property test runs a share of its generated examples by default, enough to catch a
+regression in any one operation, and the full number it was written with under test-all. Tests
+marked `@pytest.mark.full` (they repeat what other tests check) run under test-all only
+(tests/conftest.py skips them otherwise).
 """
 
 from __future__ import annotations

@@ -113,6 +113,7 @@ class Broker(ABC):
     def __init__(self) -> None:
         self.local: dict[str, set[Subscriber]] = {}
         self._count_flush: dict[str, asyncio.Task[None]] = {}
+        self._sweeper: asyncio.Task[None] | None = None
 
     # what each broker keeps
 
@@ -175,6 +176,28 @@ class Broker(ABC):
     async def close(self) -> None:
         for task in self._count_flush.values():
             task.cancel()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+
+    async def sweep(self) -> None:
+        """Tell this process's sockets of rooms that have expired (or gone) that they are closed."""
+        for code in list(self.local):
+            if await self.room_key(code) is None:
+                self.deliver(code, closed_message("this room expired"))
+
+    def _keep_sweeping(self) -> None:
+        """Sweep every half TTL (at most every SWEEP_EVERY seconds) from now on."""
+        if self._sweeper is None:
+
+            async def sweep_forever() -> None:
+                while True:
+                    await asyncio.sleep(min(SWEEP_EVERY, room_ttl() / 2))
+                    try:
+                        await self.sweep()
+                    except Exception:  # a store or Redis error must not end the sweeping
+                        log.exception("classroom: sweeping expired rooms failed")
+
+            self._sweeper = asyncio.get_running_loop().create_task(sweep_forever())
 
     # the sockets of this process
 
@@ -186,6 +209,7 @@ class Broker(ABC):
     async def join(self, code: str, sub: Subscriber) -> dict[str, str] | None:
         """Add a socket to the room; the error ({"type", "msg"}) when it may not join: the room has
         MAX_FOLLOWERS followers already, or its address has followers_per_address()."""
+        self._keep_sweeping()
         if not sub.presenter:
             if await self.followers(code) >= limits.MAX_FOLLOWERS:
                 return {"type": "room_full", "msg": f"this room is full ({limits.MAX_FOLLOWERS} followers)"}
@@ -276,7 +300,6 @@ class MemoryBroker(Broker):
         super().__init__()
         self.store = store
         self.rooms: dict[str, _Room] = {}
-        self._sweeper: asyncio.Task[None] | None = None
 
     def _live(self, code: str) -> _Room | None:
         """The room in memory, unless it has expired."""
@@ -292,24 +315,6 @@ class MemoryBroker(Broker):
             self.rooms.pop(code, None)
             await anyio.to_thread.run_sync(self.store.delete_room, code)
             self.deliver(code, closed_message("this room expired"))
-
-    def _keep_sweeping(self) -> None:
-        if self._sweeper is None:
-
-            async def sweep_forever() -> None:
-                while True:
-                    await asyncio.sleep(min(SWEEP_EVERY, room_ttl() / 2))
-                    try:
-                        await self.sweep()
-                    except Exception:  # pragma: no cover - a store error must not end the sweeping
-                        log.exception("classroom: sweeping expired rooms failed")
-
-            self._sweeper = asyncio.get_running_loop().create_task(sweep_forever())
-
-    async def close(self) -> None:
-        await super().close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
 
     async def _room(self, code: str) -> _Room | None:
         self._keep_sweeping()

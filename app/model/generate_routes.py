@@ -30,7 +30,7 @@ from app.model.generate import Done, Sampling, Written
 from app.model.loader import Model, ModelHandle
 from app.model.spec import ModelError
 from app.model.tokenizer import Encoded
-from app.transport import SLOTS, preferred
+from app.transport import SLOTS, in_slot, preferred
 
 router = APIRouter(prefix="/api", tags=["decoder"])
 
@@ -210,3 +210,53 @@ async def _lines(
             yield orjson.dumps(out) + b"\n"
     finally:
         steps.close()
+
+
+# ---- the chapter "Attention in today's models" -------------------------------------------------
+
+MAX_TODAY_TOKENS = 64
+
+
+class TodayRequest(BaseModel):
+    """A sentence for the decoder, and the layer and head whose rotary pairs and weights to show."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: ModelId | None = Field(None, description=f"A decoder's id (default {registry.DECODER_ID}).")
+    sentence: Annotated[str, StringConstraints(max_length=2000)] = Field(
+        description=f"Any text; ≤ 2,000 characters and ≤ {MAX_TODAY_TOKENS} tokens."
+    )
+    layer: int = Field(3, ge=0, description="0-based layer.")
+    head: int = Field(0, ge=0, description="0-based query head.")
+
+
+def _today(handle: ModelHandle, req: TodayRequest) -> bytes:
+    from app.http import json_bytes
+    from app.model.today import as_json, today
+
+    model = handle.model()
+    s = model.spec
+    if s.kind != "llama":
+        raise InputError("model", f"{s.name} is not a Llama-family decoder: use {registry.DECODER_ID!r}")
+    if req.layer >= s.layers:
+        raise InputError("layer", f"layer must be 0 … {s.layers - 1} ({s.name} has {s.layers} layers)")
+    if req.head >= s.heads:
+        raise InputError("head", f"head must be 0 … {s.heads - 1} ({s.name} has {s.heads} query heads)")
+    if not req.sentence.strip():
+        raise InputError("sentence", "sentence is empty: type at least one word")
+    enc = model.tokenizer.encode(req.sentence)
+    if not 2 <= len(enc) <= MAX_TODAY_TOKENS:
+        raise InputError("sentence", f"sentence is {len(enc)} tokens; this chapter takes 2 … {MAX_TODAY_TOKENS}")
+    return json_bytes({"model": s.name, **as_json(today(model, enc.ids, enc.tokens, req.layer, req.head))})
+
+
+@router.post(
+    "/decoder/today",
+    summary="RoPE, grouped-query heads and the attention sink of one sentence",
+    responses=error_docs(413, 415, 422, 503),
+    openapi_extra=body_doc(TodayRequest),
+)
+async def post_today(request: Request) -> Response:
+    req = await json_body(request, TodayRequest)
+    handle = registry.handle(req.model or registry.DECODER_ID, getattr(request.app.state, "model_dir", None))
+    return await in_slot("application/json", _today, handle, req)

@@ -63,3 +63,23 @@ def test_rooms_nobody_asks_for_are_swept(client: TestClient, clock: Clock) -> No
     client.post("/api/rooms", headers=auth(token))  # opening a room sweeps (as the sweeper does every minute)
     assert not set(codes) & set(memory.rooms)
     assert all(memory.store.load_room(c) is None for c in codes)
+
+
+def test_followers_of_an_expired_redis_room_are_told(
+    client: TestClient, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With Redis the room's keys expire in Redis itself (ATTENTION_ROOM_TTL=2 here): the sockets
+    this process holds are told within half a TTL, and the room answers 404."""
+    monkeypatch.setenv("ATTENTION_REDIS_URL", redis_url)
+    monkeypatch.setenv("ATTENTION_ROOM_TTL", "2")
+    room = client.post("/api/rooms", headers=auth(TOKEN)).json()
+    code = room["code"]
+    assert isinstance(classroom(client.app).broker, broker.RedisBroker)
+    with client.websocket_connect(f"/api/rooms/{code}/ws") as ws:
+        ws.receive_json()
+        while True:  # (the follower count comes first)
+            message = ws.receive_json()
+            if "closed" in message:
+                break
+        assert message == {"closed": "this room expired"}
+    assert client.get(f"/api/rooms/{code}").status_code == 404

@@ -190,6 +190,7 @@ def test_api_block_model_missing_is_503(tmp_path: Path) -> None:
     assert r.status_code == 503 and r.json()["detail"][0]["type"] == "model_unavailable"
 
 
+@pytest.mark.full  # the per-sentence tests above compare the same numbers; this one sums them up
 def test_worst_difference_from_transformers(minilm: ModelHandle, hf_minilm: Any) -> None:
     """The figure the README quotes: over the model tests' sentences and every layer, the largest
     difference of heads × W_O and of a layer's output from transformers (run with -s to print it)."""

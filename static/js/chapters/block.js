@@ -12,12 +12,26 @@ import { ANIMAL, matrixTable, picker, pySafetensors, scroller, sentenceBox, vec 
 
 const quote = (w) => `“${w}”`;
 const SHOW = 4; // first coordinates shown per vector
-const ROWS = 7; // tokens shown per table: a window around the chosen one
+const ROWS = 5; // tokens shown per table: a window around the chosen one (on the first screen)
 
 /** The names each step lights up, by the model's kind. */
 const POINTS = {
   bert: { input: ["input"], attention: ["attention"], add: ["residual"], norm: ["norm1"], ffn: ["ffn"], output: ["residual2", "output"] },
   gpt2: { input: ["input"], attention: ["ln_1", "attention"], add: ["residual"], norm: ["ln_2"], ffn: ["mlp"], output: ["output"] },
+};
+
+/** What the 3D diagram calls each point: words a student reads, not the model's variable names. */
+const READABLE = {
+  input: "input",
+  ln_1: "LayerNorm",
+  attention: "attention · W_O",
+  residual: "input + attention",
+  norm1: "LayerNorm",
+  ln_2: "LayerNorm",
+  ffn: "feed-forward",
+  mlp: "feed-forward",
+  residual2: "+ feed-forward",
+  output: "output",
 };
 
 function tokenOf(a, ctx) {
@@ -55,8 +69,8 @@ const STEPS = [
       const pre = a.kind === "gpt2" ? "GPT-2 first normalises its input (ln_1), then every head" : "Every head";
       return (
         `${pre} attends as in the chapter on heads; their outputs are concatenated and multiplied by W_O. ` +
-        `What comes out is not the new vector yet: it is a change to add. For ${quote(a.tokens[t])} that change has length ‖·‖ ` +
-        `${norm(a, "attention", t)}, next to ${norm(a, "input", t)} for the input.`
+        `What comes out is not the new vector yet: it is a change to add. For ${quote(a.tokens[t])} that change has length ` +
+        `${norm(a, "attention", t)} (its ‖·‖, as for every point), next to ${norm(a, "input", t)} for the input.`
       );
     },
   },
@@ -232,7 +246,7 @@ function mount(ctx) {
   const diagram = ctx.stage ? new BlockDiagram(ctx.stage) : null;
 
   function labels(a, order, norms, t) {
-    return Object.fromEntries(order.map((name) => [name, `${name}\n‖x‖ ${fixed3(norms[name][t])}`]));
+    return Object.fromEntries(order.map((name) => [name, `${READABLE[name] ?? name}\n‖x‖ ${fixed3(norms[name][t])}`]));
   }
 
   return {

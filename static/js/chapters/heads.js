@@ -93,9 +93,9 @@ const STEPS = [
       const j = argmax(m.weights[1][f]);
       return (
         `${m.model}, layer ${m.layer}: ${m.heads} heads of ${m.head_size} numbers each. Their z are concatenated into ` +
-        `${m.heads} × ${m.head_size} = ${c} numbers per token and multiplied by the model's own output projection ` +
-        `(${m.w_o_name}, ${c} × ${m.output[0].length}, plus its bias). The result is exactly what the model adds back ` +
-        `to its input at this point (the tests compare it with transformers' own attention output, within 1e-4). ` +
+        `${m.heads} × ${m.head_size} = ${c} numbers per token and multiplied by the model's own W_O ` +
+        `(${c} × ${m.output[0].length}, plus a bias). The result is exactly what the real model adds back ` +
+        `to its input at this point (checked against the model's original software to 4 decimal places). ` +
         `Each head looks elsewhere (the 3D view: one row per head, ${quote(m.tokens[f])}'s weights): head 2 gives ` +
         `${fixed3(m.weights[1][f][j])} to ${quote(m.tokens[j])}. Heads are numbered 1 to ${m.heads} here, as in the ` +
         `formula; the attention view's head menu counts from 0 and calls this one head 1.`
@@ -195,7 +195,7 @@ function mount(ctx) {
   const panel = ctx.panel;
   const controls = el("div", { className: "chapter-controls" });
   const body = el("div", { className: "heads-body", dataset: { testid: "heads-body" } });
-  panel.append(controls, body);
+  panel.append(body, controls); // what the step's text speaks of first, the controls after
   const grids = ctx.stage ? new HeadGrids(ctx.stage) : null;
 
   function drawControls(a, stepId) {
@@ -268,7 +268,7 @@ function mount(ctx) {
     }
     if (!grids) return;
     const zCols = Array.from({ length: h * dk }, (_, i) => String((i % dk) + 1));
-    const headGroups = Array.from({ length: h }, (_, i) => ({ title: `z of head ${i + 1}`, span: dk }));
+    const headGroups = Array.from({ length: h }, (_, i) => ({ title: `head ${i + 1}`, span: dk }));
     const concatGrid = { title: `${concatOf(h)}: ${ex.tokens.length} × ${h * dk}`, weights: a.mh.concat, signed: true, colNames: zCols, groups: headGroups };
     const dims = Array.from({ length: ex.w_o[0].length }, (_, i) => String(i + 1));
     if (stepId === "heads") {
@@ -314,7 +314,7 @@ function mount(ctx) {
       colNames: Array.from({ length: 8 }, (_, i) => String(i + 1)),
       testid: "heads-model-out",
     });
-    body.replaceChildren(scroller(heads), scroller(out));
+    body.replaceChildren(scroller(out), scroller(heads)); // the result first, then each head's part of it
     // one row per head: where the chosen token's attention goes in each (a 12 × n table, not 12 n × n ones)
     grids?.update(
       [{ title: `${quote(m.tokens[t])} in each head of layer ${m.layer}`, weights: m.weights.map((w) => w[t]), rowNames: m.weights.map((_, i) => `head ${i + 1}`), colNames: m.tokens }],

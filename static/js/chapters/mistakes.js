@@ -244,7 +244,7 @@ function mount(ctx) {
       grids?.update(
         [
           { title: "right", weights: r.weights },
-          { title: `mistake: ${NAMED[stepId]}`, weights: w.weights },
+          { title: "mistake", weights: w.weights }, // which one: the step's title says it
         ],
         r.tokens,
         { perRow: 2, focus: f },

@@ -58,7 +58,8 @@ const STEPS = [
     text: (a) => {
       const n = a.words.length;
       return (
-        `How much does ${quote(a.words[0])} still count in h_t? The server differentiates: ∂h_t/∂x_1 is a ` +
+        `How much does ${quote(a.words[0])} still count in h_t? Nudge the first word's x a tiny bit and ask how far h_t ` +
+        `can move. The server works that out exactly: ∂h_t/∂x_1 is a ` +
         `${a.d_h} × ${a.d_x} matrix, built by the chain rule through every tanh on the way, and its spectral norm ` +
         `(largest singular value) is the most a small change of the first word can move h_t. It is ` +
         `${sig(a.influence[0])} at h_1 and ${sig(a.influence[n - 1])} at h_${n}: ${ratio(a)} ` +
@@ -74,7 +75,7 @@ const STEPS = [
     text: (a) => {
       const n = a.words.length;
       return (
-        `Attention on the same ${n} words (q = x·W_Q, k = x·W_K, both seeded) needs no chain: ` +
+        `Attention on the same ${n} words (q = x·W_Q, k = x·W_K, with fixed random W_Q and W_K) needs no chain: ` +
         `${quote(a.words[n - 1])} compares its query with every key in one matrix product, so the first word is ` +
         `one link away, not ${n - 1}. It gives ${quote(a.words[0])} a weight of ${fixed3(a.last_to_first)}. ` +
         `That weight is a different kind of number from the fading one of the step before, so do not compare the two ` +

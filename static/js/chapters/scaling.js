@@ -41,7 +41,7 @@ const STEPS = [
       `${f3(a.max_unscaled)}, and an entropy (how spread out the row is, in nats: natural log) of ${f3(a.entropy_unscaled)}; ` +
       `an even row of ${a.keys} has ln ${a.keys} = ${f3(a.ln_keys)}, a one-hot row 0. Over ${a.queries} queries the largest weight averages ` +
       `${f3(a.mean_max_unscaled)}. As d_k grows the scores spread further apart, exp() magnifies the gaps, and nearly ` +
-      `all the weight lands on one key: the other keys get almost nothing, and almost no gradient to learn from.`,
+      `all the weight lands on one key: the other keys get almost nothing, and training gets almost no signal (gradient) to change them by.`,
   },
   {
     id: "scaled",

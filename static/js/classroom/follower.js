@@ -9,7 +9,7 @@
 import { el } from "../dom.js";
 import { applyViewState, onViewChange } from "../hub.js";
 import { QuizPanel } from "./quiz.js";
-import { keepFollowedRoom } from "./session.js";
+import { keepFollowedRoom, keepSeat, seatFor } from "./session.js";
 import { RoomSocket } from "./socket.js";
 import { withhold } from "./withhold.js";
 
@@ -46,7 +46,6 @@ export class Follower {
     this.applying = Promise.resolve();
     this.busy = 0; // views being applied now (their changes are not the student's)
     this.touched = 0; // when the student last tapped or typed in the page
-    this.seat = null; // the server's seat for this page's votes (kept across reconnects)
     document.body.classList.add("cr-follower");
     const status = el("span", { className: "cr-status", role: "status", dataset: { testid: "follow-status" } });
     const label = el("span", { className: "cr-room" }, `Room ${code}`);
@@ -114,7 +113,7 @@ export class Follower {
   }
 
   message(msg) {
-    if (typeof msg.seat === "string") this.seat = msg.seat;
+    if (typeof msg.seat === "string" && !seatFor(this.code)) keepSeat(this.code, msg.seat); // the first one stays
     if ("state" in msg && msg.state) {
       this.setScreen(msg.state.screen ?? null);
       this.latest = viewOf(msg.state);
@@ -166,8 +165,9 @@ export class Follower {
   }
 
   vote(choice, quizId) {
-    const vote = { quiz: quizId, choice, voter: this.quiz.voter };
-    if (this.seat) vote.seat = this.seat;
+    const vote = { quiz: quizId, choice };
+    const seat = seatFor(this.code);
+    if (seat) vote.seat = seat;
     return this.socket.send({ vote });
   }
 }

@@ -7,7 +7,6 @@
 // From "Ask the class" until the reveal every page withholds the weights (withhold.js).
 
 import { el } from "../dom.js";
-import { voterId } from "./session.js";
 import { withhold } from "./withhold.js";
 
 const quote = (w) => `“${w}”`;
@@ -27,7 +26,6 @@ export class QuizPanel {
   constructor({ mode, vote = null, reveal = null, end = null }) {
     this.mode = mode;
     this.voteFn = vote;
-    this.voter = voterId();
     this.quiz = null;
     this.choice = null;
     this.answered = 0;

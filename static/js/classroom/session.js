@@ -3,11 +3,12 @@
 //   teacher token      from the teacher link /?token=…, removed from the address bar at once
 //   presenter room     { code, key, join_url } of the room this tab drives
 //   follower room      the code this tab follows (a reload rejoins it)
-//   voter id           one random id per tab, so that a reconnected page keeps its single vote
+//   seat               the server's seat from this tab's first hello in a room: sent with a vote, so
+//                      that a page that reconnects or reloads keeps its single vote
 //   quiz answer        the answer of the question this tab asked (read before the weights are withheld)
 
 const store = window.sessionStorage;
-const KEYS = { token: "a3d.teacher", presenter: "a3d.presenter", room: "a3d.room", voter: "a3d.voter", answer: "a3d.answer" };
+const KEYS = { token: "a3d.teacher", presenter: "a3d.presenter", room: "a3d.room", seat: "a3d.seat", answer: "a3d.answer" };
 
 function read(key) {
   try {
@@ -73,16 +74,17 @@ export const keepPresenterRoom = (room) => write(KEYS.presenter, room ? JSON.str
 export const followedRoom = () => read(KEYS.room);
 export const keepFollowedRoom = (code) => write(KEYS.room, code);
 
-export function voterId() {
-  let id = read(KEYS.voter);
-  if (!id) {
-    const bytes = new Uint8Array(12);
-    crypto.getRandomValues(bytes);
-    id = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-    write(KEYS.voter, id);
+/** The seat this tab keeps for room `code` (the first one the server gave it there), or null. */
+export function seatFor(code) {
+  try {
+    const kept = JSON.parse(read(KEYS.seat) ?? "null");
+    return kept && kept.code === code ? kept.seat : null;
+  } catch {
+    return null;
   }
-  return id;
 }
+
+export const keepSeat = (code, seat) => write(KEYS.seat, JSON.stringify({ code, seat }));
 
 /** The presenter: the answer of the quiz it asked (its id and the word's index). */
 export const keepQuizAnswer = (id, answer) => write(KEYS.answer, JSON.stringify({ id, answer }));

@@ -160,8 +160,8 @@ export class HeadGrids {
       if (colNames && colNames.length === colX[g].length) {
         const step = this.pixels([gx, gz], [CELL, 0]);
         const longest = Math.max(...colNames.map((s) => String(s).length));
-        const slant = step < longest * 7 + 8; // too long to stand upright side by side: at a slant
-        const everyCol = Math.max(1, Math.ceil(15 / Math.max(1, step))); // slanted names at least 15 px apart
+        const slant = step < longest * 8 + 14; // too long to stand upright side by side: at a slant
+        const everyCol = Math.max(1, Math.ceil(18 / Math.max(1, step))); // slanted names at least 18 px apart
         if (step * everyCol >= 11) {
           colNames.forEach((name, c) => {
             if (c % everyCol !== 0) return;
@@ -174,10 +174,11 @@ export class HeadGrids {
       const rowNames = grid.rowNames ?? tokens;
       const firstOfLine = g % cols === 0 || (grid.rowNames && !between);
       const rowStep = this.pixels([gx, gz], [0, CELL]);
-      const everyRow = Math.max(1, Math.ceil(15 / Math.max(1, rowStep))); // a line of text is about 15 px high
+      const everyRow = Math.max(1, Math.ceil(20 / Math.max(1, rowStep))); // a label is about 18 px high
       if (rowNames && firstOfLine && rowNames.length === grid.weights.length) {
         rowNames.forEach((name, r) => {
-          if (r % everyRow !== 0 && r !== focus) return;
+          const from = focus !== null && !grid.noFocus ? focus : 0; // counted from the focused row, which is always named
+          if ((((r - from) % everyRow) + everyRow) % everyRow !== 0) return;
           const dx = 0.2 + 0.07 * String(name).length;
           const cls = `stage-label grid-word grid-row${r === focus && !grid.noFocus ? " focus" : ""}`;
           this.label(String(name), [gx - dx, 0.05, gz + (r + 0.5) * CELL], cls);

@@ -152,6 +152,7 @@ export class TokenProjection {
     const arrows = [];
     const spots = new LabelSpots(this.stage, 0.3);
     const names = [];
+    const narrow = this.stage.container.clientWidth < 520; // a phone: the chosen token's names only
     ["q", "k", "v"].forEach((kind, g) => {
       const o = this.origin(g);
       const rows = answer[kind];
@@ -165,14 +166,14 @@ export class TokenProjection {
         if (i !== token) c.lerp(WHITE, 0.55); // the chosen token in full colour
         const vec = new THREE.Vector3(r[0] * scale, r[1] * scale, r[2] * scale);
         arrows.push({ origin: o.clone(), vec, colour: c.getHex() });
-        names.push([o.clone().add(vec), i === token ? `${kind} ${answer.tokens[i]}` : answer.tokens[i], i === token]);
+        const own = narrow ? kind : `${kind} ${answer.tokens[i]}`; // a phone: the letter alone (the title names the set)
+        names.push([o.clone().add(vec), i === token ? own : answer.tokens[i], i === token]);
       });
     });
     this.many.set(arrows);
     this.many.tick(1);
     // the chosen token's labels first, so that they get the best places
     names.sort((a, b) => Number(b[2]) - Number(a[2]));
-    const narrow = this.stage.container.clientWidth < 520; // a phone: the chosen token's names only
     for (const [tip, text, chosen] of names) {
       if (narrow && !chosen) continue;
       const cls = `stage-label ca-kind${chosen ? "" : " ca-pale"}`;

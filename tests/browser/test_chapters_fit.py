@@ -1,0 +1,58 @@
+"""Every step of every lesson chapter (but the two attention ones), on a projector (1280×720) and a
+phone (390×844): no 3D label covers another, nothing is wider than the screen, and the explanation,
+the 3D view and the panel do not overlap; at 1280×720 the step's explanation and the first table or
+chart of its panel (the one its text reads) end inside the first screen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.browser.chapters import fits
+from tests.browser.conftest import watched_page
+
+pytestmark = pytest.mark.browser
+
+STEPS = {
+    "rnn": ["chain", "fade", "direct"],
+    "projections": ["x", "q", "k", "v", "all"],
+    "scaling": ["spread", "unscaled", "scaled"],
+    "positions": ["plain", "sinusoid", "model"],
+    "heads": ["heads", "concat", "wo", "model"],
+    "block": ["input", "attention", "add", "norm", "ffn", "output", "order"],
+    "mistakes": ["no-scale", "softmax-columns", "mask-after-softmax", "caveat"],
+}
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
+@pytest.mark.parametrize("chapter", list(STEPS))
+def test_no_label_covers_another(browser: Any, server: str, chapter: str, size: tuple[int, int]) -> None:
+    with watched_page(browser, server) as w:
+        w.page.set_viewport_size({"width": size[0], "height": size[1]})
+        for step in STEPS[chapter]:
+            w.page.goto(f"{server}/?chapter={chapter}&step={step}")
+            w.page.wait_for_selector(f'#app[data-ready="true"][data-step="{step}"]', timeout=60_000)
+            w.page.wait_for_selector("#chapter-text:not(:empty)", timeout=30_000)
+            w.page.wait_for_timeout(200)  # the labels are placed on the frame after the answer
+            fits(w)
+
+
+# the first table or chart of a step's panel: what its explanation reads its numbers from
+FIRST = "#chapter-panel table, #chapter-panel svg.ca-chart, #chapter-panel .caveat"
+
+
+@pytest.mark.parametrize("chapter", list(STEPS))
+def test_the_text_and_its_table_on_the_first_screen(browser: Any, server: str, chapter: str) -> None:
+    with watched_page(browser, server) as w:
+        w.page.set_viewport_size({"width": 1280, "height": 720})
+        for step in STEPS[chapter]:
+            w.page.goto(f"{server}/?chapter={chapter}&step={step}")
+            w.page.wait_for_selector(f'#app[data-ready="true"][data-step="{step}"]', timeout=60_000)
+            w.page.wait_for_selector("#chapter-text:not(:empty)", timeout=30_000)
+            text, table = w.page.evaluate(
+                """(sel) => [document.getElementById('chapter-text').getBoundingClientRect().bottom,
+                            document.querySelector(sel)?.getBoundingClientRect().bottom ?? 1e9]""",
+                FIRST,
+            )
+            assert text <= 720 and table <= 720, (chapter, step, text, table)
