@@ -421,7 +421,7 @@ def test_every_chapter_fits_the_projector_at_both_sizes(watched: Watched, classr
             w.page.set_viewport_size({"width": width, "height": height})
             w.page.wait_for_timeout(400)  # the panels refit, the 3D view reframes
             where = w.text("projector-where")
-            assert "of 9: " in where and " · " in where, where
+            assert "of 11: " in where and " · " in where, where
             if chapter in ("steps", "masks"):
                 assert where.endswith(" mask"), where
             cut = w.page.evaluate(CUT)
