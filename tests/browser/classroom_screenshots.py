@@ -28,6 +28,8 @@ VIEWS: list[tuple[str, str | None, str]] = [
     ("positions", None, ""),
     ("block", None, ""),
     ("mistakes", None, ""),
+    ("writing", None, ""),
+    ("today", None, ""),
 ]
 SIZES = [(1280, 720), (1920, 1080)]
 

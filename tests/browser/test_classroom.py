@@ -400,6 +400,8 @@ PROJECTOR_VIEWS = [
     "chapter=block",
     "chapter=mistakes",
 ]
+# (writing and today, the decoder's chapters, load a second model first: their team's tests)
+DRAWS_LATER: set[str] = set()
 
 
 def test_every_chapter_fits_the_projector_at_both_sizes(watched: Watched, classroom_server: str) -> None:
@@ -421,7 +423,7 @@ def test_every_chapter_fits_the_projector_at_both_sizes(watched: Watched, classr
             w.page.set_viewport_size({"width": width, "height": height})
             w.page.wait_for_timeout(400)  # the panels refit, the 3D view reframes
             where = w.text("projector-where")
-            assert "of 11: " in where and " · " in where, where
+            assert re.match(r"Chapter \d+ of \d+: ", where) and " · " in where, where
             if chapter in ("steps", "masks"):
                 assert where.endswith(" mask"), where
             cut = w.page.evaluate(CUT)
@@ -431,10 +433,10 @@ def test_every_chapter_fits_the_projector_at_both_sizes(watched: Watched, classr
             testid = w.page.evaluate(f"document.querySelector('#{canvas} canvas').dataset.testid")
             for _ in range(4):  # a view still flying to its frame gets a moment more
                 edge, inside = canvas_pixels(w, testid, EDGE_PIXELS)
-                if inside >= 500 and not edge:
+                if (inside >= 500 or chapter in DRAWS_LATER) and not edge:
                     break
                 w.page.wait_for_timeout(500)
-            if inside < 500 or edge:
+            if (inside < 500 and chapter not in DRAWS_LATER) or edge:
                 problems.append(
                     f"{query} at {width}×{height}: 3D content on the canvas's edge ({edge} px, {inside} inside)"
                 )
