@@ -310,8 +310,6 @@ FIRST_SCREEN_PENDING = {
     for c in ["projections", "scaling", "heads", "positions", "block", "mistakes"]
 }
 PHONE_PENDING = {"heads": "issue 18, the lesson team's: overlapping 3D labels on a phone"}
-    c: "issue 18, the lesson team's: overlapping 3D labels on a phone" for c in ["projections", "heads", "mistakes"]
-}
 
 
 def _walk(w: Watched, chapter: str, check: str) -> dict[str, Any]:
