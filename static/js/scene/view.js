@@ -89,7 +89,8 @@ export class SceneView {
     this.fitting = true;
     const half = lay.width / 2 + 1.3;
     const corners = [];
-    for (const x of [-half, half]) {
+    // the rows' planes (planes.js) reach 2.4 past the last token on the right, 1.2 on the left
+    for (const x of [-half, lay.width / 2 + 2.4]) {
       for (const y of [-0.9, 2.0]) for (const z of [lay.z.value - 0.3, lay.z.output + 0.4]) corners.push(new THREE.Vector3(x, y, z));
     }
     const target = new THREE.Vector3(0, 0.3, (lay.z.output + lay.z.value) / 2);
