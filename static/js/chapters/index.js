@@ -12,6 +12,8 @@ export const CHAPTERS = [
   { id: "positions", title: "Word order", load: () => import("./positions.js") },
   { id: "block", title: "The transformer block", load: () => import("./block.js") },
   { id: "mistakes", title: "Common mistakes", load: () => import("./mistakes.js") },
+  { id: "writing", title: "Writing one token at a time", load: () => import("./writing.js") },
+  { id: "today", title: "Attention in today's models", load: () => import("./today.js") },
 ];
 
 export const CHAPTER_IDS = CHAPTERS.map((c) => c.id);

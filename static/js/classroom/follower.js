@@ -7,7 +7,7 @@
 // panel lets them answer once; a closed room says so and stops.
 
 import { el } from "../dom.js";
-import { applyViewState, onViewChange } from "../hub.js";
+import { applyViewState, onViewChange } from "../pageview.js";
 import { QuizPanel } from "./quiz.js";
 import { keepFollowedRoom, keepSeat, seatFor } from "./session.js";
 import { RoomSocket } from "./socket.js";

@@ -1,12 +1,12 @@
 // The classroom: presenter view, following a room, the live quiz, saved lessons.
-// Its controls live in #classroom-bar; everything else reads and drives the page through hub.js.
+// Its controls live in #classroom-bar; everything else reads and drives the page through pageview.js.
 //
 //   /?token=T      the teacher link: the token is kept for this tab and leaves the address bar
 //   /?present=1    the projector view
 //   /?room=CODE    follow a room (students; the QR code opens this)
 
 import { isTextField } from "../keys.js";
-import { whenReady } from "../hub.js";
+import { whenReady } from "../pageview.js";
 import { Follower } from "./follower.js";
 import { Lessons } from "./lessons.js";
 import { Presenter } from "./presenter.js";

@@ -1,7 +1,7 @@
 // The presenter: the projector view (Present, ?present=1), the room the class follows, and the quiz.
 //
 // With the teacher token (from the teacher link) Present opens a room: the page PUTs its view
-// state on every change of the view (hub.onViewChange), shows the join address in large type, its
+// state on every change of the view (pageview.js onViewChange), shows the join address in large type, its
 // QR code (drawn by the server) and the number of followers (the panel folds away once students
 // have joined). B blanks the screen, H hides the numbers (predict first): both on every
 // follower's page too (the state's `screen`). PageDown / PageUp keep walking the lesson. A line
@@ -9,8 +9,7 @@
 // Room menu (roommenu.js): the quiz summary and its CSV, reset the room, close it.
 
 import { el } from "../dom.js";
-import * as hub from "../hub.js";
-import { applyViewState, currentView, onViewChange, viewState } from "../hub.js";
+import { applyViewState, currentView, onViewChange, reframe, viewState } from "../pageview.js";
 import { call } from "./api.js";
 import { fitPanels, PANELS } from "./fit.js";
 import { answerOf, QuizPanel } from "./quiz.js";
@@ -101,9 +100,7 @@ export class Presenter {
   /** The 3D views re-framed to their content (the projector's canvas has another shape). */
   reframe() {
     if (!this.presenting) return;
-    requestAnimationFrame(() => {
-      if (typeof hub.reframe === "function") hub.reframe();
-    });
+    requestAnimationFrame(() => reframe());
   }
 
   say(text) {

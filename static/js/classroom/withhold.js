@@ -7,12 +7,12 @@
 //                          withholds while any reason holds
 //   withheld()             true while any reason holds
 //
-// The page's store owns the flag itself (hub.withhold(reason) / hub.release(), when the page
-// provides them: derive() then leaves every weight-derived value out of the view, and
-// currentView().answer holds no weights); body.cr-withheld is the CSS's half (and the tests'
-// hook): it greys what is on screen at once, before the next render.
+// The page's store owns the flag itself (pageview.js withhold(reason) / release(): derive() then
+// leaves every weight-derived value out of the view, and currentView().answer holds no weights);
+// body.cr-withheld is the CSS's half (and the tests' hook): the arithmetic, the numbers panel and
+// the export bar leave the screen at once.
 
-import * as hub from "../hub.js";
+import { release, withhold as pageWithhold } from "../pageview.js";
 
 const reasons = new Set();
 const PAGE_REASON = { quiz: "quiz", numbers: "hidden", teacher: "hidden" }; // the page's names
@@ -23,13 +23,11 @@ export function withhold(reason, on) {
   else reasons.delete(reason);
   const now = [...reasons].sort().join(" ");
   document.body.classList.toggle("cr-withheld", reasons.size > 0);
-  // a page without the store's withholding: the CSS greys the table's numbers and the 3D labels
-  document.body.classList.toggle("cr-withheld-fallback", reasons.size > 0 && typeof hub.withhold !== "function");
   document.body.dataset.withheld = now;
   if (before === now) return;
   const first = reasons.has("quiz") ? "quiz" : [...reasons][0];
-  if (first && typeof hub.withhold === "function") hub.withhold(PAGE_REASON[first] ?? first);
-  else if (!first && typeof hub.release === "function") hub.release();
+  if (first) pageWithhold(PAGE_REASON[first] ?? first);
+  else release();
 }
 
 export const withheld = () => reasons.size > 0;

@@ -89,7 +89,7 @@ export class SceneView {
     this.fitting = true;
     const half = lay.width / 2 + 1.3;
     const corners = [];
-    for (const x of [-half, half]) {
+    for (const x of [-half, half + 1.2]) { // the planes reach 1.2 further right (planes.js: width + 3.6 centred at 0.6)
       for (const y of [-0.9, 2.0]) for (const z of [lay.z.value - 0.3, lay.z.output + 0.4]) corners.push(new THREE.Vector3(x, y, z));
     }
     const target = new THREE.Vector3(0, 0.3, (lay.z.output + lay.z.value) / 2);

@@ -1,0 +1,91 @@
+// The KV cache in 3D: one row of keys and one row of values per token the model has read (the
+// cache grows by one row per written token), and the newest token's query reaching back into
+// every key row, each line as strong as its attention weight. There is nothing after the newest
+// row to reach: the causal mask is the cache itself. Token 0's row is marked: the attention sink.
+
+import * as THREE from "three";
+
+const COLUMN = 6; // the whole cache is drawn this tall, however many rows it has
+const ROW = 0.3; // a row's height while few rows fit
+const K_X = -1.25;
+const V_X = 1.25;
+const WIDTH = 1.9;
+const Q_X = -3.6;
+const EMPTY = new THREE.Color(0xe4e2da);
+const KEY = new THREE.Color(0x2f6fd0);
+const VALUE = new THREE.Color(0x2e9b5f);
+const QUERY = 0xd9480f;
+
+export class CacheScene {
+  /** @param stage a Stage (static/js/scene/stage.js) */
+  constructor(stage) {
+    this.stage = stage;
+    this.group = new THREE.Group();
+    this.group.name = "kv-cache";
+    stage.root.add(this.group);
+    this.rows = 0;
+  }
+
+  /**
+   * Draw the cache for one written token.
+   * @param {{rows: number, weights: number[]|null, sink: boolean}} v rows = kv_len; weights = the
+   *   query's attention over the rows (null while withheld or before anything is written)
+   */
+  update({ rows, weights, sink }) {
+    this.clear();
+    this.rows = rows;
+    if (!rows) return;
+    const h = Math.min(ROW, COLUMN / rows);
+    const y = (i) => -i * h;
+    const geometry = new THREE.BoxGeometry(WIDTH, h * 0.82, 0.25);
+    const top = weights ? Math.max(...weights) : 1;
+    for (let i = 0; i < rows; i++) {
+      const w = weights ? weights[i] / top : 0;
+      for (const [x, colour] of [
+        [K_X, KEY],
+        [V_X, VALUE],
+      ]) {
+        const material = new THREE.MeshStandardMaterial({ color: EMPTY.clone().lerp(colour, 0.15 + 0.85 * w) });
+        const box = new THREE.Mesh(geometry, material);
+        box.position.set(x, y(i), 0);
+        box.userData = { row: i, kind: x === K_X ? "key" : "value" };
+        this.group.add(box);
+      }
+    }
+    const last = y(rows - 1);
+    if (weights) {
+      const q = new THREE.Mesh(new THREE.SphereGeometry(Math.max(0.12, h * 0.45), 16, 12), new THREE.MeshStandardMaterial({ color: QUERY }));
+      q.position.set(Q_X, last, 0);
+      this.group.add(q);
+      for (let i = 0; i < rows; i++) {
+        const line = new THREE.Line(
+          new THREE.BufferGeometry().setFromPoints([new THREE.Vector3(Q_X, last, 0), new THREE.Vector3(K_X - WIDTH / 2, y(i), 0)]),
+          new THREE.LineBasicMaterial({ color: QUERY, transparent: true, opacity: Math.min(1, 0.06 + weights[i] / top) }),
+        );
+        this.group.add(line);
+      }
+      this.group.add(this.stage.label("query", [Q_X - 0.9, last, 0], "stage-label wr-label-q"));
+    }
+    this.group.add(this.stage.label("keys", [K_X, 0.55, 0], "stage-label wr-label"));
+    this.group.add(this.stage.label("values", [V_X, 0.55, 0], "stage-label wr-label"));
+    if (sink && rows > 2) this.group.add(this.stage.label("sink", [Q_X + 0.6, 0, 0], "stage-label wr-label-sink"));
+    this.stage.look([0, -COLUMN / 2 + 0.5, 13], [0, Math.min(-COLUMN / 2, last / 2) + 0.3, 0]);
+    this.stage.reframe();
+  }
+
+  clear() {
+    this.group.traverse((o) => {
+      if (o === this.group) return;
+      o.geometry?.dispose();
+      if (o.material) for (const m of [].concat(o.material)) m.dispose();
+      if (o.element) o.element.remove();
+    });
+    this.group.clear();
+    this.stage.requestRender();
+  }
+
+  dispose() {
+    this.clear();
+    this.group.removeFromParent();
+  }
+}

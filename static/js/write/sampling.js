@@ -1,0 +1,69 @@
+// Write mode's pure parts: how the next token is chosen from the model's candidates, the KV
+// cache's size, the query heads grouped by the KV head they share, and reading an NDJSON stream.
+// No DOM, no three.js: the tests (and the chapters) call these directly.
+
+/**
+ * The chance of each candidate being drawn, among the ten the server sent, under temperature,
+ * top-k and top-p (the same rules the server applies to the whole vocabulary; here renormalised
+ * over these ten). temperature 0 = greedy: the likeliest candidate gets 1.
+ * @param {{logit: number, p: number}[]} cands sorted, likeliest first
+ * @returns {number[]} one chance per candidate, adding up to 1
+ */
+export function chances(cands, { temperature = 0, topK = 0, topP = 1 } = {}) {
+  const n = cands.length;
+  if (!n) return [];
+  if (!(temperature > 0)) return cands.map((_, i) => (i === 0 ? 1 : 0));
+  const keep = topK > 0 ? Math.min(topK, n) : n;
+  const top = Math.max(...cands.slice(0, keep).map((c) => c.logit));
+  const w = cands.map((c, i) => (i < keep ? Math.exp((c.logit - top) / temperature) : 0));
+  let sum = w.reduce((a, b) => a + b, 0);
+  let p = w.map((x) => x / sum);
+  if (topP < 1) {
+    // the smallest set of likeliest candidates whose chances add up to at least top-p
+    let acc = 0;
+    p = p.map((x) => {
+      if (acc >= topP) return 0;
+      acc += x;
+      return x;
+    });
+    sum = p.reduce((a, b) => a + b, 0);
+    p = p.map((x) => x / sum);
+  }
+  return p;
+}
+
+/** Bytes of the KV cache: 2 (k and v) × layers × KV heads × d × bytes per number × tokens. */
+export function cacheBytes({ layers, kvHeads, d, bytes, tokens }) {
+  return 2 * layers * kvHeads * d * bytes * tokens;
+}
+
+/** Query heads grouped by the KV head they read: [[0,1,2],[3,4,5],[6,7,8]] for 9 over 3. */
+export function headGroups(heads, kvHeads) {
+  const per = heads / kvHeads;
+  return Array.from({ length: kvHeads }, (_, g) => Array.from({ length: per }, (_, i) => g * per + i));
+}
+
+/** Read an NDJSON response body line by line: `onLine(object)` for each; resolves at the end. */
+export async function readLines(body, onLine) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let rest = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (value) rest += decoder.decode(value, { stream: true });
+    let nl = rest.indexOf("\n");
+    while (nl >= 0) {
+      const line = rest.slice(0, nl).trim();
+      rest = rest.slice(nl + 1);
+      if (line) onLine(JSON.parse(line));
+      nl = rest.indexOf("\n");
+    }
+    if (done) break;
+  }
+  if (rest.trim()) onLine(JSON.parse(rest));
+}
+
+/** A number of bytes for people: "47.2 MB". */
+export function megabytes(bytes) {
+  return `${(bytes / 1e6).toLocaleString("en", { maximumFractionDigits: 1 })} MB`;
+}

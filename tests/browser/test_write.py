@@ -1,0 +1,174 @@
+"""Write mode and chapters 10–11 (issue 21, the page's part) in real Chromium against a real server.
+
+One test writes 16 tokens greedily in the page and checks, for every written token, the ten
+candidates, the KV cache's rows and the new token's attention row against the API's own answer
+for the same request; the bars' chances follow the temperature knob (recomputed here from the
+API's logits). The others walk every step of chapters 10 and 11 at 1280×720 (words and figure on
+the first screen) and on a 390×844 phone (no overlapping labels, nothing wider than the screen),
+and run two of the NumPy panels' programs against the page's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Watched, watched_page
+from tests.browser.helpers import run_python
+from tests.browser.test_layout import FIRST_SCREEN, PHONE_CHECK
+
+pytestmark = pytest.mark.browser
+
+PROMPT = "The capital of France is"
+N = 16
+READY = '#app[data-ready="true"][data-chapter="{chapter}"]'
+
+# every written token as the page shows it: candidates (id, p, chance), cache rows and their weights
+SHOWN = """() => {
+  const panel = document.getElementById('chapter-panel');
+  const cands = [...panel.querySelectorAll('[data-testid^="write-cand-"]')].map((li) => ({
+    id: Number(li.dataset.id), p: Number(li.dataset.p), chance: Number(li.dataset.chance) }));
+  const rows = [...panel.querySelectorAll('[data-testid="write-cache"] li')];
+  return { at: Number(panel.dataset.at), kv: Number(panel.dataset.kvLen), cands,
+           rows: rows.map((li) => li.querySelector('.wr-row-tok').textContent),
+           weights: rows.map((li) => Number(li.dataset.w)) };
+}"""
+
+
+def _api(server: str) -> Any:
+    """The same request the page made, answered as one JSON object (Accept: application/json)."""
+    body = {
+        "model": "smollm2-135m",
+        "prompt": PROMPT,
+        "max_new_tokens": N,
+        "temperature": 0,
+        "seed": 7,
+        "layer": 5,
+        "head": 0,
+    }
+    req = urllib.request.Request(
+        server + "/api/generate",
+        json.dumps(body).encode(),
+        {"content-type": "application/json", "accept": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def _show(t: str) -> str:
+    return t.replace("\n", "↵").replace("\t", "⇥") or "∅"
+
+
+def test_writing_16_tokens_shows_the_apis_candidates_cache_rows_and_attention(browser: Any, server: str) -> None:
+    with watched_page(browser, server) as w:
+        w.page.goto(f"{server}/?chapter=writing")
+        # a fresh server unpacks the decoder's weights at its first use (once per test session)
+        w.page.wait_for_selector(READY.format(chapter="writing"), timeout=180_000)
+        w.page.get_by_test_id("write-count").fill(str(N))
+        w.page.get_by_test_id("write-go").click()
+        w.page.wait_for_selector(f'#chapter-panel[data-written="{N}"][data-writing="false"]', timeout=120_000)
+        w.page.wait_for_selector(READY.format(chapter="writing"))
+        api = _api(server)
+        assert api["written"] == N and len(api["tokens"]) == N
+        ids = [
+            int(b)
+            for b in w.page.eval_on_selector_all('[data-testid^="write-token-"]', "(bs) => bs.map((b) => b.dataset.id)")
+        ]
+        assert ids == [t["id"] for t in api["tokens"]]
+        for i, t in enumerate(api["tokens"]):
+            w.page.get_by_test_id(f"write-token-{i}").click()
+            w.page.wait_for_selector(f'#chapter-panel[data-at="{i}"]')
+            shown = w.page.evaluate(SHOWN)
+            assert [c["id"] for c in shown["cands"]] == [c["id"] for c in t["candidates"]], i
+            assert all(
+                math.isclose(a["p"], c["p"], abs_tol=1e-6) for a, c in zip(shown["cands"], t["candidates"], strict=True)
+            )
+            assert [c["chance"] for c in shown["cands"]] == [1] + [0] * 9  # greedy: the likeliest
+            assert shown["kv"] == t["kv_len"] == len(api["prompt_tokens"]) + i
+            cache = [*api["prompt_tokens"], *(x["token"] for x in api["tokens"][:i])]
+            assert shown["rows"] == [_show(x) for x in cache]
+            assert all(math.isclose(a, b, abs_tol=1e-6) for a, b in zip(shown["weights"], t["attention"], strict=True))
+        # the temperature knob redraws the chances: softmax of the ten logits at T = 1
+        w.page.get_by_test_id("write-temp").fill("1")
+        logits = [c["logit"] for c in api["tokens"][-1]["candidates"]]
+        top = max(logits)
+        e = [math.exp(x - top) for x in logits]
+        want = [x / sum(e) for x in e]
+        got = [c["chance"] for c in w.page.evaluate(SHOWN)["cands"]]
+        assert all(math.isclose(a, b, abs_tol=1e-9) for a, b in zip(got, want, strict=True)), (got, want)
+        # the NumPy panel's program computes the same chances
+        w.page.get_by_test_id("write-temp").dispatch_event("change")
+        w.page.wait_for_selector('#app[data-ready="true"]')
+        w.page.locator('#step-list button[data-step="candidates"]').click()
+        w.page.wait_for_selector('#app[data-ready="true"][data-step="candidates"]')
+        ran = run_python(w.text("numpy-code"))
+        assert all(math.isclose(a, b, abs_tol=1e-5) for a, b in zip(ran, want, strict=True))
+        # the 3D view draws the cache: one key row and one value row per cached token
+        boxes = w.page.evaluate("document.querySelectorAll('#chapter-stage .wr-label').length")
+        assert boxes == 2  # 'keys' and 'values'
+
+
+def _walk(w: Watched, query: str, chapter: str, check: str) -> dict[str, Any]:
+    w.page.goto(f"{w.base}/?chapter={chapter}{query}")
+    w.page.wait_for_selector(READY.format(chapter=chapter), timeout=60_000)
+    steps = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
+    seen: dict[str, Any] = {}
+    for step in steps:
+        w.page.locator(f'#step-list button[data-step="{step}"]').click()
+        w.page.wait_for_selector(f'#app[data-ready="true"][data-step="{step}"]', timeout=30_000)
+        w.page.wait_for_timeout(150)
+        seen[step] = w.page.evaluate(check)
+    return seen
+
+
+WALKS = [("writing", f"&n={N}&at=3"), ("today", "")]
+
+
+def test_chapters_10_and_11_fit_the_first_screen_and_a_phone(browser: Any, server: str) -> None:
+    with watched_page(browser, server) as w:
+        w.page.set_viewport_size({"width": 1280, "height": 720})
+        for chapter, query in WALKS:
+            seen = _walk(w, query, chapter, FIRST_SCREEN)
+            bad = {s: v for s, v in seen.items() if v["scrolled"] or v["explain"] or v["off"] or not v["figures"]}
+            assert len(seen) >= 4 and not bad, f"{chapter}: not on the first screen at 1280×720: {bad}"
+        # the size step's program and table: 2 × 30 layers × 3 KV heads × 64 × bytes × tokens
+        w.page.goto(f"{server}/?chapter=writing&step=size")
+        w.page.wait_for_selector(READY.format(chapter="writing") + '[data-step="size"]', timeout=30_000)
+        ran = run_python(w.text("numpy-code"))
+        for tokens in (1024, 8192):
+            for name, size in (("float32", 4), ("float16", 2)):
+                shown = int(w.page.get_by_test_id(f"write-size-{tokens}-{size}").get_attribute("data-bytes") or 0)
+                assert shown == ran[f"{name} {tokens}"] == 2 * 30 * 3 * 64 * size * tokens
+        # the GQA step's NumPy program reads the model file itself and agrees with the page
+        w.page.goto(f"{server}/?chapter=today&step=gqa")
+        w.page.wait_for_selector(READY.format(chapter="today") + '[data-step="gqa"]', timeout=30_000)
+        ran = run_python(w.text("numpy-code"))
+        assert ran["heads"] == 9 and ran["kv_heads"] == 3 and ran["group"] == 3
+        assert ran["bytes_gqa"] == int(w.text("today-gqa-bytes").replace(",", "")) == 2 * 30 * 3 * 64 * 4
+        assert int(w.text("today-mha-bytes").replace(",", "")) == 3 * ran["bytes_gqa"] == ran["bytes_if_9"]
+        # the distance step: the model's own q·k, moved together, does not change (RoPE); the pair's scores do
+        w.page.locator('#step-list button[data-step="distance"]').click()
+        w.page.wait_for_selector('#app[data-ready="true"][data-step="distance"]')
+        assert w.number("today-shift-spread") < 1e-3
+        ran = run_python(w.text("numpy-code"))
+        assert ran["2,0"] == ran["5,3"] == ran["9,7"] != ran["5,0"]
+        assert f"{ran['5,3']:.4f}" == w.text("today-score-2").replace("\u2212", "-")
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, reduced_motion="reduce", has_touch=True, is_mobile=True
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        phone = Watched(page=page, base=server)
+        for chapter, query in WALKS:
+            seen = _walk(phone, query, chapter, PHONE_CHECK)
+            bad = {s: v for s, v in seen.items() if v["overlaps"] or v["cut"] or v["width"] > 390}
+            assert not bad, f"{chapter} at 390×844: {bad}"
+    finally:
+        context.close()
+    assert not errors, errors
