@@ -115,6 +115,9 @@ def spawned(rng: random.Random, rounds: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--one-thread", action="store_true", help="only the one-thread rows (a busy machine: torch's pool spins)"
+    )
     args = parser.parse_args()
 
     import numpy as np
@@ -193,6 +196,8 @@ def main() -> None:
         "theirs_gen1": ("  one thread each: transformers generate", one_thread(theirs_generate), None, None),
         "ours_gen1": ("  one thread each: POST /api/generate", one_thread(ours_generate), "theirs_gen1", 1.2),
     }
+    if args.one_thread:
+        rows = {key: row for key, row in rows.items() if key.endswith("1")}
     measured = interleaved({key: fn for key, (_, fn, _, _) in rows.items()}, rounds=args.rounds, warmup=1)
 
     def verdict(value: float, goal: float | None) -> str:

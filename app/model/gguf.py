@@ -202,6 +202,18 @@ def cached_dir(path: Path) -> Path:
     return _cache_root() / f"{path.stem}-{key}"
 
 
+def converted(path: Path) -> bool:
+    """Whether the GGUF file `path` has its converted folder already (folder() is then quick)."""
+    return path.is_file() and (cached_dir(path) / "model.safetensors").is_file()
+
+
+def header_config(path: Path) -> dict[str, Any]:
+    """The file's facts (config()) from its header alone: a second or two, no tensor dequantized."""
+    if not path.is_file():
+        raise ModelError(f"GGUF file {path} does not exist")
+    return config(_reader(path), path)
+
+
 def folder(path: Path) -> Path:
     """The Hugging Face folder of a GGUF file: made now (a few seconds) unless made before."""
     if not path.is_file():

@@ -13,15 +13,18 @@ only their configs (the decoder's first listing converts its GGUF file once, a f
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.errors import InputError
+from app.model import gguf, llama_config
 from app.model.loader import ModelHandle, handle_for
-from app.model.spec import DEFAULT_NAME, ModelError
+from app.model.spec import DEFAULT_NAME, ModelError, ModelSpec
 
 DEFAULT_ID = "all-minilm-l6-v2"
 DECODER_ID = "smollm2-135m"
@@ -84,11 +87,33 @@ def handle(model_id: str | None, default_dir: str | Path | None) -> ModelHandle:
     return handle_for(entry(model_id, default_dir).path)
 
 
+_converting: set[Path] = set()
+_converting_lock = threading.Lock()
+
+
+def _quick_spec(e: Entry, h: ModelHandle) -> ModelSpec:
+    """The spec without waiting for a GGUF file's conversion (tens of seconds on a busy machine): its
+    header's facts, the conversion started in the background (the first sentence then finds it done
+    or waits for the rest of it)."""
+    if e.path is None or e.path.suffix.lower() != ".gguf" or gguf.converted(e.path):
+        return h.spec()
+    with _converting_lock:
+        if e.path not in _converting:
+            _converting.add(e.path)
+            threading.Thread(target=_convert_quietly, args=(h,), daemon=True, name="gguf-convert").start()
+    return ModelSpec(e.path.stem, e.path, **llama_config.fields(e.path.stem, gguf.header_config(e.path)))
+
+
+def _convert_quietly(h: ModelHandle) -> None:
+    with contextlib.suppress(ModelError):  # the request that needs the model reports it (503)
+        h.spec()
+
+
 def describe(e: Entry) -> dict[str, Any]:
-    """One model of GET /api/models (reads its config; a GGUF file is converted the first time)."""
+    """One model of GET /api/models (reads its config; a GGUF file not converted yet: its header)."""
     h = handle_for(e.path)
     try:
-        s = h.spec()
+        s = _quick_spec(e, h)
     except ModelError as err:
         return {"id": e.id, "name": e.name, "default": e.default, "available": False, "error": str(err)}
     return {

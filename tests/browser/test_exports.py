@@ -272,6 +272,11 @@ def test_standalone_html_of_a_long_sentence_draws_its_window(watched: Watched, b
     one of those tokens labelled inside its 3D view, none outside it."""
     w = watched
     sentence = " ".join(["word"] * 62)  # 64 tokens with [CLS] and [SEP]
+    body = json.dumps({"sentence": sentence, "mask": "full"}).encode()  # loads the model before the page asks
+    with urllib.request.urlopen(
+        urllib.request.Request(w.base + "/api/attention", body, {"content-type": "application/json"}), timeout=300
+    ) as r:
+        assert len(json.load(r)["tokens"]) == 64
     w.goto(f"?sentence={quote(sentence)}&step=softmax&focus=40")
     w.wait_ready(mode="sentence", focus=40)
     path = _download(w, "HTML", tmp_path)

@@ -149,6 +149,14 @@ def test_chapters_10_and_11_fit_the_first_screen_and_a_phone(browser: Any, serve
         ran = run_python(w.text("numpy-code"))
         assert ran["heads"] == 9 and ran["kv_heads"] == 3 and ran["group"] == 3
         assert ran["bytes_gqa"] == int(w.text("today-gqa-bytes").replace(",", "")) == 2 * 30 * 3 * 64 * 4
+        assert int(w.text("today-mha-bytes").replace(",", "")) == 3 * ran["bytes_gqa"] == ran["bytes_if_9"]
+        # the distance step: the model's own q·k, moved together, does not change (RoPE); the pair's scores do
+        w.page.locator('#step-list button[data-step="distance"]').click()
+        w.page.wait_for_selector('#app[data-ready="true"][data-step="distance"]')
+        assert w.number("today-shift-spread") < 1e-3
+        ran = run_python(w.text("numpy-code"))
+        assert ran["2,0"] == ran["5,3"] == ran["9,7"] != ran["5,0"]
+        assert f"{ran['5,3']:.4f}" == w.text("today-score-2").replace("\u2212", "-")
     context = browser.new_context(
         viewport={"width": 390, "height": 844}, reduced_motion="reduce", has_touch=True, is_mobile=True
     )

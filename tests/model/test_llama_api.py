@@ -211,3 +211,17 @@ def test_sentence_routes_refuse_what_the_model_cannot_do(
     assert r.status_code == 422, r.text
     detail = r.json()["detail"][0]
     assert words in detail["msg"] and detail["loc"][-1] in ("model", "mask"), detail
+
+
+def test_todays_numbers(app_client: TestClient) -> None:
+    body = {"sentence": "The cat ate its fish because it was hungry.", "layer": 3, "head": 4}
+    a = app_client.post("/api/decoder/today", json=body).json()
+    assert a["groups"] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]] and a["kv_head"] == 1
+    assert 0.6 < a["sink"] < 0.7 and len(a["sink_by_layer"]) == 30  # the issue measured 0.66
+    assert max(a["shift_scores"]) - min(a["shift_scores"]) < 1e-9  # RoPE: only the distance counts
+    assert max(a["distance_scores"]) - min(a["distance_scores"]) > 0.5
+    assert a["cache_bytes_per_token"] * 3 == a["cache_bytes_per_token_mha"] == 138240
+    w = np.array(a["weights"])
+    assert np.allclose(w.sum(axis=1), 1) and np.allclose(np.triu(w, 1), 0)
+    r = app_client.post("/api/decoder/today", json={**body, "head": 9})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "head"]

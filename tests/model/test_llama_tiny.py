@@ -112,3 +112,28 @@ def test_cli_accepts_a_gguf_file_and_refuses_other_architectures(
     with pytest.raises(ModelError, match="cannot be read as GGUF"):
         (tmp_path / "junk.gguf").write_bytes(b"not a gguf file")
         read_spec(tmp_path / "junk.gguf")
+
+
+def test_listing_a_gguf_model_does_not_wait_for_its_conversion(
+    tiny_llamas: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+    import shutil
+    import time
+
+    from app.model import gguf, registry
+
+    monkeypatch.setenv(gguf.CACHE_ENV, str(tmp_path / "cache"))
+    path = Path(shutil.copy(tiny_llamas["gqa.gguf"], tmp_path / "listed.gguf"))
+    assert not gguf.converted(path)
+    listed = registry.describe(registry.Entry("listed", "listed", path, False))
+    assert (listed["architecture"], listed["layers"], listed["heads"], listed["kv_heads"], listed["d_k"]) == (
+        "llama", 2, 4, 2, 16,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not gguf.converted(path) and time.monotonic() < deadline:  # converted in the background
+        time.sleep(0.05)
+    assert gguf.converted(path)
+    header = registry._quick_spec(registry.Entry("listed", "listed", path, False), handle_for(path))
+    full = handle_for(path).spec()
+    assert dataclasses.replace(header, path=full.path, name=full.name) == full  # the header says what the folder says

@@ -319,6 +319,7 @@ export default {
   title: "The transformer block",
   summary: "One layer of the real model, point by point: attention, add, LayerNorm, feed-forward, add, LayerNorm.",
   params: { sentence: ANIMAL, layer: "3", tok: "" },
+  figure: "#chapter-stage, [data-testid=block-flow], #chapter-panel .block-body > :first-child table", // the step's points and its table
   steps: STEPS,
   async load(ctx) {
     return ctx.post("/api/block", { sentence: ctx.params.sentence, layer: Number(ctx.params.layer) || 0 });

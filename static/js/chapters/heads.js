@@ -33,6 +33,7 @@ function modelFocus(answer, ctx) {
 const STEPS = [
   {
     id: "heads",
+    figure: "#chapter-stage, [data-testid=head-weights-0]",
     title: "Each head asks its own question",
     short: "heads",
     text: (a, ctx) => {
@@ -53,6 +54,7 @@ const STEPS = [
   },
   {
     id: "concat",
+    figure: "#chapter-stage, [data-testid=heads-concat-table]",
     title: "Concat: the heads' z side by side",
     short: "concat",
     text: (a, ctx) => {
@@ -68,6 +70,7 @@ const STEPS = [
   },
   {
     id: "wo",
+    figure: "#chapter-stage, [data-testid=heads-formula], [data-testid=heads-concat-table]",
     title: "× W_O: the heads mixed back into one vector",
     short: "× W_O",
     text: (a, ctx) => {
@@ -83,6 +86,7 @@ const STEPS = [
   },
   {
     id: "model",
+    figure: "#chapter-stage, [data-testid=heads-model-out]",
     title: "A real model: all its heads, then its own W_O",
     short: "real model",
     text: (a, ctx) => {

@@ -41,6 +41,7 @@ function focusOf(a, ctx) {
 const STEPS = [
   {
     id: "no-scale",
+    figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
     title: "Forgetting ÷√d_k",
     short: "no ÷√d_k",
     text: (a, ctx) => {
@@ -58,6 +59,7 @@ const STEPS = [
   },
   {
     id: "softmax-columns",
+    figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
     title: "Softmax over the wrong axis",
     short: "wrong axis",
     text: (a, ctx) => {
@@ -74,6 +76,7 @@ const STEPS = [
   },
   {
     id: "mask-after-softmax",
+    figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
     title: "Masking after softmax",
     short: "mask late",
     text: (a, ctx) => {
@@ -96,6 +99,7 @@ const STEPS = [
   },
   {
     id: "caveat",
+    figure: "#chapter-stage, [data-testid=mistakes-caveat]",
     title: "What attention weights do not tell you",
     short: "caveat",
     text: () =>

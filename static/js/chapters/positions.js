@@ -165,7 +165,7 @@ function pair(a, stepId) {
   }
   const gap = stepId === "model" ? a.model?.gap : stepId === "sinusoid" ? a.encoded_gap : a.plain_gap;
   const p = el("p", { className: `ca-proof${gap === 0 ? " ca-zero" : ""}`, dataset: { testid: "pos-proof" } }, proof);
-  const parts = [pairBox, p];
+  const parts = [p, pairBox]; // the proof line first: it is what the step claims
   if (stepId === "sinusoid") {
     parts.push(heatTable(a.pe.map((r) => r.map((v) => (v + 1) / 2)), { rowNames: a.pe.map((_, i) => `pos ${i}`), colNames: a.pe[0].map((_, j) => String(j)), caption: "PE(pos, i), shaded (−1 light … 1 dark)", testid: "pos-pe" }));
     // the shaded table shows (PE + 1) / 2; its text must be PE itself
@@ -180,6 +180,8 @@ export default {
   title: "Word order",
   summary: "Without positions, reordered words get the same weights, moved; sinusoids or learned positions change them.",
   params: { words: DEFAULT_WORDS, order: DEFAULT_ORDER, layer: "0", head: "2" },
+  // the proof line and the first order's table (the real model's 7 × 7 tables stack; the 3D view sets them side by side)
+  figure: "#chapter-stage, [data-testid=pos-proof], #chapter-panel .ca-pair > :first-child table",
   steps: STEPS,
 
   async load(ctx) {

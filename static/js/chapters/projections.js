@@ -32,6 +32,7 @@ const norm = (r) => Math.sqrt(r.reduce((s, v) => s + v * v, 0));
 function projectionStep(kind) {
   return {
     id: kind,
+    figure: `#chapter-stage, #chapter-panel .ca-out > :nth-child(-n + 2)`, // x and its product (the 8 × 8 matrix after)
     title: `${kind} = x · ${NAMES[kind]}`,
     short: kind,
     text: (a, ctx) => {
@@ -54,6 +55,7 @@ function projectionStep(kind) {
 const STEPS = [
   {
     id: "x",
+    figure: "#chapter-stage, [data-testid=proj-x]",
     title: "Each token starts as a vector x",
     short: "x",
     text: (a, ctx) => {
@@ -72,6 +74,7 @@ const STEPS = [
   projectionStep("v"),
   {
     id: "all",
+    figure: "#chapter-stage, [data-testid=proj-q-all]", // Q; K and V follow below
     title: "Every token at once: Q = X · W_Q",
     short: "all",
     text: (a) =>

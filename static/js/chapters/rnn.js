@@ -130,6 +130,7 @@ export default {
   title: "Why not an RNN",
   summary: "A recurrent network reads one word at a time and the first word fades; attention links every word in one step.",
   params: { words: DEFAULT_WORDS },
+  figure: "#chapter-stage, [data-testid=rnn-table]", // what every step's text reads: the view and the table
   steps: STEPS,
 
   async load(ctx) {

@@ -22,6 +22,7 @@ const keysNamed = (a) => Array.from({ length: a.keys }, (_, j) => `k${j + 1}`);
 const STEPS = [
   {
     id: "spread",
+    figure: "#chapter-stage, [data-testid=scaling-chart], #chapter-panel .ca-legend",
     title: "q·k spreads like √d_k",
     short: "spread",
     text: (a) =>
@@ -34,6 +35,7 @@ const STEPS = [
   },
   {
     id: "unscaled",
+    figure: "#chapter-stage, [data-testid=scaling-row]", // the chart of every d_k follows
     title: "Without the division, softmax turns one-hot",
     short: "unscaled",
     text: (a) =>
@@ -45,6 +47,7 @@ const STEPS = [
   },
   {
     id: "scaled",
+    figure: "#chapter-stage, [data-testid=scaling-row]",
     title: "With ÷√d_k it stays soft",
     short: "scaled",
     text: (a) =>
@@ -112,8 +115,8 @@ function rowTable(a) {
   const body = el("tbody");
   for (const [name, row, id] of [
     ["q·k", a.scores, "score"],
-    ["softmax(q·k)", a.unscaled, "unscaled"],
-    ["softmax(q·k / √d_k)", a.scaled, "scaled"],
+    ["softmax", a.unscaled, "unscaled"],
+    ["softmax ÷√d_k", a.scaled, "scaled"],
   ]) {
     const tr = el("tr");
     tr.append(el("th", { scope: "row" }, name));

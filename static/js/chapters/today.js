@@ -2,7 +2,7 @@
 // (even, odd) pair of q's and k's numbers by an angle that grows with the position, so q·k depends
 // only on how far apart two tokens are; grouped-query attention (GQA) lets 9 query heads share 3
 // KV heads (a third of the cache); the attention sink on token 0. The rotations and cache sizes are
-// computed exactly here; the sink's weights come from the server (POST /api/attention).
+// computed exactly here; the model's own numbers come from the server (POST /api/decoder/today).
 
 import * as THREE from "three";
 import { el } from "../dom.js";
@@ -72,13 +72,14 @@ const STEPS = [
     id: "distance",
     title: "Why the score depends on the distance",
     short: "distance",
-    figure: "[data-testid=today-distance]",
+    figure: "[data-testid=today-distance], [data-testid=today-model-distance]",
     ask: { q: "q at position 5 and k at 3, or q at 9 and k at 7: are the scores the same?", options: ["yes", "no"], answer: 0 },
-    text: () =>
+    text: (a) =>
       `Turning q by angle A and k by angle B changes their dot product only through A − B: turning both by the same extra ` +
       `angle keeps the angle between them. So q at position m and k at position n score by m − n, how far apart they are, ` +
       `not where they sit. The table turns one pair q = (${Q}) and k = (${K}): distance 2 gives the same score at positions ` +
-      `(2, 0), (5, 3) and (9, 7); distance 5 gives another.`,
+      `(2, 0), (5, 3) and (9, 7); distance 5 gives another. The real model agrees: below, a query and a key of layer ` +
+      `${a.layer}, head ${a.head}, moved together, always score the same; put further apart, their score changes.`,
   },
   {
     id: "gqa",
@@ -108,7 +109,8 @@ const STEPS = [
       ctx.withheld ? "The weights are hidden for now: think about your answer first." :
       `In layer ${a.layer}, head ${a.head}, the queries after the first put on average ${(100 * sinkMean(a.weights)).toFixed(1)}% of their ` +
       `attention on token 0, “${a.tokens[0]}”. Softmax has to hand out all of a query's attention, so when a head finds nothing ` +
-      `useful to look at, it parks the rest on the first token, which every token can see: the attention sink.`,
+      `useful to look at, it parks the rest on the first token, which every token can see: the attention sink. Over all ` +
+      `${a.info.layers} layers and ${a.info.heads} heads the average is ${(100 * a.sink).toFixed(1)}%.`,
   },
 ];
 
@@ -125,8 +127,8 @@ export default {
     const info = all.models.find((m) => m.id === DECODER);
     const layer = Number(ctx.params.layer) || 0;
     const head = Number(ctx.params.head) || 0;
-    const att = await ctx.post("/api/attention", { model: DECODER, sentence: ctx.params.sentence, layer, head });
-    return { info, layer: att.layer, head: att.head, tokens: att.tokens, weights: att.weights };
+    const t = await ctx.post("/api/decoder/today", { sentence: ctx.params.sentence, layer, head });
+    return { ...t, info };
   },
 
   mount(ctx) {
@@ -137,12 +139,23 @@ export default {
     const per = (kv) => cacheBytes({ layers: a.info.layers, kvHeads: kv, d: a.info.d_k, bytes: 4, tokens: 1 });
     if (stepId === "gqa") {
       return [
-        { label: "cache bytes per token, 3 KV heads", value: per(a.info.kv_heads).toLocaleString("en"), testid: "today-gqa-bytes" },
-        { label: "… if each of the 9 heads kept its own", value: per(a.info.heads).toLocaleString("en"), testid: "today-mha-bytes" },
+        { label: "cache bytes per token, 3 KV heads", value: a.cache_bytes_per_token.toLocaleString("en"), testid: "today-gqa-bytes" },
+        { label: "… if each of the 9 heads kept its own", value: a.cache_bytes_per_token_mha.toLocaleString("en"), testid: "today-mha-bytes" },
       ];
     }
     if (stepId === "sink" && ctx.withheld) return [];
-    if (stepId === "sink") return [{ label: "mean weight on token 0", value: sinkMean(a.weights).toFixed(4), testid: "today-sink-mean" }];
+    if (stepId === "distance") {
+      return [
+        { label: "score at distance 2", value: f4(pairScore(5, 3, 0, a.info.d_k)), testid: "today-score-2" },
+        { label: "model's q·k moved together: spread", value: f4(Math.max(...a.shift_scores) - Math.min(...a.shift_scores)), testid: "today-shift-spread" },
+      ];
+    }
+    if (stepId === "sink") {
+      return [
+        { label: "mean weight on token 0, this head", value: sinkMean(a.weights).toFixed(4), testid: "today-sink-mean" },
+        { label: "… over all layers and heads", value: a.sink.toFixed(4), testid: "today-sink-all" },
+      ];
+    }
     return [{ label: "score at distance 2", value: f4(pairScore(5, 3, 0, a.info.d_k)), testid: "today-score-2" }];
   },
 
@@ -255,12 +268,22 @@ class TodayView {
   }
 
   distanceTable(a) {
-    return this.table2(
-      "today-distance",
-      "One pair's score after the turns (pair 0)",
-      ["q at m", "k at n", "m − n", "score"],
-      PAIRS.map(([m, n]) => [String(m), String(n), String(m - n), f4(pairScore(m, n, 0, a.info.d_k))]),
+    const box = el("div", { className: "td-pair" });
+    box.append(
+      this.table2(
+        "today-distance",
+        "One pair's score after the turns (pair 0)",
+        ["q at m", "k at n", "m − n", "score"],
+        PAIRS.map(([m, n]) => [String(m), String(n), String(m - n), f4(pairScore(m, n, 0, a.info.d_k))]),
+      ),
+      this.table2(
+        "today-model-distance",
+        `The model's own q and k (layer ${a.layer}, head ${a.head})`,
+        ["places", "moved together", "apart"],
+        [0, 1, 3, 7].map((i) => [String(i), f4(a.shift_scores[i]), f4(a.distance_scores[i])]),
+      ),
     );
+    return box;
   }
 
   gqaTable(a) {

@@ -151,7 +151,8 @@ export class HeadGrids {
         this.label(between[g], [gx + widths[g] + GAP / 2, 0.05, gz + depths[g] / 2], "stage-label grid-op");
       }
       if (!names) return;
-      grid.groups?.forEach((group, k) => {
+      const narrow = this.stage.container.clientWidth < 520; // a phone: the groups' names would cover the columns'
+      if (!narrow) grid.groups?.forEach((group, k) => {
         const first = grid.groups.slice(0, k).reduce((s, x) => s + x.span, 0);
         const mid = (colX[g][first] + colX[g][first + group.span - 1]) / 2;
         this.label(group.title, [gx + mid, 0.05, gz - 0.75], "stage-label grid-word grid-group");

@@ -58,7 +58,7 @@ export class Stage {
       this.camera.updateMatrixWorld();
       const inside = [0, 1, 2, 3, 4, 5, 6, 7].every((i) => {
         const p = new THREE.Vector3(i & 1 ? box.max.x : box.min.x, i & 2 ? box.max.y : box.min.y, i & 4 ? box.max.z : box.min.z).project(this.camera);
-        return Math.abs(p.x) <= 1 && Math.abs(p.y) <= 1 && p.z < 1;
+        return Math.abs(p.x) <= 0.95 && Math.abs(p.y) <= 0.95 && p.z < 1; // a margin: nothing on the canvas's edge
       });
       if (inside) return;
     }
