@@ -51,8 +51,8 @@ def params(w: Watched) -> dict[str, str]:
     return dict(urllib.parse.parse_qsl(query.lstrip("?")))
 
 
-def wait_params(w: Watched, **expected: str) -> None:
-    deadline = time.monotonic() + 10
+def wait_params(w: Watched, seconds: float = 10, **expected: str) -> None:
+    deadline = time.monotonic() + seconds
     while True:
         got = params(w)
         if all(got.get(k) == v for k, v in expected.items()):
@@ -270,7 +270,7 @@ def test_late_joiners_equal_the_room_for_every_kind_of_state(
         follower(joiner, code)
         # the address bar leaves out the default chapter and a chapter's empty parameters
         shown = {k: v for k, v in state.items() if k != "screen" and v != "" and (k, v) != ("chapter", "steps")}
-        wait_params(joiner, **shown)
+        wait_params(joiner, seconds=30, **shown)  # a sentence runs the real model: slow on a loaded machine
         joiner.wait_ready(chapter=state.get("chapter", "steps"))
         if "focus" in state and state.get("chapter", "steps") in ("steps", "masks"):
             assert joiner.page.get_attribute("#app", "data-focus") == state["focus"]

@@ -25,8 +25,8 @@ export class Lessons {
     const edit = this.button("Edit", "lesson-edit", () => this.edit());
     const up = this.button("↑", "lesson-move-up", () => this.move(-1), "Move the lesson up the list");
     const down = this.button("↓", "lesson-move-down", () => this.move(1), "Move the lesson down the list");
-    const handout = this.button("Handout", "lesson-handout-make", () => this.handout(), "A printable handout: each view's picture, numbers and note");
-    const offline = this.button("Offline file", "lesson-offline", () => this.offline(), "The whole lesson as one .html file that opens without the server");
+    const handout = this.button("Handout", "lesson-handout-make", () => this.handout(), "Handout: a printable page of each view's picture, numbers and note");
+    const offline = this.button("Offline file", "lesson-offline", () => this.offline(), "Offline file: the whole lesson as one .html file that opens without the server");
     const file = el("input", { type: "file", accept: "application/json,.json", dataset: { testid: "lesson-import" } });
     file.addEventListener("change", () => this.importFile(file));
     const importLabel = el("label", { className: "cr-import" }, "Import a lesson file ");
