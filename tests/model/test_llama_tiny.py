@@ -96,7 +96,10 @@ def test_cli_accepts_a_gguf_file_and_refuses_other_architectures(
     served: list[str] = []
     monkeypatch.setattr("uvicorn.run", lambda *a, **k: served.append("run"))
     monkeypatch.setattr("app.classroom.cli.configure", lambda args: "http://127.0.0.1:8000/")  # no room set-up
-    monkeypatch.delenv("ATTENTION_MODEL", raising=False)
+    # main() sets $ATTENTION_MODEL; setenv first, so that monkeypatch removes it again afterwards
+    # (delenv of a variable that is not set records nothing to undo)
+    monkeypatch.setenv("ATTENTION_MODEL", "")
+    monkeypatch.delenv("ATTENTION_MODEL")
     main(["--model", str(tiny_llamas["mha.gguf"])])
     assert served == ["run"]
     monkeypatch.delenv("ATTENTION_MODEL", raising=False)
