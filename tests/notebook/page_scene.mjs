@@ -31,7 +31,7 @@ const { layout } = await page("scene/layout.js");
 const { drawing } = await page("projection.js");
 const { AttentionLinks } = await page("scene/links.js");
 const { arithmetic } = await page("arithmetic.js");
-const { STEPS } = await page("steps.js");
+const { STEPS } = await page("attention/stages.js");
 
 const answers = JSON.parse(readFileSync(0, "utf8"));
 const out = answers.map((answer) => {
