@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 import numpy as np
 import pytest
 from fastapi import FastAPI, Request, Response
@@ -20,6 +19,7 @@ from app.errors import ClientError, InputError, ModelError
 from app.http import body_doc, install, json_body, json_response, model_handle, read_body
 from app.model import registry
 from app.model.loader import handle_for
+from tests.asyncrun import run_async
 
 
 class Inner(BaseModel):
@@ -142,15 +142,15 @@ def test_the_limit_holds_while_reading_not_after() -> None:
     # no Content-Length: the reader stops at the first chunk past the limit, the rest never read
     request, taken = _request([b"x" * 40] * 100, {})
     with pytest.raises(ClientError) as e:
-        anyio.run(read_body, request, LIMIT)
+        run_async(read_body, request, LIMIT)
     assert e.value.status == 413 and len(taken) == 2
     # a declared length over the limit is refused before a byte is read
     request, taken = _request([b"x" * 40] * 100, {"content-length": "4000"})
     with pytest.raises(ClientError) as e:
-        anyio.run(read_body, request, LIMIT)
+        run_async(read_body, request, LIMIT)
     assert e.value.status == 413 and taken == []
     request, _ = _request([b"ab", b"cd"], {})
-    assert anyio.run(read_body, request, LIMIT) == b"abcd"
+    assert run_async(read_body, request, LIMIT) == b"abcd"
 
 
 def test_the_model_handle_names_an_unknown_id(client: TestClient) -> None:

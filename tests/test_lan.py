@@ -41,8 +41,9 @@ def attention3d(tmp: Path, *args: str, **env: str) -> Iterator[tuple[str, subpro
     """`python -m app` (what `attention3d` runs) on a free port; (base URL, process, its log file).
     Its output goes to a file, never a pipe: a full pipe would stall the server."""
     port = free_port()
-    environ = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_DATA_DIR": str(tmp / "data"), **env}
-    environ.setdefault("ATTENTION_TEACHER_TOKEN", TOKEN)
+    # the test's own token always: an in-process app earlier in the run keeps a generated one in os.environ
+    environ = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_DATA_DIR": str(tmp / "data")}
+    environ.update({"ATTENTION_TEACHER_TOKEN": TOKEN, **env})
     log = tmp / f"server-{port}.log"
     scheme = "https" if "--ssl-certfile" in args else "http"
     with open(log, "wb") as out:

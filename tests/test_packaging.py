@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app import cli
+from app.server import GuardedHttp
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +68,9 @@ def test_cli_defaults_to_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, object] = {}
     monkeypatch.setattr("app.cli.uvicorn.run", lambda app, **kw: seen.update(app=app, **kw))
     cli.main([])
-    assert seen == {"app": "app.main:app", "host": "127.0.0.1", "port": 8000, "ws_per_message_deflate": False}
+    wanted = {"app": "app.main:app", "host": "127.0.0.1", "port": 8000, "ws_per_message_deflate": False}
+    assert {k: seen[k] for k in wanted} == wanted
+    assert seen["http"] is GuardedHttp  # the guarded protocol: header and body deadlines, per-address limits
     cli.main(["--host", "0.0.0.0", "--port", "9001"])
     assert seen["host"] == "0.0.0.0" and seen["port"] == 9001
 

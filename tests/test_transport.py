@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -15,28 +13,11 @@ from fastapi.testclient import TestClient
 from app import frame, transport
 from app.attention import attention
 from app.schemas import InputError
+from tests.asyncrun import run_async
 
 
 def _rows(n: int, d: int, value: float = 1.0) -> list[list[float]]:
     return [[value] * d for _ in range(n)]
-
-
-def run_async(fn: Callable[[], Awaitable[None]]) -> None:
-    """anyio.run(fn) on a thread of its own: the browser tests' Playwright keeps the main
-    thread's event loop running for the whole session."""
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            anyio.run(fn)
-        except BaseException as e:
-            failure.append(e)
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
 
 
 def test_a_big_answer_holds_its_compute_slot_until_it_is_sent() -> None:
