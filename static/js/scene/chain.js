@@ -74,7 +74,7 @@ export class RnnChain {
   /** Stand in front, a little above, backed off until the row (and the titles) fit the view. */
   frame(n) {
     const t = Math.tan((this.stage.camera.fov * Math.PI) / 360);
-    const halfW = RnnChain.width(n) / 2 + 1.3;
+    const halfW = RnnChain.width(n) / 2 + 1.9; // h0 and its label "h0 = 0" stand a step left of the first word
     const halfH = 3.1;
     const d = Math.max(halfH / t, halfW / (t * this.aspect())) * 1.08;
     this.stage.look([0, 0.25 * d * 0.3, d], [0, 0.2, 0]);
