@@ -26,7 +26,7 @@ import anyio
 from fastapi import APIRouter, Path, Request, Response, WebSocket
 
 from app.classroom import auth, limits, qr, quiz, rooms
-from app.classroom.broker import RoomLimit
+from app.classroom.broker import Broker, RoomLimit
 from app.classroom.schemas import CreatedRoom, QuizCreated, QuizReveal, QuizStart, QuizSummary, RoomInfo, ViewState
 from app.classroom.service import classroom, lifespan
 from app.errors import ClientError
@@ -42,6 +42,14 @@ _TOO_OFTEN = error_docs(s429=f"More than {limits.MAX_PUTS_PER_SECOND} changes a 
 Code = Path(max_length=32, description="the room's code (case and dashes do not matter)")
 QUIZ_BODY_BYTES = 64 * 1024
 REVEAL_BODY_BYTES = 1024
+
+
+async def _presenters_room(request: Request, code: str) -> tuple[Broker, str]:
+    """The broker and the normalised code of a room this request presents (401/403/404 otherwise)."""
+    code = rooms.normal_code(code)
+    broker = classroom(request.app).broker
+    await rooms.presenter_room(request, broker, code)
+    return broker, code
 
 
 @router.get("/teacher", status_code=204, summary="Check a teacher token", responses=_AUTH)
@@ -110,9 +118,7 @@ async def put_state(request: Request, code: str = Code) -> Response:
 
 @router.delete("/rooms/{code}", status_code=204, summary="Close a room", responses={**_AUTH, **_ROOM})
 async def close_room(request: Request, code: str = Code) -> Response:
-    code = rooms.normal_code(code)
-    broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    broker, code = await _presenters_room(request, code)
     await broker.close_room(code)
     return Response(status_code=204)
 
@@ -138,9 +144,7 @@ async def room_qr(request: Request, code: str = Code) -> Response:
     openapi_extra=body_doc(QuizStart),
 )
 async def start_quiz(request: Request, code: str = Code) -> QuizCreated:
-    code = rooms.normal_code(code)
-    broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    broker, code = await _presenters_room(request, code)
     body = await json_body(request, QuizStart, QUIZ_BODY_BYTES)
     return QuizCreated(id=await quiz.start(broker, code, body))
 
@@ -152,18 +156,14 @@ async def start_quiz(request: Request, code: str = Code) -> QuizCreated:
     openapi_extra=body_doc(QuizReveal),
 )
 async def reveal_quiz(request: Request, code: str = Code) -> dict[str, Any]:
-    code = rooms.normal_code(code)
-    broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    broker, code = await _presenters_room(request, code)
     body = await json_body(request, QuizReveal, REVEAL_BODY_BYTES)
     return await quiz.reveal(broker, code, body.answer)
 
 
 @router.delete("/rooms/{code}/quiz", status_code=204, summary="End the quiz", responses={**_AUTH, **_ROOM})
 async def end_quiz(request: Request, code: str = Code) -> Response:
-    code = rooms.normal_code(code)
-    broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    broker, code = await _presenters_room(request, code)
     await quiz.end(broker, code)
     return Response(status_code=204)
 
@@ -175,9 +175,7 @@ async def end_quiz(request: Request, code: str = Code) -> Response:
     responses={**_AUTH, **_ROOM},
 )
 async def reset_room(request: Request, code: str = Code) -> Response:
-    code = rooms.normal_code(code)
-    broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    broker, code = await _presenters_room(request, code)
     await quiz.reset(broker, code)
     return Response(status_code=204)
 
@@ -189,9 +187,7 @@ async def reset_room(request: Request, code: str = Code) -> Response:
     responses={**_AUTH, **_ROOM},
 )
 async def quiz_summary(request: Request, code: str = Code) -> QuizSummary:
-    code = rooms.normal_code(code)
-    broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    broker, code = await _presenters_room(request, code)
     return await quiz.summary(broker, code)
 
 
@@ -202,9 +198,7 @@ async def quiz_summary(request: Request, code: str = Code) -> QuizSummary:
     response_class=Response,
 )
 async def quiz_summary_csv(request: Request, code: str = Code) -> Response:
-    code = rooms.normal_code(code)
-    broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    broker, code = await _presenters_room(request, code)
     text = quiz.summary_csv(await quiz.summary(broker, code))
     disposition = f'attachment; filename="quiz-{code}.csv"'
     headers = {"content-disposition": disposition, "cache-control": "no-store"}
