@@ -81,8 +81,11 @@ export function createState(defaultExample) {
  */
 export function snapshot(state) {
   const params = Object.fromEntries(new URLSearchParams(urlFor(state)));
-  const step = state.chapter === "steps" ? state.step : (state.chapterStep ?? state.step);
-  return { ...params, chapter: state.chapter, step };
+  // a chapter that has not yet chosen its step sends none (not the steps chapter's "score"):
+  // a follower then opens that chapter's first step, as the presenter is about to
+  const step = state.chapter === "steps" ? state.step : state.chapterStep;
+  const { step: _, ...rest } = params;
+  return step ? { ...rest, chapter: state.chapter, step } : { ...rest, chapter: state.chapter };
 }
 
 /** The response for the current mask (what the page draws), or null before the first one. */

@@ -159,7 +159,7 @@ def test_standalone_html_works_offline_from_a_file(watched: Watched, browser: An
     try:
         page.goto(path.as_uri())
         page.wait_for_selector('body[data-ready="true"]', timeout=10_000)
-        page.wait_for_function("Number(document.querySelector('#scene').dataset.frames || 0) > 0")
+        page.wait_for_function("() => Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         assert page.locator('[data-testid="cell-3-1"]').inner_text() == "6.000"  # its·cat = 2·3 + 0·0
         before = page.locator("canvas").first.screenshot()
         page.keyboard.press("ArrowRight")
@@ -287,7 +287,7 @@ def test_standalone_html_of_a_long_sentence_draws_its_window(watched: Watched, b
     try:
         page.goto(path.as_uri())
         page.wait_for_selector('body[data-ready="true"]', timeout=20_000)
-        page.wait_for_function("Number(document.querySelector('#scene').dataset.frames || 0) > 0")
+        page.wait_for_function("() => Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         page.wait_for_timeout(300)  # the labels are placed after the first frame
         assert page.evaluate("document.body.dataset.window") == "25-56"  # focus 40, as the page: rows 24 … 55
         box = page.locator("#scene canvas").first.bounding_box()

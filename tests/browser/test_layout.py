@@ -59,7 +59,7 @@ def _animal_by_button(w: Watched) -> None:
     w.wait_ready(mode="sentence", layer=3, head=1)
     # ready means computed; the view draws the new row at its next frame, with its CSS2D labels
     w.page.wait_for_function(
-        "[...document.querySelectorAll('.label-layer .label')].some((e) => e.textContent === '[SEP]'"
+        "() => [...document.querySelectorAll('.label-layer .label')].some((e) => e.textContent === '[SEP]'"
         " && e.style.display !== 'none' && e.getClientRects().length)"
     )
 
@@ -131,7 +131,7 @@ def test_phone_sentence_fits(browser: Any, server: str, size: tuple[int, int]) -
         assert seen["outside"] == [], seen["outside"]
         # every label reads whole: none cut by its ellipsis but the longest words
         cut = w.page.evaluate(
-            "[...document.querySelectorAll('.label-layer .label')]"
+            "() => [...document.querySelectorAll('.label-layer .label')]"
             ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"
         )
         assert not {"[CLS]", "[SEP]", "it", "tired"} & set(cut), cut

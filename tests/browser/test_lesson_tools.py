@@ -174,7 +174,7 @@ def test_the_whole_lesson_as_one_offline_file(
         assert page.locator("#lesson-note").inner_text() == "q·k for its"
         assert page.evaluate("document.body.dataset.step") == "score"
         assert page.locator('[data-testid="cell-3-1"]').inner_text() == "6.000"  # its·cat = 2·3 + 0·0
-        page.wait_for_function("Number(document.querySelector('#scene').dataset.frames || 0) > 0")
+        page.wait_for_function("() => Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         page.keyboard.press("PageDown")
         assert page.locator("#lesson-where").inner_text() == "2 / 4"
         assert page.locator("#lesson-note").inner_text() == "softmax: each row sums to 1"
