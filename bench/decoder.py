@@ -9,7 +9,8 @@ a busy machine slows them alike; each round's prompt is new (no cache answers it
 1. a ~300-token prompt: our forward (every layer's q, k, v, output)           goal ≤ 1.1× theirs
    (transformers' forward with output_attentions=True)
    POST /api/attention with "model": "smollm2-135m", the last layer (all 30 run),
-   end to end in-process (JSON)                                                goal ≤ 1.3× theirs
+   end to end in-process, answered as the page asks: a binary frame (app.frame),
+   float64 (the numbers the page prints), and float32 (drawing only)          goal ≤ 1.3× theirs
 2. 32 greedy tokens after a short prompt: POST /api/generate (Accept: application/json, in-process)
    against transformers' generate(do_sample=False, its KV cache)                goal ≤ 1.2×
 3. a spawned server: the first line of a stream (prefill + the first token) against the
@@ -53,12 +54,17 @@ def prompt(tokens: int, rng: random.Random) -> str:
     return f"{rng.choice(SALTS)} {rng.randint(0, 10**9)}, " + " ".join(words)
 
 
+FRAME = "application/x-attention-frame"  # app.frame.FRAME_MEDIA_TYPE: the page's sentence answers
+
+
 def _post(port: int, path: str, body: dict[str, Any], first_line: bool = False) -> float:
-    """Seconds until the answer is read (or its first line, for a stream); asserts a 200."""
+    """Seconds until the answer is read (or its first line, for a stream); asserts a 200. The
+    attention route answers a binary frame, as the page asks for it."""
     t0 = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
-        conn.request("POST", path, json.dumps(body), {"content-type": "application/json"})
+        accept = FRAME if path == "/api/attention" else "application/x-ndjson"
+        conn.request("POST", path, json.dumps(body), {"content-type": "application/json", "accept": accept})
         r = conn.getresponse()
         assert r.status == 200, r.read()[:300]
         if first_line:
@@ -149,10 +155,14 @@ def main() -> None:
     def ours_forward() -> object:
         return model.forward(ids(300))
 
-    def route() -> object:
-        r = client.post("/api/attention", json={"sentence": prompt(300, rng), "model": DECODER, "layer": 29, "head": 0})
-        assert r.status_code == 200, r.text[:200]
-        return r
+    def route(dtype: str) -> Callable[[], object]:
+        def call() -> object:
+            body = {"sentence": prompt(300, rng), "model": DECODER, "layer": 29, "head": 0, "dtype": dtype}
+            r = client.post("/api/attention", json=body, headers={"accept": FRAME})
+            assert r.status_code == 200 and r.headers["content-type"].startswith(FRAME), r.text[:200]
+            return r
+
+        return call
 
     short = "Once upon a time, in a small village by the sea, there lived"
 
@@ -187,12 +197,14 @@ def main() -> None:
     rows: dict[str, tuple[str, Callable[[], object], str | None, float | None]] = {
         "theirs": ("transformers forward, ~300 tokens (eager, output_attentions)", theirs_forward, None, None),
         "ours": ("our forward (NumPy): every layer's q, k, v, output", ours_forward, "theirs", 1.1),
-        "route": ("POST /api/attention, smollm2, last layer, new prompt", route, "theirs", 1.3),
+        "route": ("POST /api/attention, smollm2, last layer, float64 frame", route("float64"), "theirs", 1.3),
+        "route32": ("POST /api/attention, smollm2, last layer, float32 frame", route("float32"), "theirs", 1.3),
         "theirs_gen": ("transformers generate, 32 greedy tokens (KV cache)", theirs_generate, None, None),
         "ours_gen": ("POST /api/generate, 32 greedy tokens (KV cache)", ours_generate, "theirs_gen", 1.2),
         "theirs1": ("  one thread each: transformers forward", one_thread(theirs_forward), None, None),
         "ours1": ("  one thread each: our forward", one_thread(ours_forward), "theirs1", 1.1),
-        "route1": ("  one thread each: POST /api/attention", one_thread(route), "theirs1", 1.3),
+        "route1": ("  one thread each: POST /api/attention, float64", one_thread(route("float64")), "theirs1", 1.3),
+        "route321": ("  one thread each: POST /api/attention, float32", one_thread(route("float32")), "theirs1", 1.3),
         "theirs_gen1": ("  one thread each: transformers generate", one_thread(theirs_generate), None, None),
         "ours_gen1": ("  one thread each: POST /api/generate", one_thread(ours_generate), "theirs_gen1", 1.2),
     }

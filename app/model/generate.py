@@ -106,7 +106,7 @@ def advance(
         if one:
             x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(0, n), lin)
         elif o.name == "numpy":
-            x = o.rows(partial(llama.rest_of_layer, x, q, ck, cv, w, i, s, o, first), n)  # (n, C), by rows
+            x = llama.by_blocks(partial(llama.rest_of_layer, x, q, ck, cv, w, i, s, o, first), n, o)  # (n, C), by rows
         else:
             x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(0, n))
     cache.length = end

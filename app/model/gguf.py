@@ -13,7 +13,10 @@ types) and the quantized tensors. `folder(path)` turns it into what a Hugging Fa
 holds — config.json, model.safetensors (float32, the tensors under transformers' names, q and k
 rows back in transformers' order), tokenizer.json, tokenizer_config.json (the chat template) —
 in the data folder (<data>/models/<name>-<hash>/), once: reading and dequantizing take a few
-seconds, loading the folder again a fraction of one.
+seconds. Beside them, joined/ holds the same weights as the NumPy forward uses them (each layer's
+q/k/v and gate/up matrices joined, every kind stacked over the layers, app.model.llama.stacked):
+one .npy file per kind, memory-mapped at the next start (mapped()), so a start reads nothing
+until a forward pass touches it and joins nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import numpy as np
 from app.errors import ModelError
 
 CACHE_ENV = "ATTENTION_MODEL_CACHE"  # where converted models go (default <data folder>/models)
-FORMAT = 1  # bumped when what a converted folder holds changes: older folders are made again
+FORMAT = 2  # bumped when what a converted folder holds changes: older folders are made again
+JOINED_DIR = "joined"  # the forward's weights, joined and stacked over the layers: one .npy per kind (mapped())
 
 # GGUF tensor name (after "blk.{i}.") → transformers' LlamaForCausalLM name (after "model.layers.{i}.")
 _LAYER_NAMES = {
@@ -153,6 +157,9 @@ def tensors(reader: Any, cfg: dict[str, Any]) -> dict[str, np.ndarray]:
             w = unpermute(w, cfg["num_attention_heads"])
         elif name.endswith("k_proj.weight"):
             w = unpermute(w, cfg["num_key_value_heads"])
+        if not np.isfinite(w).all():
+            bad = int(w.size - np.count_nonzero(np.isfinite(w)))
+            raise ModelError(f"{t.name} holds {bad:,} values that are NaN or infinite: the file is damaged")
         out[name] = np.ascontiguousarray(w)
     return out
 
@@ -207,6 +214,31 @@ def converted(path: Path) -> bool:
     return path.is_file() and (cached_dir(path) / "model.safetensors").is_file()
 
 
+def _save_joined(weights: dict[str, np.ndarray], cfg: dict[str, Any], name: str, where: Path) -> None:
+    """The forward's weights (app.model.llama.stacked) as one .npy file per kind in `where`."""
+    from app.model import llama, llama_config
+    from app.model.spec import ModelSpec
+
+    spec = ModelSpec(name, where, **llama_config.fields(name, cfg))
+    plain = {n.removeprefix("model."): w for n, w in weights.items()}  # the names bert.py/llama.py use
+    where.mkdir()
+    for n, a in llama.stacked(plain, spec).items():
+        np.save(where / f"{n}.npy", a)
+
+
+def mapped(folder: Path, spec: Any) -> dict[str, np.ndarray] | None:
+    """The forward's weights of a converted folder, memory-mapped read-only from joined/ (None: the
+    folder has none): nothing is read until a forward pass touches it. Their values were checked
+    finite when the folder was made."""
+    from app.model import llama
+
+    where = folder / JOINED_DIR
+    if not where.is_dir():
+        return None
+    stacks = {f.name.removesuffix(".npy"): np.load(f, mmap_mode="r") for f in sorted(where.glob("*.npy"))}
+    return llama.unstacked(stacks, spec)
+
+
 def header_config(path: Path) -> dict[str, Any]:
     """The file's facts (config()) from its header alone: a second or two, no tensor dequantized."""
     if not path.is_file():
@@ -234,6 +266,7 @@ def folder(path: Path) -> Path:
     (tmp / "tokenizer.json").write_text(tokenizer_json(reader), encoding="utf-8")
     (tmp / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}), encoding="utf-8")
     save_file(weights, str(tmp / "model.safetensors"), metadata={"source": path.name, "format": "pt"})
+    _save_joined(weights, cfg, path.stem, tmp / JOINED_DIR)
     try:
         tmp.rename(out)  # atomic: another process converting the same file at once keeps its own
     except OSError:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from app import limits
 from app.attention import Backend
-from app.model import bert, gpt2, llama
+from app.model import bert, gguf, gpt2, llama
 from app.model.spec import ModelSpec, read_spec
 from app.model.tokenizer import Encoded, TextTokenizer
 from app.model.trace import Trace
@@ -60,7 +60,9 @@ def load(spec: ModelSpec) -> Model:
     """Read the weights and the tokenizer of `spec` (no caching: see ModelHandle)."""
     start = time.perf_counter()
     required = _KINDS[spec.kind][0](spec)
-    weights = load_weights(spec.path / "model.safetensors", required)
+    weights = gguf.mapped(spec.path, spec) if spec.kind == "llama" else None  # a converted GGUF: mapped
+    if weights is None or any(r not in weights for r in required):
+        weights = load_weights(spec.path / "model.safetensors", required)
     tokenizer = TextTokenizer(spec.path / "tokenizer.json")
     return Model(spec, weights, tokenizer, time.perf_counter() - start)
 

@@ -1,6 +1,6 @@
 """What the browser tests share: the server's JSON, the NumPy panel's code run in a plain Python,
 numbers compared within a tolerance, the page's number format, a canvas's drawn pixels, the
-chapter's layout checks and an axe-core run on a chapter."""
+chapter's layout checks, an axe-core run on a chapter, and a download opened from its file."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ import math
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Watched
+from tests.browser.conftest import LOCAL_SCHEMES, Watched
 
 
 def get(base: str, path: str) -> Any:
@@ -112,3 +115,42 @@ def chapter_violations(browser: Any, server: str, query: str) -> list[Any]:
         return found
     finally:
         context.close()
+
+
+def download(w: Watched, button: Any, folder: Path, timeout: float = 30_000) -> Path:
+    """Clicks `button` (a locator) and saves what it downloads in `folder`, under the page's file name."""
+    with w.page.expect_download(timeout=timeout) as info:
+        button.click()
+    path: Path = folder / info.value.suggested_filename
+    info.value.save_as(path)
+    return path
+
+
+@contextmanager
+def offline_page(browser: Any, path: Path, timeout: float = 10_000) -> Iterator[Any]:
+    """The downloaded page `path` opened from its file: URL in a fresh context, ready (body[data-ready]).
+    Any request but file:, data:, blob: or about: is blocked and fails the test, as does an error on
+    the page or its console."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def guard(route: Any) -> None:
+        if route.request.url.split(":")[0] in {*LOCAL_SCHEMES, "file"}:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_selector('body[data-ready="true"]', timeout=timeout)
+        yield page
+    finally:
+        context.close()
+    assert not outside, outside
+    assert not errors, errors

@@ -17,7 +17,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from tests.browser.conftest import LOCAL_SCHEMES, Watched
+from tests.browser.conftest import Watched
+from tests.browser.helpers import download, offline_page
 
 pytestmark = pytest.mark.browser
 
@@ -45,11 +46,7 @@ def _api(base: str, mask: str = "full") -> dict[str, Any]:
 
 
 def _download(w: Watched, name: str, tmp_path: Path) -> Path:
-    with w.page.expect_download() as info:
-        w.page.get_by_role("button", name=name, exact=True).click()
-    path: Path = tmp_path / info.value.suggested_filename
-    info.value.save_as(path)
-    return path
+    return download(w, w.page.get_by_role("button", name=name, exact=True), tmp_path)
 
 
 def _png(w: Watched, data: bytes) -> dict[str, Any]:
@@ -141,24 +138,7 @@ def test_standalone_html_works_offline_from_a_file(watched: Watched, browser: An
     path = _download(w, "HTML", tmp_path)
     html = path.read_text(encoding="utf-8")
     assert "<script src=" not in html and "http://" not in html.split("attention-data")[0]
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    outside: list[str] = []
-    errors: list[str] = []
-
-    def guard(route: Any) -> None:
-        if route.request.url.split(":")[0] in {*LOCAL_SCHEMES, "file"}:
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", guard)
-    page = context.new_page()
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    try:
-        page.goto(path.as_uri())
-        page.wait_for_selector('body[data-ready="true"]', timeout=10_000)
+    with offline_page(browser, path) as page:
         page.wait_for_function("() => Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         assert page.locator('[data-testid="cell-3-1"]').inner_text() == "6.000"  # its·cat = 2·3 + 0·0
         before = page.locator("canvas").first.screenshot()
@@ -175,10 +155,6 @@ def test_standalone_html_works_offline_from_a_file(watched: Watched, browser: An
         assert before != after
         drawn = _png(w, after)
         assert drawn["colours"] > 20
-    finally:
-        context.close()
-    assert not outside, outside
-    assert not errors, errors
 
 
 def test_a_chapters_numbers_and_picture_export(watched: Watched, tmp_path: Path) -> None:
@@ -280,13 +256,7 @@ def test_standalone_html_of_a_long_sentence_draws_its_window(watched: Watched, b
     w.goto(f"?sentence={quote(sentence)}&step=softmax&focus=40")
     w.wait_ready(mode="sentence", focus=40)
     path = _download(w, "HTML", tmp_path)
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    errors: list[str] = []
-    page = context.new_page()
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        page.goto(path.as_uri())
-        page.wait_for_selector('body[data-ready="true"]', timeout=20_000)
+    with offline_page(browser, path, timeout=20_000) as page:
         page.wait_for_function("() => Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         page.wait_for_timeout(300)  # the labels are placed after the first frame
         assert page.evaluate("document.body.dataset.window") == "25-56"  # focus 40, as the page: rows 24 … 55
@@ -305,6 +275,3 @@ def test_standalone_html_of_a_long_sentence_draws_its_window(watched: Watched, b
             inside = left >= box["x"] - 1 and right <= box["x"] + box["width"] + 1
             inside = inside and top >= box["y"] - 1 and bottom <= box["y"] + box["height"] + 1
             assert inside, (text, (left, top, right, bottom), box)
-    finally:
-        context.close()
-    assert not errors, errors

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LOCAL_SCHEMES, Watched
+from tests.browser.conftest import Watched
+from tests.browser.helpers import download, offline_page
 from tests.classroom.conftest import TOKEN, app_process, auth
 
 pytestmark = pytest.mark.browser
@@ -144,32 +145,12 @@ def test_the_whole_lesson_as_one_offline_file(
     four = {**THREE, "views": [*THREE["views"], {"state": MASKS, "note": "no peeking ahead"}]}
     lesson_id = api("POST", lesson_server + "/api/lessons", four)["id"]
     open_lessons(w, lesson_id)
-    with w.page.expect_download(timeout=30_000) as download:
-        w.page.get_by_test_id("lesson-offline").click()
-    path = tmp_path / "lesson.html"
-    download.value.save_as(path)
-    assert download.value.suggested_filename == "lesson-three-views.html"
+    path = download(w, w.page.get_by_test_id("lesson-offline"), tmp_path)
+    assert path.name == "lesson-three-views.html"
     w.page.wait_for_selector("[data-testid=lesson-status]:has-text('(4 views) that opens offline')")
     html = path.read_text(encoding="utf-8")
     assert "<script src=" not in html and "http://" not in html.split("attention-data")[0]
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    outside: list[str] = []
-    errors: list[str] = []
-
-    def guard(route: Any) -> None:
-        if route.request.url.split(":")[0] in {*LOCAL_SCHEMES, "file"}:
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", guard)
-    page = context.new_page()
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    try:
-        page.goto(path.as_uri())
-        page.wait_for_selector('body[data-ready="true"]', timeout=10_000)
+    with offline_page(browser, path) as page:
         assert page.locator("#lesson-where").inner_text() == "1 / 4"
         assert page.locator("#lesson-note").inner_text() == "q·k for its"
         assert page.evaluate("document.body.dataset.step") == "score"
@@ -197,10 +178,6 @@ def test_the_whole_lesson_as_one_offline_file(
         page.keyboard.press("PageUp")
         page.keyboard.press("PageUp")
         assert page.locator("#lesson-where").inner_text() == "2 / 4" and page.locator("#viewer").is_visible()
-    finally:
-        context.close()
-    assert not outside, outside
-    assert not errors, errors
 
 
 @pytest.mark.parametrize("size", [(1280, 720), (1920, 1080), (390, 844)], ids=lambda s: f"{s[0]}x{s[1]}")

@@ -88,6 +88,29 @@ def test_gguf_file_is_converted_once(tiny_llamas: dict[str, Path]) -> None:
     assert read_spec(path).name == "tiny-gqa"
 
 
+def test_a_converted_gguf_file_is_mapped_already_joined(tiny_llamas: dict[str, Path]) -> None:
+    """A start maps joined/ (no reading, no joining): every weight the forward uses is a view of a
+    memory-mapped file, and holds what model.safetensors holds."""
+    from app.model import gguf
+    from app.model.weights import load_weights
+
+    path = tiny_llamas["gqa.gguf"]
+    model = handle_for(path).model()
+    kinds = {f.name for f in (gguf.folder(path) / gguf.JOINED_DIR).glob("*.npy")}
+    assert "layers.self_attn.qkv_proj.weight.npy" in kinds and len(kinds) == 9  # 6 stacked, embeddings, norm, lm_head
+    plain = load_weights(gguf.folder(path) / "model.safetensors", ())
+    assert set(plain) <= set(model.weights)
+    for name, a in plain.items():
+        mine = model.weights[name]
+        base = mine
+        while not isinstance(base, np.memmap) and base.base is not None:
+            base = base.base
+        assert isinstance(base, np.memmap) and not mine.flags.writeable, name
+        np.testing.assert_array_equal(mine, a, err_msg=name)
+    qkv = model.weights["layers.1.self_attn.qkv_proj.weight"]
+    assert np.shares_memory(qkv, model.weights["layers.1.self_attn.v_proj.weight"])  # joined, not copied
+
+
 def test_cli_accepts_a_gguf_file_and_refuses_other_architectures(
     tiny_llamas: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

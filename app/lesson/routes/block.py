@@ -10,9 +10,9 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from app.attention import Backend
-from app.http import body_doc, json_bytes
+from app.http import json_bytes
 from app.lesson import block as blocks
-from app.lesson.routes.shared import MODEL_ERRORS, SentenceLayerRequest, finite, layer_answer, layer_fields, prepare
+from app.lesson.routes.shared import finite, layer_answer, post_layer, run_layer
 from app.model.loader import ModelHandle
 
 router = APIRouter(prefix="/api", tags=["lesson"])
@@ -52,16 +52,14 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> bytes:
-    spec, encoded = prepare(handle, sentence, layer)
-    model = handle.model()
+    run = run_layer(handle, sentence, layer, backend)
+    spec, b = run.spec, run.block
     with np.errstate(over="ignore", invalid="ignore"):
-        x = blocks.layer_input(encoded.ids, model.weights, spec, layer, backend)  # (n, C)
-        b = blocks.block(x, model.weights, spec, layer, backend)
-        what_if = blocks.pre_ln_what_if(x, model.weights, spec, layer, backend) if spec.kind == "bert" else None
+        what_if = blocks.pre_ln_what_if(run.x, run.model.weights, spec, layer, backend) if spec.kind == "bert" else None
     finite(*b.vectors.values(), *(what_if.vectors.values() if what_if else ()))
     return json_bytes(
         {
-            **layer_fields(spec, encoded, layer),
+            **run.fields(layer),
             "hidden": spec.hidden,
             "order": b.order,
             "vectors": b.vectors,
@@ -82,13 +80,7 @@ def _block(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> 
     )
 
 
-@router.post(
-    "/block",
-    summary="One transformer block of the real model, every vector by name",
-    response_model=BlockResponse,
-    responses=MODEL_ERRORS,
-    openapi_extra=body_doc(SentenceLayerRequest),
-)
+@post_layer(router, "/block", "One transformer block of the real model, every vector by name", BlockResponse)
 async def post_block(request: Request) -> Response:
     """input → … → output of one layer, in the order the model computes them (BERT post-LN, GPT-2 pre-LN)."""
     return await layer_answer(request, _block)

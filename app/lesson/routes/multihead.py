@@ -19,15 +19,7 @@ from app.errors import InputError
 from app.http import body_doc, json_body, json_bytes, json_response
 from app.lesson import block as blocks
 from app.lesson.multihead import HEAD_STAGES, ShapeError, check_shapes, example, multihead
-from app.lesson.routes.shared import (
-    ERRORS,
-    MODEL_ERRORS,
-    SentenceLayerRequest,
-    finite,
-    layer_answer,
-    layer_fields,
-    prepare,
-)
+from app.lesson.routes.shared import ERRORS, finite, layer_answer, post_layer, run_layer
 from app.model.loader import ModelHandle
 from app.schemas import MaskField, Matrix, Token
 from app.transport import in_slot
@@ -176,15 +168,12 @@ async def get_multihead_example(
 
 
 def _model_heads(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> bytes:
-    spec, encoded = prepare(handle, sentence, layer)
-    model = handle.model()
-    with np.errstate(over="ignore", invalid="ignore"):
-        x = blocks.layer_input(encoded.ids, model.weights, spec, layer, backend)  # (n, C)
-        mh = blocks.block(x, model.weights, spec, layer, backend).heads  # on the input the model gives its attention
+    run = run_layer(handle, sentence, layer, backend)  # the heads on the input the model gives its attention
+    spec, mh = run.spec, run.block.heads
     finite(mh.heads["weights"], mh.concat, mh.output)
     return json_bytes(
         {
-            **layer_fields(spec, encoded, layer),
+            **run.fields(layer),
             "heads": spec.heads,
             "head_size": spec.head_size,
             "mask": "causal" if spec.causal else "full",
@@ -192,17 +181,13 @@ def _model_heads(handle: ModelHandle, sentence: str, layer: int, backend: Backen
             "z": mh.heads["output"],
             "concat": mh.concat,
             "output": mh.output,
-            "w_o_name": blocks.attention_weights(model.weights, spec, layer).o_name,
+            "w_o_name": blocks.attention_weights(run.model.weights, spec, layer).o_name,
         }
     )
 
 
-@router.post(
-    "/multihead/model",
-    summary="The real model's heads of one layer, concatenated, × its own W_O",
-    response_model=ModelHeadsResponse,
-    responses=MODEL_ERRORS,
-    openapi_extra=body_doc(SentenceLayerRequest),
+@post_layer(
+    router, "/multihead/model", "The real model's heads of one layer, concatenated, × its own W_O", ModelHeadsResponse
 )
 async def post_multihead_model(request: Request) -> Response:
     return await layer_answer(request, _model_heads)

@@ -7,17 +7,20 @@ is a 503 (ModelError, answered by app.http too).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import Request, Response
+from fastapi import APIRouter, Request, Response
+from fastapi.types import DecoratedCallable
 from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints
 
 from app import limits
 from app.attention import Backend
 from app.errors import InputError
-from app.http import error_docs, json_body, model_handle
-from app.model.loader import ModelHandle
+from app.http import body_doc, error_docs, json_body, model_handle
+from app.lesson import block as blocks
+from app.model.loader import Model, ModelHandle
 from app.model.service import encode_sentence, spec_of
 from app.model.spec import ModelSpec
 from app.model.tokenizer import Encoded
@@ -79,6 +82,30 @@ def layer_fields(spec: ModelSpec, encoded: Encoded, layer: int) -> dict[str, Any
     }
 
 
+@dataclass(frozen=True)
+class LayerRun:
+    """One layer of the real model run on a sentence: what the block and heads views start from."""
+
+    spec: ModelSpec
+    encoded: Encoded
+    model: Model
+    x: np.ndarray  # (n, C): the layer's input
+    block: blocks.Block  # the layer's every vector, its heads included
+
+    def fields(self, layer: int) -> dict[str, Any]:
+        return layer_fields(self.spec, self.encoded, layer)
+
+
+def run_layer(handle: ModelHandle, sentence: str, layer: int, backend: Backend) -> LayerRun:
+    """The sentence through the model up to `layer`, then that layer's block (overflow left to `finite`)."""
+    spec, encoded = prepare(handle, sentence, layer)
+    model = handle.model()
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = blocks.layer_input(encoded.ids, model.weights, spec, layer, backend)
+        b = blocks.block(x, model.weights, spec, layer, backend)
+    return LayerRun(spec, encoded, model, x, b)
+
+
 def finite(*arrays: np.ndarray) -> None:
     if not all(np.isfinite(a).all() for a in arrays):
         raise InputError("sentence", "the model's numbers overflowed for this sentence")
@@ -90,4 +117,17 @@ async def layer_answer(request: Request, compute: Callable[[ModelHandle, str, in
     backend: Backend = request.app.state.backend
     return await in_slot(
         "application/json", compute, model_handle(request, req.model), req.sentence, req.layer, backend
+    )
+
+
+def post_layer(
+    router: APIRouter, path: str, summary: str, response_model: type[BaseModel]
+) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """`router.post` for a route that reads a SentenceLayerRequest and may need the model (503)."""
+    return router.post(
+        path,
+        summary=summary,
+        response_model=response_model,
+        responses=MODEL_ERRORS,
+        openapi_extra=body_doc(SentenceLayerRequest),
     )
