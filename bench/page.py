@@ -253,14 +253,15 @@ FIRST_DRAWN = """() => new Promise((resolve) => {
     const app = document.querySelector('#app');
     const t0 = performance.now();
     const done = () => requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now() - t0)));
+    let asked = false; // the page has said it is not ready (the new sentence is on its way)
     const watch = new MutationObserver(() => {
-        if (app.dataset.ready === 'true' && app.dataset.mode === 'sentence' && app.dataset.rev !== rev) {
+        if (app.dataset.ready !== 'true') asked = true;
+        else if (asked && app.dataset.mode === 'sentence') {
             watch.disconnect();
             done();
         }
     });
-    const rev = app.dataset.rev;
-    watch.observe(app, { attributes: true });
+    watch.observe(app, { attributes: true, attributeFilter: ['data-ready'] });
     const input = document.querySelector('[data-testid="sentence-input"]');
     input.value = window.__next;
     input.form.requestSubmit();

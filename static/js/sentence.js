@@ -96,13 +96,16 @@ export class SentenceParts {
     this.act.modelLoading(false);
   }
 
-  /** The overview of every head for the sentence and mask (fetched once per pair). */
+  /** The overview of every head for the sentence and mask (fetched once per pair, after the view's answer). */
   async fetchHeads() {
     const state = this.state;
     if (!state.sentence) return;
     const mask = isCausal(state.model) ? "causal" : state.mask;
     const key = `${state.modelId ?? ""}|${mask}|${state.sentence}`;
     if (state.heads?.key === key) return;
+    // a new sentence's view comes first: the server runs the layers the view needs, answers, and
+    // then the rest for the overview (asked together, the overview's whole forward went first)
+    if (!state.result && !state.errors.length) return;
     this.headsController?.abort();
     const controller = new AbortController();
     this.headsController = controller;

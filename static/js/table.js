@@ -5,6 +5,13 @@
 import { fixed3, heatRgb, inkFor, rgbCss, rowLevels, vector } from "./format.js";
 import { el } from "./dom.js";
 
+// A long sentence's table (up to 64 × 64 cells) is drawn a block of rows at a time: the rows on
+// the first screen (and the focused one) at once, the rest in the idle time after the view has
+// been drawn, so that Enter → first drawn view does not wait for thousands of cells' layout.
+const FIRST_ROWS = 24; // rows drawn at once (a 1920×1080 screen shows about as many)
+const LATER_ROWS = 20; // rows per idle-time block after them
+const whenIdle = (fn) => (window.requestIdleCallback ? window.requestIdleCallback(fn, { timeout: 300 }) : setTimeout(fn, 16));
+
 const CAPTIONS = {
   scores: "Scores q·k",
   scaled: "Scaled scores q·k / √d_k",
@@ -21,6 +28,7 @@ export class MatrixTable {
     this.table = table;
     this.handlers = handlers;
     this.lastKey = "";
+    this.drawing = 0; // counts the tables drawn: a block of rows scheduled for an older one is dropped
     table.addEventListener("pointerover", (e) => {
       const td = e.target.closest("td[data-col]");
       this.handlers.hover(td ? { row: Number(td.dataset.row), col: Number(td.dataset.col) } : null);
@@ -47,6 +55,7 @@ export class MatrixTable {
     const key = `${step.id}|${data.mask}|${n}|${from}`;
     const refill = key !== this.lastKey;
     this.lastKey = key;
+    this.hover = state.hover; // rows drawn later mark the hover as it is then (highlight() changes it)
 
     // the table is drawn anew: a word button that had the keyboard focus (Enter or Space on it
     // focused its row) gets it back in the new table, so the focus ring stays where it was used
@@ -85,7 +94,7 @@ export class MatrixTable {
     table.append(head);
 
     const body = el("tbody");
-    for (let i = from; i < to; i++) {
+    const row = (i) => {
       const tr = el("tr", { dataset: { row: String(i) } });
       if (i === focus) {
         tr.classList.add("focused");
@@ -119,7 +128,7 @@ export class MatrixTable {
           td.style.backgroundColor = rgbCss(rgb);
           td.style.color = inkFor(rgb);
         }
-        if (state.hover && state.hover.row === i && state.hover.col === j) td.classList.add("hot");
+        if (this.hover && this.hover.row === i && this.hover.col === j) td.classList.add("hot");
         if (refill) {
           td.classList.add("fill");
           td.style.animationDelay = `${Math.min(40, i - from) * 70 + Math.min(40, j - from) * 25}ms`;
@@ -136,8 +145,18 @@ export class MatrixTable {
         for (const part of shown) td.append(el("span", { className: "coord" }, part));
         tr.append(td);
       }
-      body.append(tr);
-    }
+      return tr;
+    };
+    const drawing = ++this.drawing;
+    const first = Math.min(to, Math.max(from + FIRST_ROWS, focus + 4));
+    for (let i = from; i < first; i++) body.append(row(i));
+    const later = (start) => {
+      if (drawing !== this.drawing || start >= to) return;
+      const end = Math.min(to, start + LATER_ROWS);
+      for (let i = start; i < end; i++) body.append(row(i));
+      whenIdle(() => later(end));
+    };
+    if (first < to) whenIdle(() => later(first));
     table.append(body);
     if (active) {
       const again = table.querySelector(`[data-testid="${active}"]`) ?? table.querySelector(`[data-testid="row-${focus}"]`);
@@ -147,6 +166,7 @@ export class MatrixTable {
 
   /** Mark the hovered cell and its key column without rebuilding the table. */
   highlight(hover) {
+    this.hover = hover;
     for (const node of this.table.querySelectorAll(".hot")) node.classList.remove("hot");
     if (!hover) return;
     this.table.querySelector(`td[data-row="${hover.row}"][data-col="${hover.col}"]`)?.classList.add("hot");

@@ -31,6 +31,11 @@ export class SceneView {
     this.animation = null;
     this.fittedFor = -1;
     this.reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    // the container's size as the last resize found it: reading clientWidth while the page's DOM
+    // is dirty forces a layout of the whole page, and fit() asks for it hundreds of times (the
+    // ResizeObserver calls resize() whenever the size changes, and that draws everything again)
+    this.size = { w: 1, h: 1 };
+    this.labelBoxes = new Map(); // the label layer's style (ancestors' classes, viewport) → its probed boxes
 
     this.renderer = makeRenderer(container, {
       testid: "scene-canvas",
@@ -70,6 +75,7 @@ export class SceneView {
 
   resize() {
     fitToContainer(this.container, this.renderer, this.labels, this.camera);
+    this.size = { w: Math.max(1, this.container.clientWidth), h: Math.max(1, this.container.clientHeight) };
     // the same tokens on a wider or narrower screen: fit the camera (keeping a direction the
     // user chose by orbiting) and decide the labels' lines again
     if (this.lastCtx) {
@@ -93,8 +99,7 @@ export class SceneView {
       for (const y of [-0.9, 2.0]) for (const z of [lay.z.value - 0.3, lay.z.output + 0.4]) corners.push(new THREE.Vector3(x, y, z));
     }
     const target = new THREE.Vector3(0, 0.3, (lay.z.output + lay.z.value) / 2);
-    const w = Math.max(1, this.container.clientWidth);
-    const h = Math.max(1, this.container.clientHeight);
+    const { w, h } = this.size;
     const ends = lay.n ? [lay.xs[0], lay.xs[lay.n - 1]] : [0];
     const labelH = this.labelHeight ?? 24;
     const halfLabel = (Math.min(this.widest ?? 0, this.room ?? Infinity) / 2 + 4) / (w / 2); // in NDC
@@ -168,7 +173,7 @@ export class SceneView {
   /** Whether the key row's labels (names, then numbers) end above the query row's plane. */
   keyLabelsClear(lay) {
     if (!this.widest) return true;
-    const h = Math.max(1, this.container.clientHeight);
+    const { h } = this.size;
     const toPx = (v) => ((1 - v.project(this.camera).y) / 2) * h; // from the top
     const key = toPx(new THREE.Vector3(0, -0.45, lay.z.key));
     // the longest q arrow, or the plane's caption (planes.js: its foot at y = 1.6)
@@ -181,7 +186,7 @@ export class SceneView {
   pixelsApart(lay) {
     const a = new THREE.Vector3(lay.xs[0], 0, lay.z.key).project(this.camera);
     const b = new THREE.Vector3(lay.xs[1], 0, lay.z.key).project(this.camera);
-    return (Math.abs(b.x - a.x) / 2) * this.container.clientWidth;
+    return (Math.abs(b.x - a.x) / 2) * this.size.w;
   }
 
   resetView() {
@@ -235,8 +240,16 @@ export class SceneView {
         if (t.length > longest.length) longest = t;
       }
     }
-    const key = probe("label-key");
-    const value = probe("label-value");
+    // the probes force a layout: measured once per style of the layer (its and its ancestors'
+    // classes, the viewport's size for the media queries)
+    let style = `${window.innerWidth}x${window.innerHeight}@${window.devicePixelRatio}`;
+    for (let node = layer; node; node = node.parentElement) style += `|${node.className}`;
+    let boxes = this.labelBoxes.get(style);
+    if (!boxes) {
+      boxes = { key: probe("label-key"), value: probe("label-value") };
+      this.labelBoxes.set(style, boxes);
+    }
+    const { key, value } = boxes;
     this.labelHeight = Math.max(key.height, value.height);
     return Math.max(widest(key, data.tokens), widest(value, [longest]));
   }
@@ -264,7 +277,7 @@ export class SceneView {
   decideLabels(lay) {
     const apart = lay.n > 1 ? this.pixelsApart(lay) : Infinity;
     let lines = 1;
-    const most = this.container.clientWidth < 600 ? 4 : 3; // a phone has height to spare, not width
+    const most = this.size.w < 600 ? 4 : 3; // a phone has height to spare, not width
     while (lines < most && this.widest + LABEL_GAP > lines * apart) lines += 1;
     const room = Math.max(24, Math.floor(lines * apart - LABEL_GAP));
     this.room = room;
