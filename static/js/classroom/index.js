@@ -7,6 +7,7 @@
 
 import { isTextField } from "../keys.js";
 import { whenReady } from "../pageview.js";
+import { closeTabs } from "./fit.js";
 import { Follower } from "./follower.js";
 import { Lessons } from "./lessons.js";
 import { Presenter } from "./presenter.js";
@@ -45,6 +46,8 @@ whenReady(() => {
         presenter.toggleNumbers();
       } else if (e.key === "Escape" && !presenter.blank.hidden) {
         presenter.toggleBlank(false);
+      } else if (e.key === "Escape") {
+        closeTabs(); // an open tab's sheet (fit.js)
       }
     },
     true,

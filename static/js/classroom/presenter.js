@@ -63,8 +63,8 @@ export class Presenter {
     });
     // the panels change when a chapter draws (often after the view change): fit them again then
     this.fitting = 0;
-    const watch = new MutationObserver(() => this.scheduleFit());
-    for (const panel of document.querySelectorAll(PANELS)) watch.observe(panel, { childList: true, subtree: true, characterData: true });
+    this.watch = new MutationObserver(() => this.scheduleFit());
+    for (const panel of document.querySelectorAll(PANELS)) this.watch.observe(panel, { childList: true, subtree: true, characterData: true });
   }
 
   scheduleFit() {
@@ -72,7 +72,7 @@ export class Presenter {
     this.fitting = requestAnimationFrame(() => {
       this.fitting = 0;
       this.drawWhere();
-      fitPanels(this.presenting);
+      this.fit();
     });
   }
 
@@ -119,8 +119,16 @@ export class Presenter {
     if (on && !this.room) await this.open(adopt);
     this.drawJoin();
     this.drawWhere();
-    fitPanels(this.presenting);
+    this.fit();
     this.reframe();
+  }
+
+  /** Lay the side panels out (fit.js); its own folds and tabs are not changes to lay out again. */
+  fit() {
+    const widths = fitPanels(this.presenting);
+    this.watch.takeRecords();
+    if (widths !== this.widths) this.reframe(); // the 3D view got another width
+    this.widths = widths;
   }
 
   /** Open a room (or take back this tab's room), then send the current view (or adopt the room's). */

@@ -1,0 +1,285 @@
+"""The projector view (issue 17) of every chapter and every step, at 1280×720 and 1920×1080.
+
+For each step at each size: no text cut (no ellipsis, no line clamp, nothing outside the viewport
+or outside a box that clips it, the page does not scroll), the smallest text of the explanation and
+the side panel at least the floor (14 px at 1280×720, 21 px at 1920×1080: its font size × every zoom
+and transform on the way up, an SVG's text × its drawn scale), the line that says chapter · step
+(· mask), and the 3D content inside its canvas (no drawn pixel on the canvas's edges, some inside).
+The decoder's chapters (10 writing, 11 today) run on the session's server, whose data folder has
+the decoder converted once for every test that uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Watched, watched_page
+from tests.browser.helpers import canvas_pixels
+
+pytestmark = pytest.mark.browser
+
+# the session server's teacher token (tests/browser/conftest.py running_server)
+TOKEN = os.environ.get("ATTENTION_TEACHER_TOKEN", "browser-tests-teacher-token")
+SIZES = ((1280, 720), (1920, 1080))
+FLOOR = {1280: 14.0, 1920: 21.0}  # px: readable from the back of a classroom, and larger on a larger screen
+SMALLEST: dict[tuple[str, int], float] = {}  # (chapter, width) → the smallest text seen (printed for the report)
+
+# every chapter with the query that opens it (writing: six tokens already written, so its views have content)
+CHAPTERS = {
+    "rnn": "",
+    "projections": "",
+    "steps": "&example=the-cat-ate-its-fish&focus=3",
+    "scaling": "",
+    "masks": "&example=the-cat-ate-its-fish&focus=3",
+    "heads": "",
+    "positions": "",
+    "block": "",
+    "mistakes": "",
+    "writing": "&n=6",
+    "today": "",
+}
+# chapters whose stage draws nothing at some step (its words are about a table): step ids
+EMPTY_STAGE = {"writing": {"write", "size", "candidates"}, "today": {"distance"}}
+
+# What the projector view may not do: cut text (an ellipsis, a line clamp, text past the viewport or
+# past a box that clips it), scroll, or draw 3D content past its canvas. Returns what it found.
+CUT = """() => {
+  const bad = [];
+  const vw = innerWidth, vh = innerHeight;
+  const root = document.documentElement;
+  if (root.scrollWidth > vw + 1 || root.scrollHeight > vh + 1) {
+    bad.push(['page scrolls', root.scrollWidth, root.scrollHeight]);
+  }
+  const name = (e) => e.id || e.dataset.testid || e.className || e.tagName;
+  const clips = (e) => {
+    const s = getComputedStyle(e);
+    return s.overflowX !== 'visible' || s.overflowY !== 'visible';
+  };
+  const walker = document.createTreeWalker(document.getElementById('app'), NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const text = node.textContent.trim();
+    const el = node.parentElement;
+    if (!text || !el.getClientRects().length || el.closest('details:not([open]) > :not(summary)')) continue;
+    const cs = getComputedStyle(el);
+    if (cs.visibility === 'hidden' || cs.opacity === '0') continue;
+    if (cs.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth + 1) bad.push(['ellipsis', name(el), text]);
+    if (cs.webkitLineClamp && cs.webkitLineClamp !== 'none') bad.push(['line clamp', name(el), text]);
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const r of range.getClientRects()) {
+      if (r.width < 1 || r.height < 1) continue;
+      const box = [r.left, r.top, r.right, r.bottom].map(Math.round);
+      const out = r.left < -1 || r.top < -1 || r.right > vw + 1 || r.bottom > vh + 1;
+      if (out) bad.push(['outside the viewport', name(el), text.slice(0, 40), box]);
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+        if (!clips(a)) continue;
+        const c = a.getBoundingClientRect();
+        if (r.left < c.left - 1 || r.right > c.right + 1 || r.top < c.top - 1 || r.bottom > c.bottom + 1) {
+          const clip = [c.left, c.top, c.right, c.bottom].map(Math.round);
+          bad.push(['clipped by ' + name(a), name(el), text.slice(0, 40), box, clip]);
+          break;
+        }
+      }
+    }
+  }
+  return bad.slice(0, 8);
+}"""
+
+# The smallest text a student reads in the explanation and the side panel, as drawn: the computed
+# font size × the zoom of the element and every ancestor × the scale of every transform on the way
+# up; SVG text: its font size × the drawn height of its box over its height in the SVG's own units.
+SMALLEST_TEXT = """() => {
+  const roots = [...document.querySelectorAll('.workspace .lesson, #chapter-view .chapter-side')]
+    .filter((r) => r.getClientRects().length);
+  let least = Infinity, where = '';
+  const scale = (e) => {
+    let s = 1;
+    for (let a = e; a; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      s *= parseFloat(cs.zoom) || 1;
+      if (cs.transform && cs.transform !== 'none') {
+        const m = new DOMMatrixReadOnly(cs.transform);
+        s *= Math.hypot(m.b, m.d);
+      }
+    }
+    return s;
+  };
+  for (const root of roots) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const node = walker.currentNode;
+      const e = node.parentElement;
+      if (!node.textContent.trim() || !e.getClientRects().length) continue;
+      const cs = getComputedStyle(e);
+      if (cs.visibility === 'hidden' || cs.opacity === '0') continue;
+      const size = parseFloat(cs.fontSize);
+      if (!size) continue;  // a label drawn at size 0 is not shown
+      let px;
+      if (e instanceof SVGGraphicsElement) {
+        const box = e.getBBox();
+        px = box.height ? size * e.getBoundingClientRect().height / box.height : size;
+      } else {
+        px = size * scale(e);
+      }
+      if (px < least) {
+        least = px;
+        where = (e.dataset.testid || e.id || e.tagName.toLowerCase()) + ': ' + node.textContent.trim().slice(0, 30);
+      }
+    }
+  }
+  return [Math.round(least * 100) / 100, where];
+}"""
+
+# the 3D content inside its canvas: no drawn pixel in a frame along the canvas's edges
+EDGE_PIXELS = """const w = c.width, h = c.height;
+  const [r0, g0, b0] = [d[(8 * w + 8) * 4], d[(8 * w + 8) * 4 + 1], d[(8 * w + 8) * 4 + 2]];
+  const band = (v, n) => v >= 3 && v < 6 || v >= n - 6 && v < n - 3;  // inside the border, at the edge
+  const corner = (v, n) => v < 12 || v >= n - 12;  // the rounded corners are the box's, not the scene's
+  let edge = 0, inside = 0;
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
+    const i = (y * w + x) * 4;
+    if (Math.abs(d[i] - r0) + Math.abs(d[i + 1] - g0) + Math.abs(d[i + 2] - b0) <= 40) continue;
+    if ((band(x, w) && !corner(y, h)) || (band(y, h) && !corner(x, w))) edge++;
+    else if (x >= 6 && y >= 6 && x < w - 6 && y < h - 6) inside++;
+  }
+  return [edge, inside];"""
+
+READY = '#app[data-ready="true"][data-chapter="{chapter}"][data-step="{step}"]'
+
+
+def settle(w: Watched) -> None:
+    """Two frames for the panels to be laid out again, then the 3D view's flight to its frame."""
+    w.page.wait_for_timeout(250)
+    w.page.wait_for_function(
+        "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+    )
+    if w.page.locator('#app[data-layout="attention"]').count():
+        w.page.wait_for_selector('#scene[data-animating="false"]')
+
+
+def look(w: Watched, chapter: str, step: str, width: int) -> list[str]:
+    """What is wrong with this step's projector view at this size (empty: nothing)."""
+    problems: list[str] = []
+    at = f"{chapter}/{step} at {width}"
+    where = w.text("projector-where")
+    if not (re.match(r"Chapter \d+ of 11: ", where) and " · " in where):
+        problems.append(f"{at}: the where line says {where!r}")
+    if chapter in ("steps", "masks") and not where.endswith(" mask"):
+        problems.append(f"{at}: the where line has no mask: {where!r}")
+    cut = w.page.evaluate(CUT)
+    if cut:
+        problems.append(f"{at}: cut {cut}")
+    least, which = w.page.evaluate(SMALLEST_TEXT)
+    SMALLEST[(chapter, width)] = min(SMALLEST.get((chapter, width), 99.0), least)
+    if least < FLOOR[width] - 0.05:
+        problems.append(f"{at}: text drawn at {least} px < {FLOOR[width]} ({which})")
+    canvas = "scene" if chapter in ("steps", "masks") else "chapter-stage"
+    testid = w.page.evaluate(f"document.querySelector('#{canvas} canvas').dataset.testid")
+    empty = step in EMPTY_STAGE.get(chapter, set())
+    edge, inside = 0, 0
+    for _ in range(4):  # a view still flying to its frame gets a moment more
+        edge, inside = canvas_pixels(w, testid, EDGE_PIXELS)
+        if (inside >= 500 or empty) and not edge:
+            break
+        w.page.wait_for_timeout(400)
+    if edge or (inside < 500 and not empty):
+        problems.append(f"{at}: 3D content on the canvas's edge ({edge} px, {inside} inside)")
+    return problems
+
+
+def walk_chapter(w: Watched, chapter: str) -> list[str]:
+    """Every step of `chapter` in the projector view, at both sizes."""
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{w.base}/?chapter={chapter}{CHAPTERS[chapter]}&present=1")
+    w.page.wait_for_selector(
+        f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=180_000
+    )  # the decoder's first load
+    w.page.wait_for_selector('[data-testid="join-qr"]')
+    steps: list[str] = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
+    assert len(steps) >= 3, steps
+    problems: list[str] = []
+    for i, step in enumerate(steps):
+        if i:
+            w.page.keyboard.press("ArrowRight")
+        w.page.wait_for_selector(READY.format(chapter=chapter, step=step), timeout=60_000)
+        for width, height in SIZES:
+            w.page.set_viewport_size({"width": width, "height": height})
+            settle(w)
+            problems += look(w, chapter, step, width)
+        w.page.set_viewport_size({"width": 1280, "height": 720})
+    return problems
+
+
+@pytest.fixture(scope="module")
+def projector(browser: Any, server: str) -> Any:
+    """One presenter page for the module: the teacher link, Present (a room is open)."""
+    with watched_page(browser, server) as w:
+        w.page.goto(f"{server}/?token={TOKEN}&present=1")
+        w.wait_ready()
+        w.page.wait_for_selector('[data-testid="join-qr"]')
+        yield w
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_every_step_of_every_chapter_is_whole_and_large_on_the_projector(projector: Watched, chapter: str) -> None:
+    problems = walk_chapter(projector, chapter)
+    print({k: v for k, v in SMALLEST.items() if k[0] == chapter})
+    assert not problems, "\n".join(problems)
+
+
+def test_the_projector_shows_the_whole_step_the_sums_and_its_menus(projector: Watched) -> None:
+    w = projector
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    # the step's text is whole: the mix step's key sentence is there, nothing to scroll
+    w.page.goto(f"{w.base}/?chapter=steps&step=mix&example=the-cat-ate-its-fish&focus=3&present=1")
+    w.wait_ready(step="mix")
+    text = w.text("step-text")
+    assert "…" not in text and "z = Σ weight × v" in text and text.endswith("knowing about “cat”.")
+    assert w.page.evaluate(
+        "(() => { const t = document.getElementById('step-text'); return t.scrollHeight <= t.clientHeight + 1; })()"
+    )
+    # the Σ column of both tables of `mistakes` is on screen
+    w.page.goto(f"{w.base}/?chapter=mistakes&present=1")
+    w.wait_ready(chapter="mistakes")
+    settle(w)
+    sums = w.page.locator("#chapter-panel th", has_text=re.compile(r"^Σ( row)?$"))
+    assert sums.count() >= 2 and all(sums.nth(i).is_visible() for i in range(sums.count()))
+    # the chapter menu and the lessons panel are reachable from the projector view
+    w.page.get_by_test_id("chapters-toggle").click()
+    w.page.wait_for_selector('[data-testid="contents"]:visible')
+    w.page.keyboard.press("Escape")
+    w.page.locator("[data-testid=lessons] summary").click()
+    w.page.wait_for_selector('[data-testid="lesson-select"]:visible')
+    w.page.locator("[data-testid=lessons] summary").click()
+    # the clicker keys keep walking; B blanks
+    w.page.keyboard.press("b")
+    assert w.page.get_by_test_id("blank").is_visible()
+    w.page.keyboard.press("b")
+    assert not w.page.get_by_test_id("blank").is_visible()
+
+
+def test_folded_blocks_open_from_their_tabs(projector: Watched) -> None:
+    """A step whose panel holds more than fits: what the step speaks of stays, large; the rest is
+    one tap away (a tab opens it as a sheet over the panel, Escape closes it)."""
+    w = projector
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{w.base}/?chapter=heads&step=heads&present=1")
+    w.wait_ready(chapter="heads", step="heads")
+    settle(w)
+    assert w.page.get_by_test_id("head-weights-0").is_visible()  # the step's figure
+    tabs = w.page.locator('[data-testid="projector-tabs"] button')
+    names = [tabs.nth(i).inner_text() for i in range(tabs.count())]
+    assert "Controls" in names and len(names) == len(set(names)), names
+    controls = w.page.locator("#chapter-panel .chapter-controls")
+    assert not controls.is_visible()
+    tabs.nth(names.index("Controls")).click()
+    assert controls.is_visible()
+    box = controls.bounding_box()
+    assert box and box["y"] >= 0 and box["y"] + box["height"] <= 720 and box["x"] + box["width"] <= 1280
+    w.page.keyboard.press("Escape")
+    assert not controls.is_visible()
