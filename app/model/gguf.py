@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -253,13 +254,21 @@ def folder(path: Path) -> Path:
     out = cached_dir(path)
     if (out / "model.safetensors").is_file():
         return out
+    with _converting:  # two threads asking at once (the model list's and a sentence's): one converts
+        return out if (out / "model.safetensors").is_file() else _convert(path, out)
+
+
+_converting = threading.Lock()
+
+
+def _convert(path: Path, out: Path) -> Path:
     from safetensors.numpy import save_file
 
     reader = _reader(path)
     cfg = config(reader, path)
     weights = tensors(reader, cfg)
     template = _field(reader, "tokenizer.chat_template")
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}-{threading.get_ident()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     (tmp / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")

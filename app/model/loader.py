@@ -20,7 +20,7 @@ from app import limits
 from app.attention import Backend
 from app.model import bert, gguf, gpt2, llama
 from app.model.spec import ModelSpec, read_spec
-from app.model.tokenizer import Encoded, TextTokenizer
+from app.model.tokenizer import Encoded, TextTokenizer, load_tokenizer
 from app.model.trace import Trace
 from app.model.weights import Weights, load_weights
 
@@ -63,7 +63,7 @@ def load(spec: ModelSpec) -> Model:
     weights = gguf.mapped(spec.path, spec) if spec.kind == "llama" else None  # a converted GGUF: mapped
     if weights is None or any(r not in weights for r in required):
         weights = load_weights(spec.path / "model.safetensors", required)
-    tokenizer = TextTokenizer(spec.path / "tokenizer.json")
+    tokenizer = load_tokenizer(spec.path / "tokenizer.json")
     return Model(spec, weights, tokenizer, time.perf_counter() - start)
 
 

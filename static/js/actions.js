@@ -233,7 +233,32 @@ export const actions = {
   },
 
   modelKnown(state, info) {
+    // a late answer about a model no longer picked changes nothing
+    if (info.id && info.id !== state.modelId && !(state.modelId === null && info.default)) return false;
     state.model = info;
+  },
+
+  /** GET /api/models answered: the models the picker offers. */
+  modelsListed(state, models) {
+    state.models = models;
+  },
+
+  /**
+   * The model picker chose `id` (null or the default's id: the server's own model), with its
+   * facts `info` when known: a new model's answer replaces the old one's, at `view`'s layer and
+   * head (a room's snapshot), else at layer 0, head 0.
+   */
+  modelChosen(state, id, info = null, view = null) {
+    const picked = id && !state.models?.find((m) => m.id === id)?.default ? id : null;
+    if (picked === state.modelId) return false;
+    state.modelId = picked;
+    state.model = info;
+    state.result = null;
+    state.heads = null;
+    state.layer = view?.layer ?? 0;
+    state.head = view?.head ?? 0;
+    state.mask = info?.causal ? "causal" : state.mask;
+    push(state, true);
   },
 
   modelLoading(state, on) {

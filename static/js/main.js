@@ -7,7 +7,7 @@
 
 import { actions, OPENING_WORD } from "./actions.js";
 import { SCENE_MAX } from "./attention/derive.js";
-import { Source } from "./attention/source.js";
+import { modelEntry, Source } from "./attention/source.js";
 import { stepById } from "./attention/stages.js";
 import { AttentionView } from "./attention/view.js";
 import { el } from "./dom.js";
@@ -49,11 +49,12 @@ function threeD(container, make) {
 
 // ---- the parts of the page -------------------------------------------------------------
 
-const modelKnown = modelInfo(false).then((info) => {
+const modelKnown = modelInfo(false, undefined, state.modelId).then((info) => {
   act.modelKnown(info); // the model's name, layers and heads
   return info;
 });
-const sentence = new SentenceParts(store, { pick: (layer, head, from) => pick(layer, head, from), known: modelKnown });
+const choose = (id) => act.modelChosen(id, modelEntry(state, id)) !== false && state.sentence && source.sentence(state.sentence); // the model picker
+const sentence = new SentenceParts(store, { pick: (layer, head, from) => pick(layer, head, from), known: modelKnown, choose });
 const editor = new Editor($("editor-grids"), { dk: $("dk-input"), dv: $("dv-input"), add: $("add-token") }, state, (input, how) => {
   act.inputEdited(input, { removed: how.removed ?? null });
   if (how.structural) editor.build();
@@ -192,7 +193,7 @@ window.addEventListener("popstate", () => applyView(window.location.search));
 
 // ---- start -----------------------------------------------------------------------------
 
-modelKnown.then((info) => sentence.buildPickers(info.layers, info.heads) ?? lesson.refresh()).catch((err) => console.warn("model status unavailable:", err));
+modelKnown.then((info) => sentence.buildPickers(info.layers, info.heads, info.kv_heads ?? info.heads) ?? lesson.refresh()).catch((err) => console.warn("model status unavailable:", err));
 
 lesson.go(state.chapter, lesson.stepId(), state.chapterParams, { keepMask: urlParams.has("mask") });
 keepBarOffViews([$("scene"), $("chapter-stage")]);

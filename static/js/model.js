@@ -9,11 +9,60 @@ export const ANIMAL = "The animal didn't cross the street because it was too tir
 /** Where the animal sentence opens: layer 3, head 1 sends 0.68 of "it"'s attention to "animal". */
 export const ANIMAL_VIEW = { layer: 3, head: 1, word: "it" };
 
-/** GET /api/model; `load` starts loading the weights in the background. */
-export async function modelInfo(load = false, signal) {
+/**
+ * What the page knows of a model: GET /api/model (the server's own), or the entry `id` of GET
+ * /api/models (the model picker's choice) in /api/model's shape plus id, kv_heads and causal.
+ * `load` starts loading the weights in the background.
+ */
+export async function modelInfo(load = false, signal, id = null) {
+  if (id) {
+    const entry = (await listModels(signal, load ? id : null)).find((m) => m.id === id);
+    if (!entry) throw new Error(`/api/models: no model ${id}`);
+    return asInfo(entry);
+  }
   const res = await fetch(`/api/model${load ? "?load=true" : ""}`, { headers: { accept: "application/json" }, signal });
   if (!res.ok) throw new Error(`/api/model: ${res.status}`);
   return res.json();
+}
+
+/** GET /api/models: the models the server offers (`load`: an id to start loading). */
+export async function listModels(signal, load = null) {
+  const url = load ? `/api/models?load=${encodeURIComponent(load)}` : "/api/models";
+  const res = await fetch(url, { headers: { accept: "application/json" }, signal });
+  if (!res.ok) throw new Error(`/api/models: ${res.status}`);
+  return (await res.json()).models.filter((m) => m.available !== false);
+}
+
+/** An entry of GET /api/models in GET /api/model's shape. */
+export function asInfo(m) {
+  return {
+    id: m.id,
+    name: m.name,
+    kind: m.architecture,
+    layers: m.layers,
+    heads: m.heads,
+    kv_heads: m.kv_heads ?? m.heads,
+    head_size: m.d_k,
+    causal: Boolean(m.causal),
+    mask: m.causal ? "causal" : "full",
+    loaded: Boolean(m.loaded),
+    loading: Boolean(m.loading),
+  };
+}
+
+/** A model that only ever runs with its causal mask (GPT-2, the Llama decoder). */
+export function isCausal(info) {
+  return Boolean(info && (info.causal ?? info.mask === "causal"));
+}
+
+/**
+ * The query heads of each key/value head (grouped-query attention: SmolLM2's 9 query heads read
+ * 3 KV heads, 3 each); every head its own group when a model has as many KV heads as heads.
+ */
+export function kvGroups(heads, kvHeads) {
+  const kv = kvHeads && heads % kvHeads === 0 ? kvHeads : heads;
+  const per = heads / kv;
+  return Array.from({ length: kv }, (_, g) => Array.from({ length: per }, (_, j) => g * per + j));
 }
 
 /**
@@ -23,7 +72,9 @@ export async function modelInfo(load = false, signal) {
  * `dtype`: "float32" where the numbers are only drawn, "float64" where digits are printed.
  */
 export async function sentenceFrame(req, mask, { stages = null, dtype = "float64" } = {}, signal) {
-  const body = { sentence: req.sentence, layer: req.layer, head: req.head, mask };
+  const body = { sentence: req.sentence, layer: req.layer, head: req.head };
+  if (mask) body.mask = mask; // else the model's own
+  if (req.model) body.model = req.model;
   if (stages) body.stages = stages;
   if (dtype !== "float64") body.dtype = dtype;
   const outcome = await postFrame("/api/attention", body, signal);
@@ -49,11 +100,19 @@ export const MASKED_STAGES = ["masked", "weights", "output"];
 /**
  * The sentence under both masks, like the hand-set mode (the page shows one and compares), in
  * two frames asked at once: every stage under the full mask, and only the stages the mask
- * changes under the causal one (the server runs the model once for both). A decoder (GPT-2) has
- * only its causal mask: `full` is then null.
+ * changes under the causal one (the server runs the model once for both). A decoder (GPT-2,
+ * SmolLM2: `req.causal`) has only its causal mask: `full` is then null. `req.causal` null: not
+ * known yet, so the model's own mask is asked first and its answer says which it is.
  */
 export async function sentenceBothMasks(req, signal) {
-  if (req.kind === "gpt2") {
+  if (req.causal === null) {
+    // a model whose facts have not arrived yet (a link naming it): its own mask first
+    const own = await sentenceAttention(req, null, signal);
+    if (!own.ok || own.data.mask === "causal") return own.ok ? { ok: true, data: { full: null, causal: own.data } } : own;
+    const causal = await sentenceFrame(req, "causal", { stages: MASKED_STAGES }, signal);
+    return causal.ok ? { ok: true, data: { full: own.data, causal: { ...own.data, ...frameAsJson(causal.frame) } } } : causal;
+  }
+  if (req.causal || req.kind === "gpt2") {
     const causal = await sentenceAttention(req, "causal", signal);
     return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
   }
@@ -71,8 +130,8 @@ export async function sentenceBothMasks(req, signal) {
  * POST /api/overview: every layer × head summarised (pooled[layer][head][a][b] in thousandths over
  * blocks of tokens `edges`, entropy, distance, top links), for sentences up to the model's limit.
  */
-export function allHeads(sentence, mask, signal) {
-  return postJson("/api/overview", { sentence, mask }, signal);
+export function allHeads(sentence, mask, signal, model = null) {
+  return postJson("/api/overview", model ? { sentence, mask, model } : { sentence, mask }, signal);
 }
 
 /** A layer or head value from the URL or a picker: an integer ≥ 0, "mean", or null. */

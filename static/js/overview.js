@@ -7,6 +7,7 @@
 
 import { heatRgb } from "./format.js";
 import { el } from "./dom.js";
+import { kvGroups } from "./model.js";
 
 /** Draw a B × B map of thousandths (a head's pooled weights). */
 function paint(canvas, matrix) {
@@ -98,15 +99,32 @@ export class Overview {
    * for its numbers like any other. A head's title says how spread out it is (entropy) and how
    * far it reads (distance).
    */
-  show(data) {
+  show(data, kvHeads = data.heads) {
     if (data === this.data) return;
     this.data = data;
     this.grid.replaceChildren();
     this.buttons = [];
     this.grid.style.setProperty("--heads", String(data.heads + 1));
+    // grouped-query attention: a row naming the key/value head each group of query heads shares
+    const groups = kvGroups(data.heads, kvHeads);
+    const kvOf = (h) => groups.findIndex((g) => g.includes(h));
+    this.grid.dataset.kvHeads = String(groups.length);
+    if (groups.length < data.heads) {
+      this.grid.append(el("span", { className: "ov-corner", "aria-hidden": "true" }, "shared K, V →"));
+      for (const [g, members] of groups.entries()) {
+        const span = el("span", { className: `ov-kv kv-${g % 3}`, dataset: { kv: String(g), testid: `ov-kv-${g}` } }, `KV head ${g}`);
+        span.style.gridColumn = `span ${members.length}`;
+        span.title = `Query heads ${members.join(", ")} read the keys and values of KV head ${g}`;
+        this.grid.append(span);
+      }
+      this.grid.append(el("span", { "aria-hidden": "true" }));
+    }
     this.grid.append(el("span", { className: "ov-corner", "aria-hidden": "true" }, "layer ↓ head →"));
     for (let h = 0; h <= data.heads; h++) {
-      this.grid.append(el("span", { className: "ov-head", "aria-hidden": "true" }, h < data.heads ? String(h) : "mean"));
+      const grouped = h < data.heads && groups.length < data.heads;
+      const attrs = { className: grouped ? `ov-head kv-${kvOf(h) % 3}` : "ov-head", "aria-hidden": "true" };
+      if (grouped) attrs.dataset = { kv: String(kvOf(h)) };
+      this.grid.append(el("span", attrs, h < data.heads ? String(h) : "mean"));
     }
     const L = data.layers;
     const H = data.heads;
@@ -131,10 +149,11 @@ export class Overview {
       this.grid.append(el("span", { className: "ov-layer", "aria-hidden": "true" }, String(l)));
       for (const h of picks(H)) {
         const isMean = l === "mean" || h === "mean";
+        const kv = !isMean && groups.length < H ? kvOf(h) : null;
         const btn = el("button", {
           type: "button",
-          className: isMean ? "ov-cell ov-mean" : "ov-cell",
-          "aria-label": label(l, h),
+          className: isMean ? "ov-cell ov-mean" : kv === null ? "ov-cell" : `ov-cell kv-${kv % 3}`,
+          "aria-label": kv === null ? label(l, h) : `${label(l, h)} (KV head ${kv})`,
           "aria-pressed": "false",
           tabindex: "-1",
           dataset: { layer: String(l), head: String(h), testid: `head-${l}-${h}` },

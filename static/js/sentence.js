@@ -3,14 +3,14 @@
 // It reads the state and changes it only through the store's actions (modelKnown,
 // modelLoading, headsState); picking a head goes through `pick(layer, head, from)`.
 
-import { allHeads, modelInfo, parsePick, pickText } from "./model.js";
+import { allHeads, isCausal, kvGroups, listModels, modelInfo, parsePick, pickText } from "./model.js";
 import { Overview } from "./overview.js";
 
 const $ = (id) => document.getElementById(id);
 
 export class SentenceParts {
   /** `known`: the page's first GET /api/model (a promise), awaited before saying the model loads. */
-  constructor(store, { pick, known = null }) {
+  constructor(store, { pick, known = null, choose = () => {} }) {
     const state = store.state;
     this.state = state;
     this.act = store.act;
@@ -18,19 +18,51 @@ export class SentenceParts {
     this.headsController = null;
     this.modelWatch = null; // the poll in progress, if any
     this.overview = new Overview($("overview-grid"), $("overview-status"), (layer, head) => pick(layer, head, "overview"));
+    this.built = null; // "layers×heads×kv" of the pickers as built
     this.buildPickers(6, 12);
     $("layer-select").addEventListener("change", (e) => pick(parsePick(e.target.value), state.head));
     $("head-select").addEventListener("change", (e) => pick(state.layer, parsePick(e.target.value)));
+    $("model-select").addEventListener("change", (e) => choose(e.target.value));
+    listModels()
+      .then((models) => {
+        this.act.modelsListed(models);
+        this.showModels(models);
+      })
+      .catch((err) => console.warn("model list unavailable:", err));
   }
 
-  buildPickers(layers, heads) {
-    const fill = (select, count) => {
-      const options = Array.from({ length: count }, (_, i) => new Option(String(i), String(i)));
-      options.push(new Option("mean", "mean"));
-      select.replaceChildren(...options);
-    };
-    fill($("layer-select"), layers);
-    fill($("head-select"), heads);
+  /**
+   * The layer and head pickers for a model of `layers` × `heads`; with grouped-query attention
+   * (`kvHeads` < heads) the heads come in one group per key/value head they share ("KV head 0:
+   * heads 0–2", …), each option saying its group.
+   */
+  buildPickers(layers, heads, kvHeads = heads) {
+    const key = `${layers}×${heads}×${kvHeads}`;
+    if (this.built === key) return;
+    this.built = key;
+    const options = (count) => Array.from({ length: count }, (_, i) => new Option(String(i), String(i)));
+    $("layer-select").replaceChildren(...options(layers), new Option("mean", "mean"));
+    const groups = kvGroups(heads, kvHeads);
+    const head = $("head-select");
+    if (groups.length === heads) head.replaceChildren(...options(heads), new Option("mean", "mean"));
+    else {
+      const parts = groups.map((members, g) => {
+        const group = document.createElement("optgroup");
+        group.label = `KV head ${g}: heads ${members[0]}–${members[members.length - 1]} share its keys and values`;
+        group.dataset.kv = String(g);
+        group.append(...members.map((h) => new Option(`${h} (KV ${g})`, String(h))));
+        return group;
+      });
+      head.replaceChildren(...parts, new Option("mean", "mean"));
+    }
+    head.dataset.kvHeads = String(groups.length);
+  }
+
+  /** The model picker's options: GET /api/models' entries (the server's own first). */
+  showModels(models) {
+    const select = $("model-select");
+    select.replaceChildren(...models.map((m) => new Option(m.name, m.id)));
+    select.closest("label").hidden = models.length < 2;
   }
 
   /** Ask for the model's weights (in the background) and poll until they are loaded. */
@@ -51,12 +83,12 @@ export class SentenceParts {
       this.act.modelLoading(true);
     }
     try {
-      this.act.modelKnown(await modelInfo(true));
+      this.act.modelKnown(await modelInfo(true, undefined, state.modelId));
       // a load that failed leaves loaded and loading false: stop, the sentence's own request says why
       while (!state.model.loaded && state.model.loading) {
         this.act.modelLoading(true);
         await new Promise((r) => setTimeout(r, 300));
-        this.act.modelKnown(await modelInfo(false));
+        this.act.modelKnown(await modelInfo(false, undefined, state.modelId));
       }
     } catch (err) {
       console.warn("model status unavailable:", err);
@@ -68,8 +100,8 @@ export class SentenceParts {
   async fetchHeads() {
     const state = this.state;
     if (!state.sentence) return;
-    const mask = state.model?.kind === "gpt2" ? "causal" : state.mask;
-    const key = `${mask}|${state.sentence}`;
+    const mask = isCausal(state.model) ? "causal" : state.mask;
+    const key = `${state.modelId ?? ""}|${mask}|${state.sentence}`;
     if (state.heads?.key === key) return;
     // a new sentence's view comes first: the server runs the layers the view needs, answers, and
     // then the rest for the overview (asked together, the overview's whole forward went first)
@@ -80,7 +112,7 @@ export class SentenceParts {
     this.act.headsState({ key, pending: true });
     let outcome;
     try {
-      outcome = await allHeads(state.sentence, mask, controller.signal);
+      outcome = await allHeads(state.sentence, mask, controller.signal, state.modelId);
     } catch (err) {
       if (controller.signal.aborted) return;
       outcome = { ok: false, errors: [{ msg: `Could not reach the server (${err.message}).` }] };
@@ -105,7 +137,13 @@ export class SentenceParts {
     $("model-bar").hidden = !on;
     $("overview").hidden = !on || withheld;
     if (!on) return;
-    if (state.model) $("model-name").textContent = `${state.model.name}: ${state.model.layers} layers × ${state.model.heads} heads, d_k = ${state.model.head_size}`;
+    const m = state.model;
+    if (m) {
+      const gqa = m.kv_heads && m.kv_heads < m.heads ? ` sharing ${m.kv_heads} key/value heads` : "";
+      $("model-name").textContent = `${m.name}: ${m.layers} layers × ${m.heads} heads${gqa}, d_k = ${m.head_size}`;
+      this.buildPickers(m.layers, m.heads, m.kv_heads ?? m.heads);
+    }
+    $("model-select").value = state.modelId ?? state.models?.find((x) => x.default)?.id ?? "";
     $("layer-select").value = String(state.layer);
     $("head-select").value = String(state.head);
     $("merge-toggle").checked = state.merge;
@@ -122,7 +160,7 @@ export class SentenceParts {
 
     const heads = state.heads;
     if (heads?.data) {
-      this.overview.show(heads.data);
+      this.overview.show(heads.data, m?.kv_heads ?? heads.data.heads);
       this.overview.highlight(state.layer, state.head);
       this.overview.message("");
     } else {
@@ -155,7 +193,7 @@ export class SentenceParts {
           "a mean weight is not the softmax of the mean score.",
       );
     }
-    if (state.mask === "causal" && state.model?.kind !== "gpt2") {
+    if (state.mask === "causal" && !isCausal(state.model)) {
       notes.push(
         "Causal mask: the server recomputes this head from the model's q, k, v as if it could not see later " +
           "tokens (the model itself ran with its full mask).",

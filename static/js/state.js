@@ -13,6 +13,8 @@
 //   layer     sentence mode: 0-based layer, or "mean" (over the layers)
 //   head      sentence mode: 0-based head, or "mean" (over the layer's heads)
 //   merge     sentence mode: 1 = word pieces merged into words (from the softmax step on)
+//   model     sentence mode: the model's id from GET /api/models (default: the server's own,
+//             all-MiniLM-L6-v2), e.g. smollm2-135m for the decoder
 //   step      the chapter's step: score | scale | mask | softmax | mix for `steps`
 //   mask      full | causal
 //   focus     index of the focused query (0-based; in sentence mode a token of the model's,
@@ -35,6 +37,7 @@ export const MAX_SENTENCE = 4000; // characters kept from a typed sentence (and 
 export const ATTENTION_CHAPTERS = ["steps", "masks"]; // the chapters drawn by the attention view (attention/)
 const CHAPTER_ID = /^[a-z][a-z0-9-]{0,31}$/;
 const MAX_PARAM = 2000; // characters kept from a chapter's own URL parameter
+const MODEL_ID = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 export function createState(defaultExample) {
   return {
@@ -49,7 +52,9 @@ export function createState(defaultExample) {
     layer: 0, // sentence mode: 0-based layer or "mean"
     head: 0, // sentence mode: 0-based head or "mean"
     merge: false, // sentence mode: word pieces merged into words
-    model: null, // GET /api/model, once known
+    modelId: null, // sentence mode: the model picked (an id of GET /api/models), null = the server's own
+    models: null, // GET /api/models: what the model picker offers, once known
+    model: null, // the picked model's facts (GET /api/model or its /api/models entry), once known
     modelLoading: false, // the model's weights are loading (the first sentence)
     heads: null, // the overview for (sentence, mask): { key, data } or { key, error } or { key, pending }
     edited: false, // true once a matrix, token or size was changed by hand
@@ -145,6 +150,8 @@ export function readUrl(state, search) {
     if (layer !== null) state.layer = layer;
     if (head !== null) state.head = head;
     state.merge = p.get("merge") === "1";
+    const model = p.get("model");
+    state.modelId = model && MODEL_ID.test(model) ? model : null;
   }
   const example = p.get("example");
   if (example) {
@@ -184,6 +191,7 @@ export function urlFor(state) {
     p.set("layer", String(state.layer));
     p.set("head", String(state.head));
     if (state.merge) p.set("merge", "1");
+    if (state.modelId) p.set("model", state.modelId);
   } else if (state.example) p.set("example", state.example);
   p.set("step", state.chapter === "steps" ? state.step : (state.chapterStep ?? state.step));
   p.set("mask", state.mask);

@@ -5,7 +5,7 @@
 
 import { getExample, Recomputer } from "../api.js";
 import { OPENING_WORD } from "../actions.js";
-import { ANIMAL, modelInfo, sentenceBothMasks } from "../model.js";
+import { ANIMAL, asInfo, isCausal, modelInfo, sentenceBothMasks } from "../model.js";
 import { createState, readUrl } from "../state.js";
 
 /** What the page can refuse before asking the server: cells that are not numbers, unnamed words. */
@@ -88,6 +88,7 @@ export class Source {
   sentence(text, { fresh = false, history = false } = {}) {
     this.started = true;
     this.wanted = `s:${text}`;
+    this.sentModel = this.store.state.modelId; // the model this sentence runs on (a room may switch it)
     this.recomputer.cancel();
     this.act.sentenceChosen(text, { fresh, history });
     this.newSource();
@@ -139,7 +140,8 @@ export class Source {
     const state = this.store.state;
     if (next.input) return this.numbers(next.input, next.example);
     if (next.sentence) {
-      if (next.sentence !== state.sentence || !this.started) return this.sentence(next.sentence);
+      if (next.modelId !== state.modelId) this.act.modelChosen(next.modelId, modelEntry(state, next.modelId), next);
+      if (next.sentence !== state.sentence || next.modelId !== this.sentModel || !this.started) return this.sentence(next.sentence);
       if (before.layer !== state.layer || before.head !== state.head) this.recompute(true);
       return;
     }
@@ -153,7 +155,7 @@ export class Source {
     const state = this.store.state;
     if (state.sentence) {
       this.act.asked();
-      const req = { sentence: state.sentence, layer: state.layer, head: state.head, kind: state.model?.kind ?? "bert" };
+      const req = { sentence: state.sentence, layer: state.layer, head: state.head, kind: state.model?.kind ?? "bert", model: state.modelId, causal: state.model || !state.modelId ? isCausal(state.model) : null };
       this.modelRecomputer.schedule(req, immediate);
       clearTimeout(this.slowTimer);
       this.slowTimer = setTimeout(() => this.act.slowAnswer(), 400); // "Running the model…" only when it takes a while
@@ -173,6 +175,12 @@ export class Source {
   /** Start loading the model's weights while the user types a sentence. */
   warmModel() {
     const model = this.store.state.model;
-    if (model && !model.loaded && !model.loading) modelInfo(true).catch(() => {});
+    if (model && !model.loaded && !model.loading) modelInfo(true, undefined, this.store.state.modelId).catch(() => {});
   }
+}
+
+/** The facts of model `id` from the picker's list (null: not listed yet, or the server's own). */
+export function modelEntry(state, id) {
+  const entry = id ? state.models?.find((m) => m.id === id) : state.models?.find((m) => m.default);
+  return entry ? asInfo(entry) : null;
 }

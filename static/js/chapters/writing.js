@@ -32,6 +32,26 @@ export function settingsOf(params, used = false) {
   return { temperature: num(params.temp, 0), topK: int(params.topk, 0), topP: num(params.topp, 1) };
 }
 
+/**
+ * Following a writing token by token (a classroom's followers): the page that writes tells each
+ * line of its stream with a DOM event on window, and a page that follows hands the lines it gets
+ * to its Write chapter with another; the follower then draws every token as it comes, without
+ * asking the server, and keeps the whole answer for the snapshot that ends the writing.
+ *
+ *   "write:token"  (sent)      detail { request, line }: request = the POST /api/generate body,
+ *                              line = one line of its stream as received (see docs/decoder.md);
+ *                              the last has line.done (reason, seconds, written)
+ *   "write:follow" (listened)  detail { request, line }: the same, on a following page
+ */
+export const TOKEN_EVENT = "write:token";
+export const FOLLOW_EVENT = "write:follow";
+
+/** The chapter parameters under which a written answer of `request` (n tokens) is kept. */
+function paramsOfRequest(request, n) {
+  const used = `${request.temperature},${request.top_k},${request.top_p}`;
+  return { prompt: request.prompt, n: String(n), used, layer: String(request.layer), head: String(request.head) };
+}
+
 function keyOf(params) {
   return JSON.stringify([params.prompt, int(params.n, 0), params.used, int(params.layer, 5), int(params.head, 0)]);
 }
@@ -288,6 +308,9 @@ class WritePanel {
     p.append(this.ask, this.status, form, nav, this.cands, knobs, picks, this.size, this.cacheTitle, this.cache, this.sinkNote);
     this.prompt.value = ctx.params.prompt;
     this.askedStep = null;
+    this.followed = null; // { key, live } of a writing followed token by token
+    this.onFollow = (e) => this.follow(e.detail ?? {});
+    window.addEventListener(FOLLOW_EVENT, this.onFollow);
     this.status.textContent = "Getting the decoder ready (the very first time it unpacks its weights: up to half a minute)…";
   }
 
@@ -315,6 +338,7 @@ class WritePanel {
     this.controller = controller;
     const live = { info: this.answer.info, prompt_tokens: null, tokens: [] };
     this.live = live;
+    const request = requestOf(params, n);
     this.busy(true);
     const started = performance.now();
     this.status.textContent = this.answer.info.loaded ? "Writing…" : "Loading the decoder's weights (the first time takes a few seconds)…";
@@ -326,7 +350,7 @@ class WritePanel {
       const res = await fetch("/api/generate", {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/x-ndjson" },
-        body: JSON.stringify(requestOf(params, n)),
+        body: JSON.stringify(request),
         signal: controller.signal,
       });
       if (!res.ok) {
@@ -336,6 +360,7 @@ class WritePanel {
       }
       await readLines(res.body, (line) => {
         if (line.done) {
+          window.dispatchEvent(new CustomEvent(TOKEN_EVENT, { detail: { request, line } }));
           reason = line.reason;
           live.cache_bytes = line.cache_bytes;
           live.seconds = line.seconds;
@@ -343,6 +368,7 @@ class WritePanel {
         }
         if (line.prompt_tokens) live.prompt_tokens = line.prompt_tokens;
         live.tokens.push(line);
+        window.dispatchEvent(new CustomEvent(TOKEN_EVENT, { detail: { request, line } }));
         this.status.textContent = `Writing… ${live.tokens.length} of ${n}`;
         this.draw(live, live.tokens.length - 1);
         // a classroom's followers see each token as it comes (write/live.js): no model runs for them
@@ -370,6 +396,36 @@ class WritePanel {
     const next = { ...params, n: String(written), at: String(written - 1) };
     answers.set(keyOf(next), live);
     await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at, live: "" });
+  }
+
+  /**
+   * One line of a writing done on another page (FOLLOW_EVENT): drawn as if streamed here; the last
+   * keeps the whole answer under the parameters the writer's snapshot will name (no request then).
+   */
+  follow({ request, line }) {
+    if (!request || !line || this.controller) return; // writing here itself wins
+    const key = JSON.stringify(request);
+    if (this.followed?.key !== key) {
+      if (line.done || line.index !== 0) return; // joined mid-way: the snapshot at the end brings it all
+      this.followed = { key, live: { info: this.answer?.info ?? null, prompt_tokens: null, tokens: [] } };
+    }
+    const live = this.followed.live;
+    if (line.done) {
+      this.followed = null;
+      this.live = null;
+      Object.assign(live, { cache_bytes: line.cache_bytes, seconds: line.seconds });
+      if (live.tokens.length) answers.set(keyOf(paramsOfRequest(request, live.tokens.length)), live);
+      this.ctx.panel.dataset.following = "false";
+      return;
+    }
+    if (line.index !== live.tokens.length) return; // a line lost on the way: wait for the snapshot
+    if (line.prompt_tokens) live.prompt_tokens = line.prompt_tokens;
+    live.tokens.push(line);
+    this.live = live;
+    this.ctx.panel.dataset.following = "true";
+    this.prompt.value = request.prompt;
+    this.status.textContent = `Following: ${live.tokens.length} of ${request.max_new_tokens} tokens written`;
+    if (live.info) this.draw(live, live.tokens.length - 1);
   }
 
   busy(on) {
@@ -548,6 +604,7 @@ class WritePanel {
   }
 
   dispose() {
+    window.removeEventListener(FOLLOW_EVENT, this.onFollow);
     this.controller?.abort();
     this.live = null;
     this.scene?.dispose();
