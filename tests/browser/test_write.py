@@ -16,6 +16,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.conftest import Watched, watched_page
 from tests.browser.helpers import run_python
@@ -110,6 +111,56 @@ def test_writing_16_tokens_shows_the_apis_candidates_cache_rows_and_attention(br
         # the 3D view draws the cache: one key row and one value row per cached token
         boxes = w.page.evaluate("document.querySelectorAll('#chapter-stage .wr-label').length")
         assert boxes == 2  # 'keys' and 'values'
+
+
+def test_a_following_page_draws_each_token_as_written_without_asking(browser: Any, server: str) -> None:
+    """The classroom's seam (writing.js): the writing page tells every line of its stream
+    ("write:token"); a page given those lines ("write:follow") draws each token as it comes, and
+    keeps the answer, so the writer's snapshot at the end costs it no request."""
+    n = 6
+    with watched_page(browser, server) as writer, watched_page(browser, server) as follower:
+        writer.page.goto(f"{server}/?chapter=writing")
+        writer.page.wait_for_selector(READY.format(chapter="writing"), timeout=180_000)
+        writer.page.evaluate(
+            "() => { window.__lines = []; "
+            "window.addEventListener('write:token', (e) => window.__lines.push(e.detail)); }"
+        )
+        writer.page.get_by_test_id("write-count").fill(str(n))
+        writer.page.get_by_test_id("write-go").click()
+        writer.page.wait_for_selector(f'#chapter-panel[data-written="{n}"][data-writing="false"]', timeout=120_000)
+        writer.page.wait_for_selector(READY.format(chapter="writing"))
+        lines = writer.page.evaluate("() => window.__lines")
+        assert [d["line"].get("index") for d in lines] == [*range(n), None] and lines[-1]["line"]["done"]
+        assert all(d["request"]["prompt"] == PROMPT and d["request"]["max_new_tokens"] == n for d in lines)
+        snap = writer.page.evaluate(
+            "() => { const d = {}; document.dispatchEvent(new CustomEvent('attention:snapshot', { detail: d })); "
+            "return d.snapshot; }"
+        )
+        assert snap["chapter"] == "writing" and snap["n"] == str(n)
+
+        follower.page.goto(f"{server}/?chapter=writing")
+        follower.page.wait_for_selector(READY.format(chapter="writing"), timeout=60_000)
+        asked: list[str] = []
+        follower.page.on("request", lambda r: asked.append(r.url) if "/api/generate" in r.url else None)
+        follow = "(d) => window.dispatchEvent(new CustomEvent('write:follow', { detail: d }))"
+        for i, d in enumerate(lines[:-1]):
+            follower.page.evaluate(follow, d)
+            panel = follower.page.locator(f'#chapter-panel[data-following="true"][data-written="{i + 1}"]')
+            expect(panel).to_have_attribute("data-kv-len", str(d["line"]["kv_len"]))
+            expect(follower.page.get_by_test_id(f"write-token-{i}")).to_have_attribute("data-id", str(d["line"]["id"]))
+            expect(follower.page.get_by_test_id("write-status")).to_contain_text(f"Following: {i + 1} of {n}")
+        follower.page.evaluate(follow, lines[-1])
+        expect(follower.page.locator("#chapter-panel")).to_have_attribute("data-following", "false")
+        # the writer's snapshot: the same n tokens, drawn from what was followed
+        follower.page.evaluate(
+            "async (s) => { const d = { ...s }; document.dispatchEvent(new CustomEvent('attention:apply', "
+            "{ detail: d })); await d.done; }",
+            snap,
+        )
+        follower.page.wait_for_selector(f'#chapter-panel[data-written="{n}"][data-at="{n - 1}"]')
+        ids = follower.page.eval_on_selector_all('[data-testid^="write-token-"]', "(bs) => bs.map((b) => b.dataset.id)")
+        assert ids == [str(d["line"]["id"]) for d in lines[:-1]]
+        assert asked == [], asked
 
 
 def _walk(w: Watched, query: str, chapter: str, check: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import { ApiError } from "../api.js";
 import { el } from "../dom.js";
 import { pyNum, pyStr } from "../pycode.js";
 import { CacheScene } from "../write/cachescene.js";
+import { decodeLive, encodeLive } from "../write/live.js";
 import { cacheBytes, chances, headGroups, megabytes, readLines } from "../write/sampling.js";
 
 export const DECODER = "smollm2-135m";
@@ -29,6 +30,26 @@ export function settingsOf(params, used = false) {
     return { temperature: num(t, 0), topK: int(k, 0), topP: num(p, 1) };
   }
   return { temperature: num(params.temp, 0), topK: int(params.topk, 0), topP: num(params.topp, 1) };
+}
+
+/**
+ * Following a writing token by token (a classroom's followers): the page that writes tells each
+ * line of its stream with a DOM event on window, and a page that follows hands the lines it gets
+ * to its Write chapter with another; the follower then draws every token as it comes, without
+ * asking the server, and keeps the whole answer for the snapshot that ends the writing.
+ *
+ *   "write:token"  (sent)      detail { request, line }: request = the POST /api/generate body,
+ *                              line = one line of its stream as received (see docs/decoder.md);
+ *                              the last has line.done (reason, seconds, written)
+ *   "write:follow" (listened)  detail { request, line }: the same, on a following page
+ */
+export const TOKEN_EVENT = "write:token";
+export const FOLLOW_EVENT = "write:follow";
+
+/** The chapter parameters under which a written answer of `request` (n tokens) is kept. */
+function paramsOfRequest(request, n) {
+  const used = `${request.temperature},${request.top_k},${request.top_p}`;
+  return { prompt: request.prompt, n: String(n), used, layer: String(request.layer), head: String(request.head) };
 }
 
 function keyOf(params) {
@@ -151,7 +172,7 @@ export default {
   id: "writing",
   title: "Writing one token at a time",
   summary: "A real decoder (SmolLM2) writes token by token: causal attention, the KV cache, next-token candidates.",
-  params: { prompt: "The capital of France is", n: "0", at: "", used: "0,0,1", temp: "0", topk: "0", topp: "1", layer: "5", head: "0" },
+  params: { prompt: "The capital of France is", n: "0", at: "", used: "0,0,1", temp: "0", topk: "0", topp: "1", layer: "5", head: "0", live: "" },
   controls: [],
   steps: STEPS,
 
@@ -287,6 +308,9 @@ class WritePanel {
     p.append(this.ask, this.status, form, nav, this.cands, knobs, picks, this.size, this.cacheTitle, this.cache, this.sinkNote);
     this.prompt.value = ctx.params.prompt;
     this.askedStep = null;
+    this.followed = null; // { key, live } of a writing followed token by token
+    this.onFollow = (e) => this.follow(e.detail ?? {});
+    window.addEventListener(FOLLOW_EVENT, this.onFollow);
     this.status.textContent = "Getting the decoder ready (the very first time it unpacks its weights: up to half a minute)…";
   }
 
@@ -314,6 +338,7 @@ class WritePanel {
     this.controller = controller;
     const live = { info: this.answer.info, prompt_tokens: null, tokens: [] };
     this.live = live;
+    const request = requestOf(params, n);
     this.busy(true);
     const started = performance.now();
     this.status.textContent = this.answer.info.loaded ? "Writing…" : "Loading the decoder's weights (the first time takes a few seconds)…";
@@ -325,7 +350,7 @@ class WritePanel {
       const res = await fetch("/api/generate", {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/x-ndjson" },
-        body: JSON.stringify(requestOf(params, n)),
+        body: JSON.stringify(request),
         signal: controller.signal,
       });
       if (!res.ok) {
@@ -335,6 +360,7 @@ class WritePanel {
       }
       await readLines(res.body, (line) => {
         if (line.done) {
+          window.dispatchEvent(new CustomEvent(TOKEN_EVENT, { detail: { request, line } }));
           reason = line.reason;
           live.cache_bytes = line.cache_bytes;
           live.seconds = line.seconds;
@@ -342,8 +368,11 @@ class WritePanel {
         }
         if (line.prompt_tokens) live.prompt_tokens = line.prompt_tokens;
         live.tokens.push(line);
+        window.dispatchEvent(new CustomEvent(TOKEN_EVENT, { detail: { request, line } }));
         this.status.textContent = `Writing… ${live.tokens.length} of ${n}`;
         this.draw(live, live.tokens.length - 1);
+        // a classroom's followers see each token as it comes (write/live.js): no model runs for them
+        ctx.setParams({ live: encodeLive(live.tokens, params.prompt, live.prompt_tokens?.length ?? 0) });
       });
     } catch (err) {
       if (err.name !== "AbortError") {
@@ -359,13 +388,44 @@ class WritePanel {
     this.busy(false);
     const written = live.tokens.length;
     if (!written) {
+      if (ctx.params.live) await ctx.setParams({ live: "" });
       this.draw(this.answer, this.at());
       return;
     }
     this.status.textContent = reason === "eos" ? `Wrote ${written} tokens, then the model ended the text.` : reason === "stopped" ? `Stopped after ${written} tokens.` : `Wrote ${written} tokens.`;
     const next = { ...params, n: String(written), at: String(written - 1) };
     answers.set(keyOf(next), live);
-    await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at });
+    await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at, live: "" });
+  }
+
+  /**
+   * One line of a writing done on another page (FOLLOW_EVENT): drawn as if streamed here; the last
+   * keeps the whole answer under the parameters the writer's snapshot will name (no request then).
+   */
+  follow({ request, line }) {
+    if (!request || !line || this.controller) return; // writing here itself wins
+    const key = JSON.stringify(request);
+    if (this.followed?.key !== key) {
+      if (line.done || line.index !== 0) return; // joined mid-way: the snapshot at the end brings it all
+      this.followed = { key, live: { info: this.answer?.info ?? null, prompt_tokens: null, tokens: [] } };
+    }
+    const live = this.followed.live;
+    if (line.done) {
+      this.followed = null;
+      this.live = null;
+      Object.assign(live, { cache_bytes: line.cache_bytes, seconds: line.seconds });
+      if (live.tokens.length) answers.set(keyOf(paramsOfRequest(request, live.tokens.length)), live);
+      this.ctx.panel.dataset.following = "false";
+      return;
+    }
+    if (line.index !== live.tokens.length) return; // a line lost on the way: wait for the snapshot
+    if (line.prompt_tokens) live.prompt_tokens = line.prompt_tokens;
+    live.tokens.push(line);
+    this.live = live;
+    this.ctx.panel.dataset.following = "true";
+    this.prompt.value = request.prompt;
+    this.status.textContent = `Following: ${live.tokens.length} of ${request.max_new_tokens} tokens written`;
+    if (live.info) this.draw(live, live.tokens.length - 1);
   }
 
   busy(on) {
@@ -389,7 +449,28 @@ class WritePanel {
     // the step about the cache's size brings its table up beside the words; the others keep it below the knobs
     if (stepId === "size") this.ask.after(this.size);
     else this.cacheTitle.before(this.size);
-    if (!this.live) this.draw(answer, this.at());
+    if (this.live) return;
+    const following = decodeLive(ctx.params.live); // another page (the class's presenter) is writing
+    if (following) this.drawLive(following);
+    else this.draw(answer, this.at());
+  }
+
+  /** Tokens another page is writing (write/live.js): the text so far and the cache's size, no model numbers. */
+  drawLive(f) {
+    const ctx = this.ctx;
+    const n = f.tokens.length;
+    this.text.replaceChildren(el("span", { className: "wr-prompt" }, f.prompt));
+    f.tokens.forEach((t, i) => this.text.append(el("span", { className: "wr-tok", dataset: { testid: `write-token-${i}`, id: String(t.id) } }, show(t.token))));
+    this.back.disabled = true;
+    this.fwd.disabled = true;
+    Object.assign(ctx.panel.dataset, { written: String(n), at: String(n - 1), following: "true", kvLen: String(f.promptTokens + n) });
+    this.shown = null;
+    this.drawBars();
+    this.status.textContent = `The teacher's page is writing: ${n} tokens so far.`;
+    this.cacheTitle.textContent = `The KV cache holds ${f.promptTokens + n} rows so far (the numbers come when the writing ends).`;
+    this.cache.replaceChildren();
+    this.sinkNote.textContent = "";
+    this.scene?.update({ rows: f.promptTokens + n, weights: null, sink: false });
   }
 
   drawAsk(stepId) {
@@ -444,6 +525,8 @@ class WritePanel {
   /** The written text, the candidates, the 3D cache and its rows, for written token `at` of `a`. */
   draw(a, at) {
     const ctx = this.ctx;
+    if (ctx.panel.dataset.following === "true" && this.status.textContent.startsWith("The teacher's page")) this.status.textContent = "";
+    delete ctx.panel.dataset.following;
     this.text.replaceChildren();
     if (a.prompt_tokens) this.text.append(el("span", { className: "wr-prompt", dataset: { testid: "write-prompt-text" } }, a.prompt_tokens.join("")));
     else this.text.append(el("span", { className: "wr-prompt" }, this.prompt.value));
@@ -521,10 +604,11 @@ class WritePanel {
   }
 
   dispose() {
+    window.removeEventListener(FOLLOW_EVENT, this.onFollow);
     this.controller?.abort();
     this.live = null;
     this.scene?.dispose();
     this.ctx.panel.classList.remove("wr-panel");
-    for (const k of ["writing", "written", "at", "kvLen"]) delete this.ctx.panel.dataset[k];
+    for (const k of ["writing", "written", "at", "kvLen", "following"]) delete this.ctx.panel.dataset[k];
   }
 }
