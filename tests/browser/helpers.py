@@ -37,6 +37,18 @@ def run_python(code: str, timeout: float = 120) -> Any:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+_FRAMES = """(n) => new Promise((done) => {
+  const next = (left) => (left ? requestAnimationFrame(() => next(left - 1)) : done());
+  next(n);
+})"""
+
+
+def next_frames(page: Any, n: int = 3) -> None:
+    """Waits until `page` has run `n` more animation frames: a drawing it asked for before this call
+    (a 3D view renders on its next frame) is on screen, however slow the machine."""
+    page.evaluate(_FRAMES, n)
+
+
 def close(a: Any, b: Any, tol: float) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b, strict=True))
