@@ -11,8 +11,9 @@
 A real server process (uvicorn, NumPy backend) and Debian's Chromium through Playwright.
 
 1. requests: the requests the page sends for a new sentence are captured in Chromium (typed, Enter,
-   until the view is drawn and the overview is in), then replayed as a browser sends them (all at
-   once, one connection each, with Chromium's own Accept-Encoding: gzip, deflate, br, zstd, which
+   until the view is drawn and the overview is in), then replayed as a browser sends them (the
+   view's at once, the overview when they have answered, as the page asks for it; one connection
+   each, with Chromium's own Accept-Encoding: gzip, deflate, br, zstd, which
    Playwright's request headers leave out) with a new sentence each round, so that nothing comes
    from the server's cache. Rounds alternate with one transformers forward (output_attentions,
    eager: what a notebook user would run) of the same sentence in this process:
@@ -143,19 +144,26 @@ def capture(browser: Any, base: str, text: str) -> list[Captured]:
 
 
 def replay(base: str, requests: list[Captured], old: str, new: str) -> tuple[float, list[httpx.Response]]:
-    """The requests sent all at once (one connection each, as a browser's), `old` sentence swapped for
+    """The requests sent as the page sends them (one connection each, as a browser's): the view's at
+    once, the overview once they have answered (static/js/sentence.js), `old` sentence swapped for
     `new`; the seconds until every answer has been read whole, and the answers."""
     answers: list[httpx.Response | None] = [None] * len(requests)
     start = threading.Barrier(len(requests) + 1)
+    view = [i for i, r in enumerate(requests) if r.path != "/api/overview"]
+    view_done = threading.Barrier(len(requests))
 
     def send(i: int, r: Captured) -> None:
         body = r.body.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1]) if r.body else None
         with httpx.Client(base_url=base, headers={"accept-encoding": BROWSER_ENCODING}, timeout=60) as client:
             client.get("/api/examples")  # the connection is open before the clock starts, as a page's is
             start.wait()
+            if i not in view:
+                view_done.wait()
             answer = client.request(r.method, r.path, headers=r.headers, content=body)
             answer.read()
             answers[i] = answer
+            if i in view:
+                view_done.wait()
 
     threads = [threading.Thread(target=send, args=(i, r)) for i, r in enumerate(requests)]
     for t in threads:
