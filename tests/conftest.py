@@ -9,6 +9,10 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from tests.budget import ALL
 
+# fixtures made once per session for every folder (a model, transformers' reference): imported into a
+# test module instead, a session fixture would be a second one, made again
+pytest_plugins = ["tests.model.fixtures", "tests.model.llama_fixtures"]
+
 # in-process apps keep the classroom's SQLite in a folder of the test run's, not the user's data folder
 os.environ.setdefault("ATTENTION_DATA_DIR", tempfile.mkdtemp(prefix="attention3d-tests-"))
 

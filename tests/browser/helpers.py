@@ -37,6 +37,18 @@ def run_python(code: str, timeout: float = 120) -> Any:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+_FRAMES = """(n) => new Promise((done) => {
+  const next = (left) => (left ? requestAnimationFrame(() => next(left - 1)) : done());
+  next(n);
+})"""
+
+
+def next_frames(page: Any, n: int = 3) -> None:
+    """Waits until `page` has run `n` more animation frames: a drawing it asked for before this call
+    (a 3D view renders on its next frame) is on screen, however slow the machine."""
+    page.evaluate(_FRAMES, n)
+
+
 def close(a: Any, b: Any, tol: float) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b, strict=True))
@@ -127,7 +139,7 @@ def download(w: Watched, button: Any, folder: Path, timeout: float = 30_000) -> 
 
 
 @contextmanager
-def offline_page(browser: Any, path: Path, timeout: float = 10_000) -> Iterator[Any]:
+def offline_page(browser: Any, path: Path, timeout: float = 30_000) -> Iterator[Any]:
     """The downloaded page `path` opened from its file: URL in a fresh context, ready (body[data-ready]).
     Any request but file:, data:, blob: or about: is blocked and fails the test, as does an error on
     the page or its console."""

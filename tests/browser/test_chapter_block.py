@@ -1,8 +1,6 @@
 """Chapter block in headless Chromium: every point of the real model's layer as the API gives it, the
 pre-LN what-if, a GPT-2 model's own pre-LN order (with the heads step), a bad sentence's message."""
 
-# ruff: noqa: F811  (the model tests' GPT-2 fixture is imported by name, then requested as an argument)
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,7 +11,6 @@ import pytest
 from tests.browser.chapters import ANIMAL, VIEWPORTS, open_chapter
 from tests.browser.conftest import Watched, running_server, watched_page
 from tests.browser.helpers import chapter_fits, close, drawn_pixels, f3, post, run_python
-from tests.model.conftest import tiny_gpt2_dir  # noqa: F401  (a fixture: a tiny random GPT-2 saved offline)
 
 pytestmark = pytest.mark.browser
 

@@ -14,6 +14,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Watched, watched_page
+from tests.browser.helpers import next_frames
+from tests.budget import examples
 
 pytestmark = pytest.mark.browser
 
@@ -64,13 +66,15 @@ def _animal_by_button(w: Watched) -> None:
     )
 
 
-@pytest.mark.parametrize("load", range(20))
+@pytest.mark.parametrize("load", range(examples(20, 6)))
 def test_sentence_labels_never_overlap_at_1280x720(browser: Any, server: str, load: int) -> None:
     """Issue 11, item 4: in about 1 load of 4 the labels stayed on one line and overlapped.
 
     The view decided one line or two before its camera was fitted to the new row (with the
     previous sentence's camera), and never again; it now fits first, measures the labels, and
-    decides again whenever the view's size or the camera changes. Run 20 times.
+    decides again whenever the view's size or the camera changes. Each load is a fresh context
+    (nothing cached: the page, its fonts and its view settle in their own order): 6 loads here
+    catch a 1-in-4 race 4 runs in 5; `make test-all` runs the 20 it was written with.
     """
     with watched_page(browser, server) as w:
         w.page.set_viewport_size({"width": 1280, "height": 720})
@@ -90,7 +94,8 @@ def test_labels_redecided_when_the_view_resizes(browser: Any, server: str) -> No
         w.wait_ready(mode="sentence")
         wide = w.page.evaluate("document.querySelector('.label-layer').dataset.lines")
         w.page.set_viewport_size({"width": 1000, "height": 720})
-        w.page.wait_for_timeout(300)
+        w.page.wait_for_function("() => document.getElementById('scene').getBoundingClientRect().right <= 1000")
+        next_frames(w.page)  # the view's resize decided the lines again and drew them
         narrow = w.page.evaluate("document.querySelector('.label-layer').dataset.lines")
         assert int(narrow) >= int(wide)
         seen = _labels(w)
@@ -320,7 +325,7 @@ def _walk(w: Watched, chapter: str, check: str) -> dict[str, Any]:
         w.page.wait_for_selector(f'#app[data-ready="true"][data-step="{step}"]', timeout=30_000)
         if w.page.locator('#app[data-layout="attention"]').count():
             w.page.wait_for_selector('#scene[data-animating="false"]')
-        w.page.wait_for_timeout(150)  # the chapter's stage draws at its next frame
+        next_frames(w.page)  # the chapter's stage draws at its next frame
         seen[step] = w.page.evaluate(check)
     return seen
 

@@ -1,7 +1,5 @@
 """The transformer block, vector by vector, against transformers' own forward (hidden states and hooks)."""
 
-# ruff: noqa: F811  (the model tests' fixtures are imported by name, then requested as arguments)
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +12,7 @@ from fastapi.testclient import TestClient
 from app.lesson.block import BERT_ORDER, GPT2_ORDER, block, embed, layer_input, pre_ln_what_if
 from app.main import create_app
 from app.model.loader import ModelHandle, handle_for
-from tests.model.conftest import SENTENCES, api, gpt2_api, hf_gpt2, hf_minilm, minilm, tiny_gpt2_dir  # noqa: F401
+from tests.model.fixtures import SENTENCES
 
 TOL = 1e-4
 REL = 1e-6  # relative: about 8 float32 steps, for the large values of a BERT feed-forward

@@ -1,7 +1,5 @@
 """Multi-head attention against a plain float64 loop, and the real model's W_O against transformers."""
 
-# ruff: noqa: F811  (the model tests' fixtures are imported by name, then requested as arguments)
-
 from __future__ import annotations
 
 import math
@@ -15,7 +13,7 @@ from fastapi.testclient import TestClient
 from app.lesson.block import layer_attention, layer_input
 from app.lesson.multihead import example, multihead
 from app.model.loader import ModelHandle, handle_for
-from tests.model.conftest import SENTENCES, api, gpt2_api, hf_gpt2, hf_minilm, minilm, tiny_gpt2_dir  # noqa: F401
+from tests.model.fixtures import SENTENCES
 
 
 def loop_multihead(

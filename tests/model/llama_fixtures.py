@@ -1,4 +1,4 @@
-"""Fixtures of the decoder's tests (imported by tests/model/conftest.py): SmolLM2-135M and its
+"""Fixtures of the decoder's tests (a plugin of the suite: tests/conftest.py): SmolLM2-135M and its
 transformers reference, loaded once per session, and tiny random Llama models (with and without
 grouped-query attention) saved as safetensors folders and written as GGUF files.
 """

@@ -10,7 +10,7 @@ import pytest
 
 from app.attention import attention
 from app.model.loader import ModelHandle, handle_for
-from tests.model.conftest import SENTENCES
+from tests.model.fixtures import SENTENCES
 
 TOL = 1e-4  # the budget for attention weights; measured errors are ~1e-6
 

@@ -14,7 +14,7 @@ from app import frame
 from app.attention import attention, torch_available
 from app.model import nn
 from app.model.loader import ModelHandle, handle_for
-from tests.model.conftest import SENTENCES
+from tests.model.fixtures import SENTENCES
 
 LONG = "the animal didn't cross the street because it was too tired, so it lay down. " * 8  # ~170 tokens
 needs_torch = pytest.mark.skipif(not torch_available(), reason="torch is not installed")

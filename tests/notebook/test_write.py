@@ -10,14 +10,13 @@ from fastapi.testclient import TestClient
 from app.errors import InputError
 from app.main import create_app
 from app.model.loader import Model
-from tests.model.llama_fixtures import smollm  # noqa: F401 (the decoder, loaded once: handles are shared)
 
 notebook = pytest.importorskip("app.notebook", reason="the notebook extra is not installed")
 write, show = notebook.write, notebook.show
 
 
 @pytest.fixture(scope="module")
-def api(smollm: Model) -> TestClient:  # noqa: F811 (the fixture imported above)
+def api(smollm: Model) -> TestClient:
     return TestClient(create_app(backend="numpy"))
 
 

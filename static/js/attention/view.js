@@ -109,7 +109,10 @@ export class AttentionView {
       this.sourceKey = key;
       renderEditorNote(state);
     }
-    $("workspace").classList.toggle("wide", Boolean(v.wide));
+    // while a new answer is on its way the layout stays as it is (toggling it resizes the 3D view
+    // twice per sentence: a fit and a WebGL frame each)
+    const waiting = !v.data && state.sentence && !state.errors.length; // a sentence whose answer is on its way
+    if (!waiting) $("workspace").classList.toggle("wide", Boolean(v.wide));
     for (const btn of [$("mask-full"), $("mask-causal")]) {
       btn.setAttribute("aria-pressed", String(btn.dataset.mask === state.mask));
       btn.disabled = Boolean(v.masks?.[btn.dataset.mask]);

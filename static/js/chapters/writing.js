@@ -10,6 +10,7 @@ import { ApiError } from "../api.js";
 import { el } from "../dom.js";
 import { pyNum, pyStr } from "../pycode.js";
 import { CacheScene } from "../write/cachescene.js";
+import { decodeLive, encodeLive } from "../write/live.js";
 import { cacheBytes, chances, headGroups, megabytes, readLines } from "../write/sampling.js";
 
 export const DECODER = "smollm2-135m";
@@ -171,7 +172,7 @@ export default {
   id: "writing",
   title: "Writing one token at a time",
   summary: "A real decoder (SmolLM2) writes token by token: causal attention, the KV cache, next-token candidates.",
-  params: { prompt: "The capital of France is", n: "0", at: "", used: "0,0,1", temp: "0", topk: "0", topp: "1", layer: "5", head: "0" },
+  params: { prompt: "The capital of France is", n: "0", at: "", used: "0,0,1", temp: "0", topk: "0", topp: "1", layer: "5", head: "0", live: "" },
   controls: [],
   steps: STEPS,
 
@@ -370,6 +371,8 @@ class WritePanel {
         window.dispatchEvent(new CustomEvent(TOKEN_EVENT, { detail: { request, line } }));
         this.status.textContent = `Writing… ${live.tokens.length} of ${n}`;
         this.draw(live, live.tokens.length - 1);
+        // a classroom's followers see each token as it comes (write/live.js): no model runs for them
+        ctx.setParams({ live: encodeLive(live.tokens, params.prompt, live.prompt_tokens?.length ?? 0) });
       });
     } catch (err) {
       if (err.name !== "AbortError") {
@@ -385,13 +388,14 @@ class WritePanel {
     this.busy(false);
     const written = live.tokens.length;
     if (!written) {
+      if (ctx.params.live) await ctx.setParams({ live: "" });
       this.draw(this.answer, this.at());
       return;
     }
     this.status.textContent = reason === "eos" ? `Wrote ${written} tokens, then the model ended the text.` : reason === "stopped" ? `Stopped after ${written} tokens.` : `Wrote ${written} tokens.`;
     const next = { ...params, n: String(written), at: String(written - 1) };
     answers.set(keyOf(next), live);
-    await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at });
+    await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at, live: "" });
   }
 
   /**
@@ -445,7 +449,28 @@ class WritePanel {
     // the step about the cache's size brings its table up beside the words; the others keep it below the knobs
     if (stepId === "size") this.ask.after(this.size);
     else this.cacheTitle.before(this.size);
-    if (!this.live) this.draw(answer, this.at());
+    if (this.live) return;
+    const following = decodeLive(ctx.params.live); // another page (the class's presenter) is writing
+    if (following) this.drawLive(following);
+    else this.draw(answer, this.at());
+  }
+
+  /** Tokens another page is writing (write/live.js): the text so far and the cache's size, no model numbers. */
+  drawLive(f) {
+    const ctx = this.ctx;
+    const n = f.tokens.length;
+    this.text.replaceChildren(el("span", { className: "wr-prompt" }, f.prompt));
+    f.tokens.forEach((t, i) => this.text.append(el("span", { className: "wr-tok", dataset: { testid: `write-token-${i}`, id: String(t.id) } }, show(t.token))));
+    this.back.disabled = true;
+    this.fwd.disabled = true;
+    Object.assign(ctx.panel.dataset, { written: String(n), at: String(n - 1), following: "true", kvLen: String(f.promptTokens + n) });
+    this.shown = null;
+    this.drawBars();
+    this.status.textContent = `The teacher's page is writing: ${n} tokens so far.`;
+    this.cacheTitle.textContent = `The KV cache holds ${f.promptTokens + n} rows so far (the numbers come when the writing ends).`;
+    this.cache.replaceChildren();
+    this.sinkNote.textContent = "";
+    this.scene?.update({ rows: f.promptTokens + n, weights: null, sink: false });
   }
 
   drawAsk(stepId) {
@@ -500,6 +525,8 @@ class WritePanel {
   /** The written text, the candidates, the 3D cache and its rows, for written token `at` of `a`. */
   draw(a, at) {
     const ctx = this.ctx;
+    if (ctx.panel.dataset.following === "true" && this.status.textContent.startsWith("The teacher's page")) this.status.textContent = "";
+    delete ctx.panel.dataset.following;
     this.text.replaceChildren();
     if (a.prompt_tokens) this.text.append(el("span", { className: "wr-prompt", dataset: { testid: "write-prompt-text" } }, a.prompt_tokens.join("")));
     else this.text.append(el("span", { className: "wr-prompt" }, this.prompt.value));

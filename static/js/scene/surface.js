@@ -7,11 +7,11 @@ import { CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
 export const BACKGROUND = 0xf4f3ee;
 
 /**
- * A WebGL renderer whose canvas goes into `container`: antialiased, at most 2 device pixels per
+ * A WebGL renderer whose canvas goes into `container`: antialiased (unless `antialias` is false), at most 2 device pixels per
  * CSS pixel, cleared to BACKGROUND; the canvas is an image named `ariaLabel`, found by `testid`.
  */
-export function makeRenderer(container, { testid, ariaLabel, preserveDrawingBuffer = false }) {
-  const renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer });
+export function makeRenderer(container, { testid, ariaLabel, preserveDrawingBuffer = false, antialias = true }) {
+  const renderer = new THREE.WebGLRenderer({ antialias, preserveDrawingBuffer });
   renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
   renderer.setClearColor(BACKGROUND, 1);
   const canvas = renderer.domElement;

@@ -10,6 +10,7 @@ import { layout } from "./layout.js";
 import { AttentionLinks } from "./links.js";
 import { OutputArrow } from "./output.js";
 import { VectorPlanes } from "./planes.js";
+import { softwareWebGl } from "./software.js";
 import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
 import { TokenMarkers } from "./tokens.js";
 import { VectorArrows } from "./vectors.js";
@@ -40,6 +41,7 @@ export class SceneView {
     this.renderer = makeRenderer(container, {
       testid: "scene-canvas",
       ariaLabel: "3D view of the attention links; the table beside it holds the same numbers",
+      antialias: !softwareWebGl(), // multisampling in a software rasteriser costs most of a frame
     });
     const canvas = this.renderer.domElement;
     this.labels = makeLabelLayer(container); // the table says the same, for screen readers

@@ -1,4 +1,7 @@
-"""Fixtures of the model tests: the default model, transformers' reference, a tiny random GPT-2."""
+"""The model fixtures: the default model, transformers' reference, a tiny random GPT-2 (and, from
+llama_fixtures, the decoder's). A plugin of the whole suite (tests/conftest.py's pytest_plugins), so
+each is made once per session, whichever folder's tests ask for it first: import the constants
+from here, never a fixture (an imported fixture is a second one, loaded again)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.model.loader import ModelHandle, handle_for
-from tests.model.llama_fixtures import hf_smollm, smollm, tiny_llamas  # noqa: F401 (the decoder's fixtures)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers only ever reads local directories here
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
