@@ -20,11 +20,9 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from app.attention import Backend
-from app.model.nn import NumpyOps, ops
+from app.model.forward import Parts, forward_of
+from app.model.nn import NumpyOps
 from app.model.spec import ModelSpec
-from app.model.trace import Trace, extend
-from app.model.weights import Weights
 
 EMB = "embeddings."
 W = Mapping[str, Any]  # the weights as the backend holds them (NumPy arrays or torch tensors)
@@ -83,25 +81,14 @@ def rest_of_layer(x: Any, q: Any, k: Any, v: Any, w: W, p: str, spec: ModelSpec,
     return norm(y + f, w, p + "output.LayerNorm", spec, o)  # (rows, C)
 
 
-def forward(
-    ids: list[int],
-    weights: Weights,
-    spec: ModelSpec,
-    backend: Backend = "numpy",
-    layers: int | None = None,
-    start: Trace | None = None,
-    open_last: bool = False,
-) -> Trace:
-    """The trace of layers 0 … layers − 1 (all by default), continuing `start`, a shorter trace of
-    the same ids, when given: a view of layer L needs only the layers up to L. open_last: the last
-    layer stops at its q, k, v (all a view of it shows); a later call finishes it."""
-    o = ops(backend)
-    w = o.weights(weights)
-    trace = start or Trace([], [], [], [o.numpy(embed(ids, w, spec, o))])
+def parts(w: W, spec: ModelSpec, o: NumpyOps) -> Parts:
+    """BERT's parts of the forward pass (app.model.forward): post-LN encoder layers, no final norm."""
 
     def rest(i: int, x: Any, q: Any, k: Any, v: Any) -> Any:
         f = partial(rest_of_layer, x, q, k, v, w, f"encoder.layer.{i}.", spec, o)
         return o.rows(f, x.shape[0])  # (n, C), by blocks of rows
 
-    stop = spec.layers if layers is None else layers
-    return extend(trace, stop, open_last, o, lambda i, x: qkv(x, w, f"encoder.layer.{i}.", spec, o), rest)
+    return Parts(lambda ids: embed(ids, w, spec, o), lambda i, x: qkv(x, w, f"encoder.layer.{i}.", spec, o), rest)
+
+
+forward = forward_of(parts)

@@ -14,7 +14,7 @@ holds — config.json, model.safetensors (float32, the tensors under transformer
 rows back in transformers' order), tokenizer.json, tokenizer_config.json (the chat template) —
 in the data folder (<data>/models/<name>-<hash>/), once: reading and dequantizing take a few
 seconds. Beside them, joined/ holds the same weights as the NumPy forward uses them (each layer's
-q/k/v and gate/up matrices joined, every kind stacked over the layers, app.model.llama.stacked):
+q/k/v and gate/up matrices joined, every kind stacked over the layers, app.model.llama_weights):
 one .npy file per kind, memory-mapped at the next start (mapped()), so a start reads nothing
 until a forward pass touches it and joins nothing.
 """
@@ -27,6 +27,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -215,15 +216,16 @@ def converted(path: Path) -> bool:
     return path.is_file() and (cached_dir(path) / "model.safetensors").is_file()
 
 
-def _save_joined(weights: dict[str, np.ndarray], cfg: dict[str, Any], name: str, where: Path) -> None:
-    """The forward's weights (app.model.llama.stacked) as one .npy file per kind in `where`."""
-    from app.model import llama, llama_config
-    from app.model.spec import ModelSpec
+def _save_joined(weights: dict[str, np.ndarray], cfg: dict[str, Any], where: Path) -> None:
+    """The forward's weights (app.model.llama_weights.stacked) as one .npy file per kind in `where`."""
+    from app.model import llama_weights
 
-    spec = ModelSpec(name, where, **llama_config.fields(name, cfg))
+    heads = cfg["num_attention_heads"]
+    sizes = SimpleNamespace(layers=cfg["num_hidden_layers"], heads=heads, kv_heads=cfg["num_key_value_heads"],
+                            head_size=cfg["head_dim"], intermediate=cfg["intermediate_size"])  # fmt: skip
     plain = {n.removeprefix("model."): w for n, w in weights.items()}  # the names bert.py/llama.py use
     where.mkdir()
-    for n, a in llama.stacked(plain, spec).items():
+    for n, a in llama_weights.stacked(plain, sizes).items():
         np.save(where / f"{n}.npy", a)
 
 
@@ -231,13 +233,13 @@ def mapped(folder: Path, spec: Any) -> dict[str, np.ndarray] | None:
     """The forward's weights of a converted folder, memory-mapped read-only from joined/ (None: the
     folder has none): nothing is read until a forward pass touches it. Their values were checked
     finite when the folder was made."""
-    from app.model import llama
+    from app.model import llama_weights
 
     where = folder / JOINED_DIR
     if not where.is_dir():
         return None
     stacks = {f.name.removesuffix(".npy"): np.load(f, mmap_mode="r") for f in sorted(where.glob("*.npy"))}
-    return llama.unstacked(stacks, spec)
+    return llama_weights.unstacked(stacks, spec)
 
 
 def header_config(path: Path) -> dict[str, Any]:
@@ -275,7 +277,7 @@ def _convert(path: Path, out: Path) -> Path:
     (tmp / "tokenizer.json").write_text(tokenizer_json(reader), encoding="utf-8")
     (tmp / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}), encoding="utf-8")
     save_file(weights, str(tmp / "model.safetensors"), metadata={"source": path.name, "format": "pt"})
-    _save_joined(weights, cfg, path.stem, tmp / JOINED_DIR)
+    _save_joined(weights, cfg, tmp / JOINED_DIR)
     try:
         tmp.rename(out)  # atomic: another process converting the same file at once keeps its own
     except OSError:

@@ -19,11 +19,9 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from app.attention import Backend
-from app.model.nn import NumpyOps, ops
+from app.model.forward import Parts, forward_of
+from app.model.nn import NumpyOps
 from app.model.spec import ModelSpec
-from app.model.trace import Trace, extend
-from app.model.weights import Weights
 
 W = Mapping[str, Any]  # the weights as the backend holds them (NumPy arrays or torch tensors)
 
@@ -65,22 +63,9 @@ def rest_of_block(x: Any, q: Any, k: Any, v: Any, w: W, p: str, spec: ModelSpec,
     return y + conv1d(act(conv1d(norm(y, w, p + "ln_2", spec, o), w, p + "mlp.c_fc")), w, p + "mlp.c_proj")
 
 
-def forward(
-    ids: list[int],
-    weights: Weights,
-    spec: ModelSpec,
-    backend: Backend = "numpy",
-    layers: int | None = None,
-    start: Trace | None = None,
-    open_last: bool = False,
-) -> Trace:
-    """The trace of layers 0 … layers − 1 (all by default), continuing `start`, a shorter trace of
-    the same ids, when given. A partial trace's hidden states are all the residual stream's;
-    the final LayerNorm is applied to the last one when the last block runs to its end.
-    open_last: the last block stops at its q, k, v; a later call finishes it."""
-    o = ops(backend)
-    w = o.weights(weights)
-    trace = start or Trace([], [], [], [o.numpy(embed(ids, w))])
+def parts(w: W, spec: ModelSpec, o: NumpyOps) -> Parts:
+    """GPT-2's parts of the forward pass (app.model.forward): pre-LN blocks; the hidden states are
+    the residual stream's, the last one after the final LayerNorm once the last block has run."""
 
     def rest(i: int, x: Any, q: Any, k: Any, v: Any) -> Any:
         return o.rows(partial(rest_of_block, x, q, k, v, w, f"h.{i}.", spec, o), x.shape[0])  # (n, C), by rows
@@ -88,5 +73,7 @@ def forward(
     def shown(i: int, x: Any) -> Any:  # transformers reports the last hidden state after the final LayerNorm
         return norm(x, w, "ln_f", spec, o) if i == spec.layers - 1 else x  # (n, C)
 
-    stop = spec.layers if layers is None else layers
-    return extend(trace, stop, open_last, o, lambda i, x: qkv(x, w, f"h.{i}.", spec, o), rest, shown)
+    return Parts(lambda ids: embed(ids, w), lambda i, x: qkv(x, w, f"h.{i}.", spec, o), rest, shown)
+
+
+forward = forward_of(parts)

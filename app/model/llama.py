@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from app.attention import Backend
 from app.model import llama_config
-from app.model.nn import NumpyOps, ops, parallel
+from app.model.forward import Parts, forward_of
+from app.model.llama_weights import JOINED, split
+from app.model.nn import NumpyOps, parallel
 from app.model.spec import ModelSpec
-from app.model.trace import Trace, extend
 from app.model.weights import Weights
 
 W = Mapping[str, Any]  # the weights as the backend holds them (NumPy arrays or torch tensors)
@@ -142,30 +142,6 @@ def _column_parts(out: int) -> list[slice]:
 
 _fuse_lock = threading.Lock()
 
-# a layer's joined matrices and the separate ones they hold, top to bottom
-JOINED = {
-    "self_attn.qkv_proj.weight": ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"),
-    "mlp.gate_up_proj.weight": ("mlp.gate_proj.weight", "mlp.up_proj.weight"),
-}
-# what a layer holds once joined: the kinds stacked over the layers in the cache (stacked())
-STACKED = ("input_layernorm.weight", "self_attn.qkv_proj.weight", "self_attn.o_proj.weight",
-           "post_attention_layernorm.weight", "mlp.gate_up_proj.weight", "mlp.down_proj.weight")  # fmt: skip
-
-
-def _part_rows(spec: ModelSpec, joined: str) -> list[int]:
-    """The rows of each separate matrix in a joined one: q (h·d), k and v (h_kv·d); gate and up (F)."""
-    if joined.startswith("self_attn"):
-        return [spec.heads * spec.head_size, spec.kv_heads * spec.head_size, spec.kv_heads * spec.head_size]
-    return [spec.intermediate, spec.intermediate]
-
-
-def _split(weights: Weights, prefix: str, joined: str, big: np.ndarray, spec: ModelSpec) -> None:
-    """The separate names of a joined matrix as row views of it (no extra memory)."""
-    start = 0
-    for name, rows in zip(JOINED[joined], _part_rows(spec, joined), strict=True):
-        weights[prefix + name] = big[start : start + rows]
-        start += rows
-
 
 def fuse(weights: Weights, spec: ModelSpec) -> None:
     """Once per model: each layer's q, k, v projections as one (h·d + 2·h_kv·d, C) matrix and its gate
@@ -183,32 +159,8 @@ def fuse(weights: Weights, spec: ModelSpec) -> None:
             for joined, parts in JOINED.items():
                 big = np.concatenate([weights[p + n] for n in parts])  # (Σ rows, C)
                 big.flags.writeable = False
-                _split(weights, p, joined, big, spec)  # the separate copies can go
+                split(weights, p, joined, big, spec)  # the separate copies can go
                 weights[p + joined] = big  # the last layer's last: its presence says every layer is done
-
-
-def stacked(weights: Weights, spec: ModelSpec) -> dict[str, np.ndarray]:
-    """The weights as the converted folder keeps them (app.model.gguf): each kind of STACKED over the
-    layers, "layers.<kind>" (L, …), q/k/v and gate/up joined; the rest (embeddings, final norm)
-    as they are. unstacked() gives them back as views, so a start maps the file instead of reading,
-    joining and copying every matrix."""
-    fuse(weights, spec)
-    layers = range(spec.layers)
-    out = {"layers." + kind: np.stack([weights[LAYER.format(i) + kind] for i in layers]) for kind in STACKED}
-    out.update({name: a for name, a in weights.items() if not name.startswith("layers.")})
-    return out
-
-
-def unstacked(stacks: Mapping[str, np.ndarray], spec: ModelSpec) -> Weights:
-    """stacked()'s arrays (memory-mapped, say) as the forward's weights: every name a view, none copied."""
-    weights: Weights = {name: a for name, a in stacks.items() if not name.startswith("layers.")}
-    for i in range(spec.layers):
-        p = LAYER.format(i)
-        for kind in STACKED:
-            weights[p + kind] = stacks["layers." + kind][i]  # (·, C) or (C,)
-            if kind in JOINED:
-                _split(weights, p, kind, weights[p + kind], spec)
-    return weights
 
 
 def qkv(x: Any, w: W, i: int, spec: ModelSpec, o: NumpyOps, first: int = 0, lin: Any = None) -> list[Any]:
@@ -266,10 +218,10 @@ def grouped_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
     qg = q.reshape(kv, g * r, d)  # (h_kv, g·r, d): a group's queries one after another
     s = qg @ np.swapaxes(k, -1, -2)  # (h_kv, g·r, T) scores
     s *= np.float32(1 / math.sqrt(d))
-    if first + r > 1:
-        hidden = np.arange(t)[None, :] > (first + np.arange(r))[:, None]  # (r, T) later keys
-        if hidden.any():
-            s.reshape(kv, g, r, t)[:, :, hidden] = -np.inf
+    if first + 1 < t:  # the first query (at position `first`) has later keys: those get −∞ (one add)
+        later = np.arange(t)[None, :] > (first + np.arange(r))[:, None]  # (r, T)
+        s4 = s.reshape(kv, g, r, t)
+        s4 += np.where(later, np.float32(-np.inf), np.float32(0))
     s -= s.max(axis=-1, keepdims=True)
     np.exp(s, out=s)
     s /= s.sum(axis=-1, keepdims=True)  # weights
@@ -306,22 +258,9 @@ def logits(x: Any, w: W, spec: ModelSpec, o: NumpyOps) -> Any:
     return wide_linear(x, w, name, o)
 
 
-def forward(
-    ids: list[int],
-    weights: Weights,
-    spec: ModelSpec,
-    backend: Backend = "numpy",
-    layers: int | None = None,
-    start: Trace | None = None,
-    open_last: bool = False,
-) -> Trace:
-    """The trace of layers 0 … layers − 1 (all by default), continuing `start` when given; the last
-    hidden state is after the final RMSNorm once every layer has run (as transformers reports it).
-    open_last: the last layer stops at its q, k, v; a later call finishes it."""
-    o = ops(backend)
-    fuse(weights, spec)
-    w = o.weights(weights)
-    trace = start or Trace([], [], [], [o.numpy(embed(ids, w))])
+def parts(w: W, spec: ModelSpec, o: NumpyOps) -> Parts:
+    """Llama's parts of the forward pass (app.model.forward): pre-RMSNorm layers; the last hidden
+    state is after the final RMSNorm once every layer has run (as transformers reports it)."""
 
     def rest(i: int, x: Any, q: Any, k: Any, v: Any) -> Any:
         if o.name != "numpy":
@@ -331,5 +270,7 @@ def forward(
     def shown(i: int, x: Any) -> Any:
         return final_norm(x, w, spec) if i == spec.layers - 1 else x  # (n, C)
 
-    stop = spec.layers if layers is None else layers
-    return extend(trace, stop, open_last, o, lambda i, x: qkv(x, w, i, spec, o), rest, shown)
+    return Parts(lambda ids: embed(ids, w), lambda i, x: qkv(x, w, i, spec, o), rest, shown)
+
+
+forward = forward_of(parts, prepare=fuse)

@@ -19,12 +19,12 @@ from pathlib import Path
 from app import limits
 from app.attention import Backend
 from app.model import bert, gguf, gpt2, llama
+from app.model.forward import Forward
 from app.model.spec import ModelSpec, read_spec
 from app.model.tokenizer import Encoded, TextTokenizer, load_tokenizer
 from app.model.trace import Trace
 from app.model.weights import Weights, load_weights
 
-Forward = Callable[[list[int], Weights, ModelSpec, Backend, int | None, Trace | None, bool], Trace]
 _KINDS: dict[str, tuple[Callable[[ModelSpec], tuple[str, ...]], Forward]] = {
     "bert": (bert.required, bert.forward),
     "gpt2": (gpt2.required, gpt2.forward),

@@ -28,7 +28,7 @@ VIEWS: list[tuple[str, str | None, str]] = [
     ("positions", None, ""),
     ("block", None, ""),
     ("mistakes", None, ""),
-    ("writing", None, ""),
+    ("writing", None, "&n=6"),
     ("today", None, ""),
 ]
 SIZES = [(1280, 720), (1920, 1080)]

@@ -126,9 +126,10 @@ class Watched:
         return response
 
     def wait_ready(self, **attrs: str | int) -> None:
-        """Wait until the app has drawn a computed result, with the given data-* values."""
+        """Wait until the app has drawn a computed result, with the given data-* values (30 s, Playwright's
+        own default: a loaded 2-core machine may take 5 s and more for a page with a 3D view)."""
         sel = '#app[data-ready="true"]' + "".join(f'[data-{k}="{v}"]' for k, v in attrs.items())
-        self.page.wait_for_selector(sel, timeout=10_000)
+        self.page.wait_for_selector(sel, timeout=30_000)
 
     def text(self, testid: str) -> str:
         text: str = self.page.get_by_test_id(testid).inner_text()

@@ -139,7 +139,7 @@ def download(w: Watched, button: Any, folder: Path, timeout: float = 30_000) -> 
 
 
 @contextmanager
-def offline_page(browser: Any, path: Path, timeout: float = 10_000) -> Iterator[Any]:
+def offline_page(browser: Any, path: Path, timeout: float = 30_000) -> Iterator[Any]:
     """The downloaded page `path` opened from its file: URL in a fresh context, ready (body[data-ready]).
     Any request but file:, data:, blob: or about: is blocked and fails the test, as does an error on
     the page or its console."""

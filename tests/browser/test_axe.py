@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import ROOT
+from tests.browser.helpers import next_frames
 
 pytestmark = pytest.mark.browser
 
@@ -29,8 +30,8 @@ def axe_page(browser: Any, server: str) -> Iterator[Any]:
 
 def _violations(page: Any, query: str, ready: str = '#app[data-ready="true"]') -> list[str]:
     page.goto(page.base + "/" + query)
-    page.wait_for_selector(ready, timeout=20_000)
-    page.wait_for_timeout(300)
+    page.wait_for_selector(ready, timeout=30_000)
+    next_frames(page)  # what the answer changes is drawn
     page.add_script_tag(path=str(AXE))
     result: dict[str, Any] = page.evaluate(
         "() => axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })"

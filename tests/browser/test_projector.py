@@ -272,9 +272,12 @@ def test_folded_blocks_open_from_their_tabs(projector: Watched) -> None:
     w.wait_ready(chapter="heads", step="heads")
     settle(w)
     assert w.page.get_by_test_id("head-weights-0").is_visible()  # the step's figure
+    # and head 2's table, of the figure's kind (the words compare the two heads); the W matrices fold first
+    assert w.page.get_by_test_id("head-weights-1").is_visible()
     tabs = w.page.locator('[data-testid="projector-tabs"] button')
     names = [tabs.nth(i).inner_text() for i in range(tabs.count())]
     assert "Controls" in names and len(names) == len(set(names)), names
+    assert any(n.startswith("W_Q1") for n in names), names
     controls = w.page.locator("#chapter-panel .chapter-controls")
     assert not controls.is_visible()
     tabs.nth(names.index("Controls")).click()

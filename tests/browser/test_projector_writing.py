@@ -123,3 +123,29 @@ def test_followers_see_each_written_token_and_a_late_joiner_the_tokens_so_far(
         assert len(ids) == count and ids == written[:count], (count, ids, written)
         assert not (following and cands), "a following phone shows the model's candidates only once it has its answer"
     assert phone.page.locator('[data-testid^="write-cand-"]').count() == 10  # its own answer's ten candidates
+
+
+def test_a_projector_reloaded_mid_writing_lets_the_class_stop_waiting(room: tuple[Watched, Watched, str]) -> None:
+    teacher, phone, _ = room
+    cdp = teacher.page.context.new_cdp_session(teacher.page)
+    cdp.send("Network.enable")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": 5000, "uploadThroughput": -1},
+    )
+    if not teacher.page.get_by_test_id("write-go").is_visible():
+        teacher.page.locator('[data-testid="projector-tabs"] button', has_text="Controls").click()
+    teacher.page.get_by_test_id("write-count").fill(str(N))
+    teacher.page.get_by_test_id("write-go").click()
+    phone.page.wait_for_selector('#chapter-panel[data-following="true"]', timeout=60_000)
+    # the projector's tab reloads (a bare /?present=1 takes its room back): that writing is over
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+    teacher.page.goto(teacher.base + "/?present=1")
+    teacher.page.wait_for_selector(READY, timeout=60_000)
+    teacher.page.wait_for_selector('[data-testid="join-code"]')
+    assert teacher.page.get_attribute("#chapter-panel", "data-following") is None
+    phone.page.wait_for_selector("#chapter-panel:not([data-following])", timeout=30_000)
+    assert "writing" not in phone.text("write-status")

@@ -74,6 +74,20 @@ def pixels(w: Watched, a: str, b: str | None = None) -> dict[str, float]:
     return result
 
 
+def settled(w: Watched, canvas: Any, timeout: float = 15) -> tuple[str, float]:
+    """A screenshot of the canvas once it is drawn (more than background) and still (the same twice in a
+    row), with its drawn fraction; after `timeout` s, the last one."""
+    deadline = time.monotonic() + timeout
+    before = ""
+    while True:
+        now = shot(canvas)
+        fraction = pixels(w, now)["drawn"]
+        if (fraction > 0.03 and now == before) or time.monotonic() > deadline:
+            return now, fraction
+        before = now
+        w.page.wait_for_timeout(250)
+
+
 def changed_from(w: Watched, canvas: Any, before: str, timeout: float = 15) -> tuple[str, float]:
     """Wait until the canvas looks different from `before` (the kernel's update travels, then a frame)."""
     deadline = time.monotonic() + timeout
@@ -103,10 +117,9 @@ def test_walkthrough_runs_in_jupyterlab_and_draws_in_3d(browser: Any, lab: str) 
         canvas.scroll_into_view_if_needed()
         box = canvas.bounding_box()
         assert box is not None and box["width"] == 600 and box["height"] == 420  # not squashed: aspect 600/420
-        page.wait_for_timeout(500)
-        first = shot(canvas)
-        assert pixels(w, first)["drawn"] > 0.03, "the pythreejs canvas shows only background"
-        assert pixels(w, shot(views.nth(1).locator("canvas").first))["drawn"] > 0.03
+        first, drawn = settled(w, canvas)
+        assert drawn > 0.03, "the pythreejs canvas shows only background"
+        assert settled(w, views.nth(1).locator("canvas").first)[1] > 0.03
 
         # an orbit drag turns the camera
         canvas.scroll_into_view_if_needed()

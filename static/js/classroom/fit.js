@@ -99,7 +99,7 @@ const isControls = (e) =>
 /** The chapter panel's blocks that may fold: its controls, and the blocks beside what the step speaks of. */
 function foldable(panel) {
   const box = panel.querySelector("#chapter-panel");
-  if (!box) return { controls: [], others: [] };
+  if (!box) return { controls: [], others: [], figures: [] };
   let figures = [];
   try {
     figures = [...box.querySelectorAll(document.getElementById("app")?.dataset.figure || ":not(*)")];
@@ -118,36 +118,86 @@ function foldable(panel) {
         continue;
       }
       if (isControls(c)) controls.push(c);
-      else if (c.getBoundingClientRect().height >= least) others.push(c);
+      else if (c.querySelectorAll("table").length > 1 && [...c.children].filter((x) => x.querySelector("table") || x.matches("table")).length > 1) {
+        visit(c); // several tables side by side or one under another: each may fold on its own
+      } else if (c.getBoundingClientRect().height >= least) others.push(c);
     }
   };
   visit(box);
-  return { controls, others };
+  // kept longest: the blocks the words name ("head 2") and those of the figure's kind (head-weights-1 beside head-weights-0)
+  const stem = (id) => (id || "").replace(/-?\d+$/, "");
+  const kinds = new Set(figures.map((f) => stem(f.dataset?.testid)).filter(Boolean));
+  const akin = (b) => [b, ...b.querySelectorAll("[data-testid]")].some((e) => kinds.has(stem(e.dataset?.testid)));
+  const keep = (b) => akin(b) || mentioned(b, panel);
+  return { controls, others: [...others.filter(keep), ...others.filter((b) => !keep(b))], figures };
 }
 
-/** A tab's name: the block's heading (or first words) up to its first comma or colon, a few words long. */
-function tabName(block) {
-  if (isControls(block)) return "Controls";
-  const head = block.querySelector("h3, h4, caption, .ca-title, strong, b, th") ?? block;
-  const text = (head.textContent || "").trim().split(/[,:;.(]/)[0];
+/** After `block` folded: a box left with nothing but short lines (a heading) beside it folds whole. */
+function promote(block, figures) {
+  const box = block.parentElement;
+  if (!box || box.id === "chapter-panel" || !box.closest("#chapter-panel") || figures.some((f) => box.contains(f))) return;
+  const least = TUCK_MIN_REM * rem();
+  const left = [...box.children].filter((c) => !c.classList.contains("cr-tucked") && c.getClientRects().length);
+  if (left.some((c) => c.getBoundingClientRect().height >= least)) return;
+  for (const c of box.querySelectorAll(".cr-tucked")) c.classList.remove("cr-tucked");
+  box.classList.add("cr-tucked");
+  promote(box, figures);
+}
+
+/** A few words of `text` up to its first comma, colon or stop (≤ 24 characters, whole words). */
+function words(text) {
   let name = "";
-  for (const w of text.split(/\s+/)) {
+  for (const w of (text || "").trim().split(/[,:;.(]/)[0].split(/\s+/)) {
     if ((name + " " + w).length > 24) break;
     name = name ? `${name} ${w}` : w;
   }
-  return name || "More";
+  return name;
+}
+
+/** A block's name: its label, its heading, or its first words. */
+function blockName(block) {
+  const head = block.querySelector("h3, h4, caption, .ca-title, strong, b, th") ?? block;
+  return words(block.getAttribute("aria-label")) || words(head.textContent) || "More";
+}
+
+/** Does the step's explanation name this block (its heading, e.g. "head 2")? Such blocks fold last. */
+function mentioned(block, panel) {
+  const name = blockName(block).toLowerCase();
+  const said = (panel.querySelector(".explain")?.textContent ?? "").toLowerCase();
+  return name.length > 2 && said.includes(name);
 }
 
 /** Fold `blocks` into tabs (a strip at the panel's foot; each tab opens its block as a sheet). */
 function tuck(panel, blocks) {
-  for (const b of blocks) {
-    b.classList.add("cr-tucked");
-    b.dataset.tab = tabName(b);
-  }
+  for (const b of blocks) b.classList.add("cr-tucked");
   drawTabs(panel);
 }
 
+/** Name the folded blocks' tabs: the controls are one tab; folded neighbours share one (the first's name, or a label among them). */
+function nameTabs(panel) {
+  const tucked = [...panel.querySelectorAll(".cr-tucked")];
+  let run = [];
+  const close = () => {
+    const labelled = run.find((b) => b.getAttribute("aria-label"));
+    const names = run.map(blockName);
+    // a few short names (W_Q1 W_K1 W_V1) together; else the label among them, or the first's name
+    const name = names.length <= 3 && names.every((n) => n.length <= 8) ? names.join(" ") : blockName(labelled ?? run[0]);
+    for (const b of run) b.dataset.tab = name;
+    run = [];
+  };
+  for (const b of tucked) {
+    if (isControls(b)) {
+      b.dataset.tab = "Controls";
+      continue;
+    }
+    if (run.length && b.previousElementSibling !== run[run.length - 1]) close();
+    run.push(b);
+  }
+  if (run.length) close();
+}
+
 function drawTabs(panel) {
+  nameTabs(panel);
   const groups = new Map(); // a tab per name: the chapter's controls, wherever they stand, are one tab
   for (const b of panel.querySelectorAll(".cr-tucked")) groups.set(b.dataset.tab, [...(groups.get(b.dataset.tab) ?? []), b]);
   let strip = panel.querySelector(":scope > .cr-tabs");
@@ -246,9 +296,13 @@ function layOut(panel) {
     panel.dataset.folded = "controls";
     done = fitted();
   }
-  // the blocks beside the figure, one at a time from the last (a chapter puts first what matters most)
-  for (let i = folds.others.length - 1; i >= 0 && !done; i--) {
-    tuck(panel, [folds.others[i]]);
+  // the blocks beside the figure, one at a time from the end of the list (foldable() puts last those
+  // that matter least; within each kind, a chapter puts first what matters most)
+  const order = folds.others;
+  for (let i = order.length - 1; i >= 0 && !done; i--) {
+    if (order[i].closest(".cr-tucked")) continue; // folded with its box already
+    tuck(panel, [order[i]]);
+    promote(order[i], folds.figures);
     panel.dataset.folded = "blocks";
     done = fitted();
   }

@@ -139,19 +139,23 @@ export class Presenter {
       return;
     }
     const kept = presenterRoom();
+    let stale = false;
     if (kept) {
       try {
         const room = adopt ? await call("GET", `/api/rooms/${kept.code}`) : null;
         if (room?.state) {
           // the projector was reloaded: the class stays where it is, and so does the screen
-          const { screen, ...view } = room.state;
+          // (`live`: tokens the old page was writing, chapter 10; that writing ended with the old page)
+          const { screen, live, ...view } = room.state;
           await applyViewState(view);
+          stale = Boolean(live);
           if (screen === "hidden") this.toggleNumbers(true);
           if (screen === "blank") this.blank.hidden = false;
         } else {
           await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewOnly(viewState()), secret: kept.key });
         }
         this.start(kept);
+        if (stale) this.send(viewState()); // the class stops waiting for those tokens
         return;
       } catch {
         keepPresenterRoom(null); // closed, expired or from another server: open a new one
