@@ -31,8 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 import orjson
-import uvicorn
-from fastapi import Request
+from fastapi import FastAPI, Request
 
 from app import frame
 from app.attention import STAGES
@@ -66,7 +65,8 @@ def in_turn(*fns: Callable[[], object], rounds: int = 15, calls: int = 60) -> li
     return [statistics.median(times) for times in per_round]
 
 
-def serve() -> tuple[uvicorn.Server, int]:
+def hello_app() -> FastAPI:
+    """The app with two hello-world routes (the reference requests)."""
     app = create_app(backend="numpy")
 
     @app.get("/hello")
@@ -77,13 +77,23 @@ def serve() -> tuple[uvicorn.Server, int]:
     async def hello_post(request: Request) -> dict[str, int]:  # the same bytes on the wire, no work
         return {"received": len(await request.body())}
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
-    while not server.started:
-        time.sleep(0.01)
+    return app
+
+
+def serve() -> tuple[subprocess.Popen[bytes], int]:
+    """hello_app() in a server process of its own (uvicorn, as it is deployed): a server in a thread
+    of this process would share the GIL with the client reading 56 MiB, which no browser does."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cmd = [sys.executable, "-m", "uvicorn", "--factory", "bench.api:hello_app", "--port", str(port)]
+    server = subprocess.Popen([*cmd, "--log-level", "warning", "--no-access-log"])
+    for _ in range(600):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            time.sleep(0.05)
     return server, port
 
 
@@ -186,7 +196,8 @@ def speed() -> None:
     rows.append(
         ("n=512, 8 heads, d_k=64, all stages, JSON", best_of(via_json, 3, warmup=1), "bare NumPy stages", ref, None)
     )
-    server.should_exit = True
+    server.terminate()
+    server.wait(30)
 
     print(f"{'measured':48} {'ms':>8}   {'reference':22} {'ms':>8}   {'ratio':>6}  goal")
     for name, t, ref_name, t_ref, goal in rows:

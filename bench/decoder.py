@@ -18,7 +18,9 @@ a busy machine slows them alike; each round's prompt is new (no cache answers it
    its resident memory once both models have answered (VmRSS)                  goal ≤ 1.2 GB
    and from spawn to the decoder's first sentence answered, weights cached      goal ≤ 2 s
 The goal rows again at one thread each (torch.set_num_threads(1), nn.WORKERS = 1): a spinning
-thread pool stalls whenever another process holds a core, and these rows compare the work itself.
+thread pool stalls whenever another process holds a core, and these rows compare the work itself;
+beside their wall time, the process's CPU time (time.process_time), which a busy machine's other
+work does not stretch.
 """
 
 from __future__ import annotations
@@ -210,7 +212,22 @@ def main() -> None:
     }
     if args.one_thread:
         rows = {key: row for key, row in rows.items() if key.endswith("1")}
-    measured = interleaved({key: fn for key, (_, fn, _, _) in rows.items()}, rounds=args.rounds, warmup=1)
+    # the process's CPU seconds of each call too: for the one-thread rows all the work is this
+    # process's, and CPU time is what the machine's other work cannot stretch (a shared machine)
+    cpu: dict[str, list[float]] = {key: [] for key in rows}
+
+    def cpu_timed(key: str, fn: Callable[[], object]) -> Callable[[], object]:
+        def call() -> object:
+            c0 = time.process_time()
+            out = fn()
+            cpu[key].append(time.process_time() - c0)
+            return out
+
+        return call
+
+    fns = {key: cpu_timed(key, fn) for key, (_, fn, _, _) in rows.items()}
+    measured = interleaved(fns, rounds=args.rounds, warmup=1)
+    cpu_s = {key: statistics.median(c[1:]) for key, c in cpu.items()}  # [0]: the warm-up call
 
     def verdict(value: float, goal: float | None) -> str:
         return "" if goal is None else ("  meets" if value <= goal else "  MISSES") + f" ≤ {goal}"
@@ -219,9 +236,11 @@ def main() -> None:
     print(f"bench.decoder: {model.spec.name}; NumPy {np.__version__}, {nn.WORKERS} threads of ours, torch "
           f"{torch.__version__} at {nn.WORKERS} threads; load average {load:.1f} on {os.cpu_count()} cores; "
           f"median of {args.rounds} rounds")  # fmt: skip
+    print(f"{'':62} {'wall':>8}     {'ratio':12}   {'CPU (process)':>14}  ratio")
     for key, (label, _, ref, goal) in rows.items():
         ratio = f"{measured[key] / measured[ref]:5.2f}×{verdict(measured[key] / measured[ref], goal)}" if ref else ""
-        print(f"{label:62} {measured[key] * 1e3:8.0f} ms  {ratio}")
+        c = f"{cpu_s[key] * 1e3:8.0f} ms" + (f"  {cpu_s[key] / cpu_s[ref]:5.2f}×" if ref else "")
+        print(f"{label:62} {measured[key] * 1e3:8.0f} ms  {ratio:20} {c if key.endswith('1') else ''}")
     s = spawned(rng, max(3, args.rounds // 2))
     first = s["first"] / s["prefill"]
     print(f"{'spawned server: first line of a stream (prefill + 1 token)':62} {s['first'] * 1e3:8.0f} ms  "

@@ -3,12 +3,17 @@
     .venv/bin/python -m bench.page             both parts
     .venv/bin/python -m bench.page requests    1
     .venv/bin/python -m bench.page view        2
+    .venv/bin/python -m bench.page view --against DIR
+                                               2, beside another checkout of the project (an older
+                                               commit: `git worktree add DIR COMMIT`), its server and
+                                               page measured in the same run, round after round
 
 A real server process (uvicorn, NumPy backend) and Debian's Chromium through Playwright.
 
 1. requests: the requests the page sends for a new sentence are captured in Chromium (typed, Enter,
-   until the view is drawn and the overview is in), then replayed as a browser sends them (all at
-   once, one connection each, with Chromium's own Accept-Encoding: gzip, deflate, br, zstd, which
+   until the view is drawn and the overview is in), then replayed as a browser sends them (the
+   view's at once, the overview when they have answered, as the page asks for it; one connection
+   each, with Chromium's own Accept-Encoding: gzip, deflate, br, zstd, which
    Playwright's request headers leave out) with a new sentence each round, so that nothing comes
    from the server's cache. Rounds alternate with one transformers forward (output_attentions,
    eager: what a notebook user would run) of the same sentence in this process:
@@ -31,7 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,16 +61,21 @@ class Captured:
 
 
 @contextmanager
-def server() -> Iterator[str]:
-    """A server process on a free port, its model loaded; its base URL."""
+def server(root: Path = ROOT) -> Iterator[str]:
+    """A server process of the checkout `root` on a free port, its model loaded; its base URL."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    if (ROOT / "node_modules" / ".bin" / "esbuild").exists():
-        subprocess.run(["node", "scripts/build.mjs"], cwd=ROOT, check=True, capture_output=True)
-    env = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_DATA_DIR": tempfile.mkdtemp(prefix="bench-page-")}
+    if (root / "node_modules" / ".bin" / "esbuild").exists():
+        subprocess.run(["node", "scripts/build.mjs"], cwd=root, check=True, capture_output=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "ATTENTION_BACKEND": "numpy",
+        "ATTENTION_DATA_DIR": tempfile.mkdtemp(prefix="bench-page-"),
+    }
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
-    proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env=env)
+    proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=root, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -134,19 +144,26 @@ def capture(browser: Any, base: str, text: str) -> list[Captured]:
 
 
 def replay(base: str, requests: list[Captured], old: str, new: str) -> tuple[float, list[httpx.Response]]:
-    """The requests sent all at once (one connection each, as a browser's), `old` sentence swapped for
+    """The requests sent as the page sends them (one connection each, as a browser's): the view's at
+    once, the overview once they have answered (static/js/sentence.js), `old` sentence swapped for
     `new`; the seconds until every answer has been read whole, and the answers."""
     answers: list[httpx.Response | None] = [None] * len(requests)
     start = threading.Barrier(len(requests) + 1)
+    view = [i for i, r in enumerate(requests) if r.path != "/api/overview"]
+    view_done = threading.Barrier(len(requests))
 
     def send(i: int, r: Captured) -> None:
         body = r.body.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1]) if r.body else None
         with httpx.Client(base_url=base, headers={"accept-encoding": BROWSER_ENCODING}, timeout=60) as client:
             client.get("/api/examples")  # the connection is open before the clock starts, as a page's is
             start.wait()
+            if i not in view:
+                view_done.wait()
             answer = client.request(r.method, r.path, headers=r.headers, content=body)
             answer.read()
             answers[i] = answer
+            if i in view:
+                view_done.wait()
 
     threads = [threading.Thread(target=send, args=(i, r)) for i, r in enumerate(requests)]
     for t in threads:
@@ -277,44 +294,74 @@ WALKTHROUGH_READY = """() => new Promise((resolve) => {
 })"""
 
 
-def view_part(browser: Any, base: str) -> None:
-    page = open_page(browser, base)
+def view_part(browser: Any, bases: dict[str, str]) -> None:
+    """Enter → first drawn and the walkthrough's first view, for each named server (round after round)."""
     text = sentence(300)
-    submit(page, "Warm " + text)
-    overview_in(page)
-    times = []
+    pages = {}
+    for name, base in bases.items():
+        pages[name] = open_page(browser, base)
+        submit(pages[name], "Warm " + text)
+        overview_in(pages[name])
+    times: dict[str, list[float]] = {name: [] for name in bases}
     for i in range(7):
-        page.evaluate("(t) => { window.__next = t; }", f"View {i} " + text)
-        times.append(page.evaluate(FIRST_DRAWN) / 1e3)
-        overview_in(page)
-    page.context.close()
-    median = statistics.median(times)
-    n = len(httpx.post(base + "/api/overview", json={"sentence": text}).json()["tokens"])
-    print(
-        f"Enter → first drawn 3D view, {n}-token sentence, median of 7: {median * 1e3:.0f} ms "
-        f"(each: {', '.join(f'{t * 1e3:.0f}' for t in times)})  goal ≤ 500 ms {'met' if median <= 0.5 else 'MISSED'}"
-    )
-    loads = []
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, reduced_motion="reduce")
-    page = context.new_page()
-    for _ in range(8):
-        page.goto(base + "/")
-        loads.append(page.evaluate(WALKTHROUGH_READY) / 1e3)
-    context.close()
-    median = statistics.median(loads[1:])  # the first load fills the browser's cache
-    print(
-        f"the walkthrough's first drawn view, navigation → drawn, median of 7: {median * 1e3:.0f} ms  "
-        f"goal ≤ 300 ms {'met' if median <= 0.3 else 'MISSED'}"
-    )
+        for name, page in pages.items():
+            page.evaluate("(t) => { window.__next = t; }", f"View {i} " + text)
+            times[name].append(page.evaluate(FIRST_DRAWN) / 1e3)
+            overview_in(page)
+    for page in pages.values():
+        page.context.close()
+    n = len(httpx.post(next(iter(bases.values())) + "/api/overview", json={"sentence": text}).json()["tokens"])
+    loads: dict[str, list[float]] = {name: [] for name in bases}
+    viewport = {"width": 1280, "height": 800}
+    contexts = {name: browser.new_context(viewport=viewport, reduced_motion="reduce") for name in bases}
+    tabs = {name: context.new_page() for name, context in contexts.items()}
+    for i in range(8):
+        for name, tab in tabs.items():
+            tab.goto(bases[name] + "/")
+            seconds = tab.evaluate(WALKTHROUGH_READY) / 1e3
+            if i:  # the first load fills the browser's cache
+                loads[name].append(seconds)
+    for context in contexts.values():
+        context.close()
+    for name in bases:
+        label = f" [{name}]" if len(bases) > 1 else ""
+        median = statistics.median(times[name])
+        print(
+            f"Enter → first drawn 3D view, {n}-token sentence, median of 7{label}: {median * 1e3:.0f} ms "
+            f"(each: {', '.join(f'{t * 1e3:.0f}' for t in times[name])})  "
+            f"goal ≤ 500 ms {'met' if median <= 0.5 else 'MISSED'}"
+        )
+        median = statistics.median(loads[name])
+        print(
+            f"the walkthrough's first drawn view, navigation → drawn, median of 7{label}: {median * 1e3:.0f} ms  "
+            f"goal ≤ 300 ms {'met' if median <= 0.3 else 'MISSED'}"
+        )
+    if len(bases) == 2:
+        this, other = bases
+        ratio = statistics.median(times[this]) / statistics.median(times[other])
+        walk = statistics.median(loads[this]) / statistics.median(loads[other])
+        print(f"this checkout / {other}: Enter → first drawn {ratio:.2f}×, walkthrough {walk:.2f}×")
+    print(f"  load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 def main() -> None:
-    parts = sys.argv[1:] or ["requests", "view"]
-    with server() as base, chromium() as browser:
+    args = sys.argv[1:]
+    against = None
+    if "--against" in args:
+        at = args.index("--against")
+        against = Path(args[at + 1]).resolve()
+        del args[at : at + 2]
+    parts = args or ["requests", "view"]
+    with ExitStack() as stack:
+        base = stack.enter_context(server())
+        bases = {"this checkout": base}
+        if against is not None:
+            bases[str(against)] = stack.enter_context(server(against))
+        browser = stack.enter_context(chromium())
         if "requests" in parts:
             requests_part(browser, base)
         if "view" in parts:
-            view_part(browser, base)
+            view_part(browser, bases)
 
 
 if __name__ == "__main__":

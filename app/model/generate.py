@@ -103,7 +103,11 @@ def advance(
         ck, cv = cache.k[i][:, :end], cache.v[i][:, :end]  # (h_kv, end, d)
         if i == layer:
             watched = _watch(o, q, ck, cv, head, s.groups)
-        if one:
+        if i == s.layers - 1 and n > 1:
+            # the last layer's keys and values are cached; only the last token's output is read (its
+            # next-token logits): the other rows' attention and feed-forward would be thrown away
+            x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(n - 1, n), lin)  # (1, C)
+        elif one:
             x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(0, n), lin)
         elif o.name == "numpy":
             x = llama.by_blocks(partial(llama.rest_of_layer, x, q, ck, cv, w, i, s, o, first), n, o)  # (n, C), by rows

@@ -218,10 +218,10 @@ def grouped_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
     qg = q.reshape(kv, g * r, d)  # (h_kv, g·r, d): a group's queries one after another
     s = qg @ np.swapaxes(k, -1, -2)  # (h_kv, g·r, T) scores
     s *= np.float32(1 / math.sqrt(d))
-    if first + r > 1:
-        hidden = np.arange(t)[None, :] > (first + np.arange(r))[:, None]  # (r, T) later keys
-        if hidden.any():
-            s.reshape(kv, g, r, t)[:, :, hidden] = -np.inf
+    if first + 1 < t:  # the first query (at position `first`) has later keys: those get −∞ (one add)
+        later = np.arange(t)[None, :] > (first + np.arange(r))[:, None]  # (r, T)
+        s4 = s.reshape(kv, g, r, t)
+        s4 += np.where(later, np.float32(-np.inf), np.float32(0))
     s -= s.max(axis=-1, keepdims=True)
     np.exp(s, out=s)
     s /= s.sum(axis=-1, keepdims=True)  # weights

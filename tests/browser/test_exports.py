@@ -256,7 +256,7 @@ def test_standalone_html_of_a_long_sentence_draws_its_window(watched: Watched, b
     w.goto(f"?sentence={quote(sentence)}&step=softmax&focus=40")
     w.wait_ready(mode="sentence", focus=40)
     path = _download(w, "HTML", tmp_path)
-    with offline_page(browser, path) as page:
+    with offline_page(browser, path, timeout=60_000) as page:  # 64 tokens: it took 20 s at load 20 here
         page.wait_for_function("() => Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         next_frames(page)  # the labels are placed after the first frame
         assert page.evaluate("document.body.dataset.window") == "25-56"  # focus 40, as the page: rows 24 … 55

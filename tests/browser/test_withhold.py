@@ -174,8 +174,7 @@ def test_reframe_brings_the_drawing_back_into_its_canvas(watched: Watched, query
     for _ in range(12):
         w.page.mouse.wheel(0, -600)  # zoomed far in: labels leave the canvas
         w.page.wait_for_timeout(30)
-    w.page.wait_for_timeout(200)
-    assert w.page.evaluate(OUTSIDE, container) > 0
+    # polled until it holds (the drawing follows at its next frames, later on a loaded machine)
+    w.page.wait_for_function(f"(id) => ({OUTSIDE})(id) > 0", arg=container, timeout=10_000)
     w.page.evaluate("document.dispatchEvent(new CustomEvent('attention:reframe'))")
-    w.page.wait_for_timeout(200)
-    assert w.page.evaluate(OUTSIDE, container) == 0
+    w.page.wait_for_function(f"(id) => ({OUTSIDE})(id) === 0", arg=container, timeout=10_000)

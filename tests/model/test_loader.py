@@ -22,10 +22,12 @@ from app.model.spec import ModelSpec
 def test_loads_once_under_concurrent_first_requests(monkeypatch: pytest.MonkeyPatch, tiny_gpt2_dir: Path) -> None:
     calls: list[int] = []
     real = loader.load
+    started, release = threading.Event(), threading.Event()
 
     def slow_load(spec: ModelSpec) -> loader.Model:
         calls.append(1)
-        time.sleep(0.2)  # long enough that every thread arrives while the first is loading
+        started.set()
+        release.wait(30)  # held while every thread arrives
         return real(spec)
 
     monkeypatch.setattr(loader, "load", slow_load)
@@ -35,8 +37,10 @@ def test_loads_once_under_concurrent_first_requests(monkeypatch: pytest.MonkeyPa
     threads = [threading.Thread(target=lambda: got.append(handle.model())) for _ in range(8)]
     for t in threads:
         t.start()
-    time.sleep(0.05)
+    assert started.wait(30)  # the first thread is loading (however slowly the machine starts threads)
     assert handle.loading
+    time.sleep(0.2)  # the other seven ask meanwhile
+    release.set()
     for t in threads:
         t.join()
     assert len(calls) == 1 and len(got) == 8 and all(m is got[0] for m in got)

@@ -16,6 +16,20 @@ export class VectorPlanes {
     this.group = new THREE.Group();
     this.width = -1;
     this.parts = [];
+    // the materials last as long as the planes do: a disposed material frees its shader program,
+    // and the next one compiles it again (~30 ms and a stalled frame in a software rasteriser)
+    this.fills = new Map(); // colour → its plane's material
+    this.line = new THREE.LineBasicMaterial({ color: 0x9a9a90 });
+  }
+
+  fill(colour) {
+    if (!this.fills.has(colour)) {
+      this.fills.set(
+        colour,
+        new THREE.MeshBasicMaterial({ color: colour, transparent: true, opacity: 0.07, depthWrite: false, side: THREE.DoubleSide }),
+      );
+    }
+    return this.fills.get(colour);
   }
 
   update({ lay }) {
@@ -27,23 +41,14 @@ export class VectorPlanes {
     this.width = width;
     this.clear();
     for (const row of rows(lay.z)) {
-      const plane = new THREE.Mesh(
-        new THREE.PlaneGeometry(width, 3.6),
-        new THREE.MeshBasicMaterial({
-          color: row.colour,
-          transparent: true,
-          opacity: 0.07,
-          depthWrite: false,
-          side: THREE.DoubleSide,
-        }),
-      );
+      const plane = new THREE.Mesh(new THREE.PlaneGeometry(width, 3.6), this.fill(row.colour));
       plane.position.set(0.6, 0, row.z);
       const axis = new THREE.Line(
         new THREE.BufferGeometry().setFromPoints([
           new THREE.Vector3(-width / 2 + 0.6, 0, row.z),
           new THREE.Vector3(width / 2 + 0.6, 0, row.z),
         ]),
-        new THREE.LineBasicMaterial({ color: 0x9a9a90 }),
+        this.line,
       );
       const node = document.createElement("div");
       node.className = "label label-plane";
@@ -65,16 +70,14 @@ export class VectorPlanes {
     for (const part of this.parts) {
       part.removeFromParent();
       if (part.isCSS2DObject) part.element.remove();
-      else {
-        part.geometry.dispose();
-        part.material.dispose();
-      }
+      else part.geometry.dispose(); // the materials are kept (see the constructor)
     }
     this.parts = [];
   }
 
   dispose() {
     this.clear();
+    for (const material of [...this.fills.values(), this.line]) material.dispose();
     this.group.removeFromParent();
   }
 }
