@@ -109,6 +109,25 @@ def test_picking_smollm2_runs_the_sentence_on_the_decoder(watched: Watched, serv
     _grouped_heads(w)
     _causal_table(w, n)
 
+    # a room's snapshot carries the model: applied to a page showing MiniLM, it switches
+    snap = w.page.evaluate(
+        "() => { const d = {}; document.dispatchEvent(new CustomEvent('attention:snapshot', { detail: d })); "
+        "return d.snapshot; }"
+    )
+    assert snap["model"] == DECODER and snap["head"] == "4"
+    w.page.goto(f"{w.base}/?sentence={quote(SENTENCE)}&step=softmax")
+    w.wait_ready(mode="sentence", head=0)
+    expect(w.page.get_by_test_id("row-0")).to_contain_text("[CLS]")
+    w.page.evaluate(
+        "async (s) => { const d = { ...s }; document.dispatchEvent(new CustomEvent('attention:apply', { detail: d })); "
+        "await d.done; }",
+        snap,
+    )
+    expect(w.page.get_by_test_id("model-name")).to_contain_text("SmolLM2-135M-Instruct")
+    w.wait_ready(mode="sentence", head=4, mask="causal")
+    expect(w.page.get_by_test_id("row-0")).to_contain_text("The")
+    _causal_table(w, n)
+
     # back to MiniLM: its own 12 heads and [CLS] again, no model= in the URL
     w.page.get_by_test_id("model-select").select_option("all-minilm-l6-v2")
     expect(w.page.get_by_test_id("model-name")).to_contain_text("all-MiniLM-L6-v2: 6 layers × 12 heads")

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Watched, watched_page
-from tests.browser.helpers import run_python
+from tests.browser.helpers import next_frames, run_python
 from tests.browser.test_layout import FIRST_SCREEN, PHONE_CHECK
 
 pytestmark = pytest.mark.browser
@@ -171,7 +171,7 @@ def _walk(w: Watched, query: str, chapter: str, check: str) -> dict[str, Any]:
     for step in steps:
         w.page.locator(f'#step-list button[data-step="{step}"]').click()
         w.page.wait_for_selector(f'#app[data-ready="true"][data-step="{step}"]', timeout=30_000)
-        w.page.wait_for_timeout(150)
+        next_frames(w.page)  # the step's drawing is on screen
         seen[step] = w.page.evaluate(check)
     return seen
 

@@ -71,11 +71,16 @@ function requestOf(params, n) {
   };
 }
 
+const known = { info: null, at: 0 }; // the decoder's entry once loaded, and when it was asked for
+const KNOWN_MS = 10_000; // a loaded decoder's facts are asked again after this (not on every token followed)
+
 /** The decoder's entry of GET /api/models (layers, heads, kv_heads, d_k, loaded). */
 async function decoderInfo(get) {
+  if (known.info && performance.now() - known.at < KNOWN_MS) return known.info;
   const all = await get("/api/models");
   const info = all.models.find((m) => m.id === DECODER);
   if (!info) throw new ApiError(503, [{ field: "model", msg: "this server has no decoder model" }]);
+  if (info.loaded) Object.assign(known, { info, at: performance.now() }); // loading: ask again next time
   return info;
 }
 
@@ -422,10 +427,10 @@ class WritePanel {
     if (line.prompt_tokens) live.prompt_tokens = line.prompt_tokens;
     live.tokens.push(line);
     this.live = live;
-    this.ctx.panel.dataset.following = "true";
     this.prompt.value = request.prompt;
-    this.status.textContent = `Following: ${live.tokens.length} of ${request.max_new_tokens} tokens written`;
     if (live.info) this.draw(live, live.tokens.length - 1);
+    this.ctx.panel.dataset.following = "true"; // after draw(), which clears it
+    this.status.textContent = `Following: ${live.tokens.length} of ${request.max_new_tokens} tokens written`;
   }
 
   busy(on) {
