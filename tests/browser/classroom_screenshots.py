@@ -1,9 +1,11 @@
 """Take the projector view's screenshots for docs/screenshots/ (not a test): every chapter at
 1280×720 and 1920×1080, then a lesson's quiz: the projector while the class answers, a follower's
 phone (390×844) while it waits and after the reveal. Start the server with
-ATTENTION_PUBLIC_URL=http://192.168.1.20:8000 for the address a LAN would give.
+ATTENTION_PUBLIC_URL=http://192.168.1.20:8000 for the address a LAN would give, and
+ATTENTION_VOTES_PER_ADDRESS=0 (the three phones vote from one address). Each view opens a room:
+past 100 open rooms, restart the server with a fresh ATTENTION_DATA_DIR.
 
-    ATTENTION_TEACHER_TOKEN=T .venv/bin/uvicorn app.main:app --port 8123 &
+    ATTENTION_VOTES_PER_ADDRESS=0 ATTENTION_TEACHER_TOKEN=T .venv/bin/uvicorn app.main:app --port 8123 &
     .venv/bin/python -m tests.browser.classroom_screenshots http://127.0.0.1:8123 T docs/screenshots [chapter…]
 """
 

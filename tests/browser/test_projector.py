@@ -90,12 +90,13 @@ CUT = """() => {
   return bad.slice(0, 8);
 }"""
 
-# The smallest text a student reads in the explanation and the side panel, as drawn: the computed
-# font size × the zoom of the element and every ancestor × the scale of every transform on the way
-# up; SVG text: its font size × the drawn height of its box over its height in the SVG's own units.
+# The smallest text a student reads in the explanation, the side panel and the 3D view's labels, as
+# drawn: the computed font size × the zoom of the element and every ancestor × the scale of every
+# transform on the way up; SVG text: its font size × the drawn height of its box over its height in
+# the SVG's own units.
 SMALLEST_TEXT = """() => {
-  const roots = [...document.querySelectorAll('.workspace .lesson, #chapter-view .chapter-side')]
-    .filter((r) => r.getClientRects().length);
+  const panels = '.workspace .lesson, #chapter-view .chapter-side, #scene, #chapter-stage';
+  const roots = [...document.querySelectorAll(panels)].filter((r) => r.getClientRects().length);
   let least = Infinity, where = '';
   const scale = (e) => {
     let s = 1;

@@ -299,12 +299,23 @@ function layOut(panel) {
   // the blocks beside the figure, one at a time from the end of the list (foldable() puts last those
   // that matter least; within each kind, a chapter puts first what matters most)
   const order = folds.others;
+  const folded = [];
   for (let i = order.length - 1; i >= 0 && !done; i--) {
     if (order[i].closest(".cr-tucked")) continue; // folded with its box already
     tuck(panel, [order[i]]);
     promote(order[i], folds.figures);
+    folded.push(order[i].closest(".cr-tucked"));
     panel.dataset.folded = "blocks";
     done = fitted();
+  }
+  // a later fold may have made room for an earlier one: give back, most wanted first, what fits again
+  for (const b of folded.reverse()) {
+    if (!done || !b.classList.contains("cr-tucked")) continue;
+    b.classList.remove("cr-tucked");
+    if (!fitted()) {
+      b.classList.add("cr-tucked");
+      fitted();
+    }
   }
   for (const ratio of WIDER) {
     if (done) break;
