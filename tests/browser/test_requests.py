@@ -13,10 +13,23 @@ FRAME = "application/x-attention-frame"
 SENTENCE = " ".join(["the animal did not cross the street because it was too tired"] * 9)  # 111 tokens
 
 
-def sent_for(w: Watched, text: str) -> list[dict[str, Any]]:
+def sent_for(w: Watched, text: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The API requests the page sends from Enter until the view and the overview are drawn, with
-    what came back (status, type, encoding, bytes on the wire)."""
+    what came back (status, type, encoding, bytes on the wire); and the order in which requests left
+    and their answers were read whole ("sent PATH", "read PATH")."""
     seen: list[dict[str, Any]] = []
+    events: list[str] = []
+
+    def path_of(request: Any) -> str | None:
+        return request.url.split("/api/", 1)[1].split("?")[0] if "/api/" in request.url else None
+
+    def sent(request: Any) -> None:
+        if path := path_of(request):
+            events.append(f"sent {path}")
+
+    def read(request: Any) -> None:
+        if path := path_of(request):
+            events.append(f"read {path}")
 
     def record(response: Any) -> None:
         request = response.request
@@ -38,20 +51,24 @@ def sent_for(w: Watched, text: str) -> list[dict[str, Any]]:
         )
 
     w.page.on("response", record)
+    w.page.on("request", sent)
+    w.page.on("requestfinished", read)
     w.page.get_by_test_id("sentence-input").fill(text)
     w.page.get_by_test_id("sentence-input").press("Enter")
     w.page.wait_for_selector('#app[data-ready="true"][data-mode="sentence"]', timeout=60_000)  # the model loads
     w.page.wait_for_selector('#overview-grid[data-count="72"]', timeout=60_000)
     w.page.wait_for_load_state("networkidle")
     w.page.remove_listener("response", record)
-    return seen
+    w.page.remove_listener("request", sent)
+    w.page.remove_listener("requestfinished", read)
+    return seen, events
 
 
 def test_a_new_sentence_costs_three_requests_of_bounded_size(watched: Watched) -> None:
     w = watched
     w.goto()
     w.wait_ready()
-    sent = sent_for(w, SENTENCE)
+    sent, events = sent_for(w, SENTENCE)
     n = 111
     views = [r for r in sent if r["path"] == "attention"]
     overviews = [r for r in sent if r["path"] == "overview"]
@@ -77,6 +94,12 @@ def test_a_new_sentence_costs_three_requests_of_bounded_size(watched: Watched) -
     (ov,) = overviews
     assert ov["type"] == "application/json" and ov["encoding"] in ("gzip", "br", "zstd")
     assert ov["bytes"] <= 120_000, ov  # 72 heads × 32 × 32 blocks, in thousandths, compressed
+
+    # the overview is asked for once the view's frames are in: asked together, its forward through
+    # every layer could take the sentence's turn and the view (one layer) waited behind it
+    assert events.count("read attention") == 2 and events.count("sent overview") == 1, events
+    last_frame = max(i for i, e in enumerate(events) if e == "read attention")
+    assert events.index("sent overview") > last_frame, events
 
     # nothing else on the way but the model's status (polled while its weights load), a few bytes each
     assert all(r["bytes"] < 2_000 for r in sent if r["path"] in ("model", "models"))
