@@ -97,16 +97,20 @@ def advance(
     end = first + n
     watched: Watched | None = None
     for i in range(s.layers):
-        q, k, v = llama.qkv(x, w, i, s, o, first, lin)  # (h, n, d), 2 × (h_kv, n, d)
+        last = i == s.layers - 1 and n > 1  # only the last token's output is read: its query alone
+        if last:
+            q, k, v = llama.last_query_qkv(x, w, i, s, o, first)  # (h, 1, d), 2 × (h_kv, n, d)
+        else:
+            q, k, v = llama.qkv(x, w, i, s, o, first, lin)  # (h, n, d), 2 × (h_kv, n, d)
         cache.k[i][:, first:end] = k
         cache.v[i][:, first:end] = v
         ck, cv = cache.k[i][:, :end], cache.v[i][:, :end]  # (h_kv, end, d)
         if i == layer:
             watched = _watch(o, q, ck, cv, head, s.groups)
-        if i == s.layers - 1 and n > 1:
+        if last:
             # the last layer's keys and values are cached; only the last token's output is read (its
-            # next-token logits): the other rows' attention and feed-forward would be thrown away
-            x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(n - 1, n), lin)  # (1, C)
+            # next-token logits): the other rows' queries, attention and feed-forward would be thrown away
+            x = llama.rest_of_layer(x[n - 1 :], q, ck, cv, w, i, s, o, end - 1, slice(0, 1), lin)  # (1, C)
         elif one:
             x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(0, n), lin)
         elif o.name == "numpy":

@@ -182,6 +182,23 @@ def qkv(x: Any, w: W, i: int, spec: ModelSpec, o: NumpyOps, first: int = 0, lin:
             o.split_heads(v, spec.kv_heads)]  # fmt: skip
 
 
+def last_query_qkv(x: Any, w: W, i: int, spec: ModelSpec, o: NumpyOps, first: int = 0) -> list[Any]:
+    """qkv() when only the last row's query is read (writing's prefill, at the last layer): every
+    row's k and v (h_kv, n, d) for the cache, the query of the last row only (h, 1, d)."""
+    p = LAYER.format(i)
+    hq, hkv, n = spec.heads * spec.head_size, spec.kv_heads * spec.head_size, x.shape[0]
+    fused = w[p + "self_attn.qkv_proj.weight"]  # (h·d + 2·h_kv·d, C): q's rows, then k's, then v's
+
+    def kv_rows(r: slice) -> Any:
+        return rms_norm(x[r], w[p + "input_layernorm.weight"], spec.eps) @ fused[hq:].T  # (rows, 2·h_kv·d)
+
+    kv = kv_rows(slice(0, n)) if o.name != "numpy" else by_blocks(kv_rows, n, o)  # (n, 2·h_kv·d)
+    q = rms_norm(x[n - 1 :], w[p + "input_layernorm.weight"], spec.eps) @ fused[:hq].T  # (1, h·d)
+    theta, pos = spec.rope_theta, slice(first, first + n)
+    return [rope(q, spec.heads, slice(first + n - 1, first + n), theta, o),
+            rope(kv[:, :hkv], spec.kv_heads, pos, theta, o), o.split_heads(kv[:, hkv:], spec.kv_heads)]  # fmt: skip
+
+
 def _blocks(n: int) -> list[slice]:
     """One block of rows per worker (a short sentence: one block). Larger products than bert.py's
     blocks of ≤ 128 rows: with SmolLM2's wider matrices a 300-token forward measured ~25% quicker

@@ -4,7 +4,8 @@ The presenter writes in the projector view; a phone (390×844) that follows sees
 token at a time (the presenter's page puts the tokens written so far in the room's state: no model
 runs for a follower while the teacher writes) and ends with exactly the presenter's tokens; a laptop
 that joins half-way sees the tokens written so far at once. The presenter's download is slowed
-(Chromium's network emulation) so the writing takes a few seconds, as it does on a real class's server.
+(Chromium's network emulation, ~1 token a second) so the writing takes a while, as it may on a real
+class's server, and the late joiner surely joins before it ends.
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ def warm(server: str) -> None:
         assert json.loads(r.read())["written"] == 1
 
 
+def throttle(cdp: Any, bytes_per_s: int) -> None:
+    """The presenter's downloads at `bytes_per_s` (-1: as fast as they come); uploads are not slowed."""
+    conditions = {"offline": False, "latency": 0, "downloadThroughput": bytes_per_s, "uploadThroughput": -1}
+    cdp.send("Network.emulateNetworkConditions", conditions)
+
+
 @pytest.fixture
 def room(browser: Any, server: str) -> Iterator[tuple[Watched, Watched, str]]:
     """A presenter in the Write chapter's projector view, and a phone following its room."""
@@ -79,10 +86,7 @@ def test_followers_see_each_written_token_and_a_late_joiner_the_tokens_so_far(
     # the presenter's download slowed to ~2 tokens a second (each streamed line is ~2.5 kB)
     cdp = teacher.page.context.new_cdp_session(teacher.page)
     cdp.send("Network.enable")
-    cdp.send(
-        "Network.emulateNetworkConditions",
-        {"offline": False, "latency": 0, "downloadThroughput": 5000, "uploadThroughput": -1},
-    )
+    throttle(cdp, 2000)  # a token every ~1.3 s (Chromium sets a request's pace when it starts)
     # the projector view may have folded the Write form into its Controls tab
     if not teacher.page.get_by_test_id("write-go").is_visible():
         teacher.page.locator('[data-testid="projector-tabs"] button', has_text="Controls").click()
@@ -103,10 +107,7 @@ def test_followers_see_each_written_token_and_a_late_joiner_the_tokens_so_far(
         assert still_writing, "the presenter finished before the late joiner looked: slow the stream more"
 
         teacher.page.wait_for_selector(f'#chapter-panel[data-written="{N}"][data-writing="false"]', timeout=120_000)
-        cdp.send(
-            "Network.emulateNetworkConditions",
-            {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
-        )
+        throttle(cdp, -1)
         written = teacher.page.evaluate(SHOWN_IDS)
         assert len(written) == N
         assert late_ids == written[:so_far]
@@ -129,20 +130,14 @@ def test_a_projector_reloaded_mid_writing_lets_the_class_stop_waiting(room: tupl
     teacher, phone, _ = room
     cdp = teacher.page.context.new_cdp_session(teacher.page)
     cdp.send("Network.enable")
-    cdp.send(
-        "Network.emulateNetworkConditions",
-        {"offline": False, "latency": 0, "downloadThroughput": 5000, "uploadThroughput": -1},
-    )
+    throttle(cdp, 5000)
     if not teacher.page.get_by_test_id("write-go").is_visible():
         teacher.page.locator('[data-testid="projector-tabs"] button', has_text="Controls").click()
     teacher.page.get_by_test_id("write-count").fill(str(N))
     teacher.page.get_by_test_id("write-go").click()
     phone.page.wait_for_selector('#chapter-panel[data-following="true"]', timeout=60_000)
     # the projector's tab reloads (a bare /?present=1 takes its room back): that writing is over
-    cdp.send(
-        "Network.emulateNetworkConditions",
-        {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
-    )
+    throttle(cdp, -1)
     teacher.page.goto(teacher.base + "/?present=1")
     teacher.page.wait_for_selector(READY, timeout=60_000)
     teacher.page.wait_for_selector('[data-testid="join-code"]')
