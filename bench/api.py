@@ -52,17 +52,18 @@ def best_of(fn: Callable[[], object], repeat: int, warmup: int = 2) -> float:
 
 
 def in_turn(*fns: Callable[[], object], rounds: int = 15, calls: int = 60) -> list[float]:
-    """Median seconds per call of each fn, measured round after round in turn, so that the
-    machine's other work falls on every row alike."""
-    per_round: list[list[float]] = [[] for _ in fns]
+    """Median seconds of one call of each fn, the fns called round after round in turn (calls each a
+    round), so that the machine's other work falls on every row alike. Each call is timed alone: on a
+    loaded machine a call the scheduler pauses is one slow call, not a slow mean of a whole round."""
+    per_fn: list[list[float]] = [[] for _ in fns]
     for _ in range(rounds):
-        for fn, times in zip(fns, per_round, strict=True):
+        for fn, times in zip(fns, per_fn, strict=True):
             fn()
-            t0 = time.perf_counter()
             for _ in range(calls):
+                t0 = time.perf_counter()
                 fn()
-            times.append((time.perf_counter() - t0) / calls)
-    return [statistics.median(times) for times in per_round]
+                times.append(time.perf_counter() - t0)
+    return [statistics.median(times) for times in per_fn]
 
 
 def hello_app() -> FastAPI:

@@ -61,3 +61,15 @@ def test_the_notebook_refuses_what_the_api_refuses() -> None:
     with pytest.raises(InputError, match="scores overflow float64") as e:
         hand_set(None, ["a", "b"], big, big, [[1], [2]]).result("full")
     assert e.value.field == "q"
+
+
+def test_overflowing_scores_of_a_long_sequence_are_refused_through_the_bound() -> None:
+    # past handset._READ_CELLS scores the Cauchy–Schwarz bound decides whether to read them
+    big = np.full((80, 2), 1e154)
+    with np.errstate(over="ignore"):
+        scores = big @ big.T
+    assert scores.size > 4096 and not np.isfinite(scores).all()
+    with pytest.raises(InputError, match="overflow float64"):
+        check_scores(scores, big, big)
+    small = np.ones((80, 2))
+    check_scores(small @ small.T, small, small)  # the bound alone clears these

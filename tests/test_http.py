@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fastapi import FastAPI, Request, Response
+from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import Message
 
 from app.errors import ClientError, InputError, ModelError
-from app.http import body_doc, install, json_body, json_response, model_handle, read_body
+from app.http import DirectRoute, body_doc, install, json_body, json_response, model_handle, read_body
 from app.model import registry
 from app.model.loader import handle_for
 from tests.asyncrun import run_async
@@ -194,3 +194,11 @@ def test_a_body_doc_is_self_contained() -> None:
     assert "$ref" not in json.dumps(schema) and "$defs" not in schema
     assert schema["properties"]["inner"]["anyOf"][0]["properties"]["n"]["minimum"] == 0
     assert doc["requestBody"]["required"] is True and body_doc(Body, required=False)["requestBody"]["required"] is False
+
+
+def test_a_direct_route_refuses_a_handler_that_takes_parameters() -> None:
+    async def handler(request: Request, page: int) -> Response:
+        return Response(str(page))
+
+    with pytest.raises(TypeError, match="takes the Request only"):
+        APIRouter().add_api_route("/x", handler, route_class_override=DirectRoute)
