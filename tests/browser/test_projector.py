@@ -287,3 +287,39 @@ def test_folded_blocks_open_from_their_tabs(projector: Watched) -> None:
     assert box and box["y"] >= 0 and box["y"] + box["height"] <= 720 and box["x"] + box["width"] <= 1280
     w.page.keyboard.press("Escape")
     assert not controls.is_visible()
+
+
+# The bounding box of the 3D view's own drawing (the WebGL canvas, without the labels over it): the
+# pixels that differ from the background (read at a corner), as a fraction of the canvas's size.
+COVERAGE = """() => {
+  const gl = document.querySelector('#chapter-stage canvas');
+  const c = document.createElement('canvas');
+  c.width = gl.width; c.height = gl.height;
+  const g = c.getContext('2d');
+  g.drawImage(gl, 0, 0);
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  const w = c.width, h = c.height;
+  const [r0, g0, b0] = [d[(8 * w + 8) * 4], d[(8 * w + 8) * 4 + 1], d[(8 * w + 8) * 4 + 2]];
+  let x0 = w, x1 = -1, y0 = h, y1 = -1;
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
+    const i = (y * w + x) * 4;
+    if (Math.abs(d[i] - r0) + Math.abs(d[i + 1] - g0) + Math.abs(d[i + 2] - b0) <= 40) continue;
+    x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
+  }
+  return [(x1 - x0 + 1) / w, (y1 - y0 + 1) / h];
+}"""
+
+
+@pytest.mark.parametrize("chapter", ["heads", "positions", "rnn"])
+def test_the_3d_view_fills_its_canvas_on_the_projector(projector: Watched, chapter: str) -> None:
+    """Issue 17: the chapter's 3D drawing is framed to its canvas, not small in its middle: its
+    bounding box covers at least 70% of the canvas's width or of its height (the first step, 1280×720)."""
+    w = projector
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{w.base}/?chapter={chapter}&present=1")
+    w.wait_ready(chapter=chapter)
+    w.page.wait_for_selector('[data-testid="join-qr"]')
+    settle(w)
+    wide, tall = w.page.evaluate(COVERAGE)
+    print(chapter, round(wide, 3), round(tall, 3))
+    assert max(wide, tall) >= 0.7, (chapter, wide, tall)

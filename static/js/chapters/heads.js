@@ -201,6 +201,7 @@ function mount(ctx) {
   const body = el("div", { className: "heads-body", dataset: { testid: "heads-body" } });
   panel.append(body, controls); // what the step's text speaks of first, the controls after
   const grids = ctx.stage ? new HeadGrids(ctx.stage) : null;
+  if (ctx.stage) ctx.stage.autoFit = true; // the camera fitted to the drawing (issue 17)
 
   function drawControls(a, stepId) {
     const items = [];

@@ -231,6 +231,7 @@ export default {
     const out = el("div", { className: "ca-out" });
     ctx.panel.append(out, form, note, modelBar); // the tables first: the step's text speaks of them
     const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
+    if (ctx.stage) ctx.stage.autoFit = true; // the camera fitted to the drawing (issue 17)
     let looked = "";
     return {
       update(a, stepId) {

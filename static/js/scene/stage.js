@@ -29,6 +29,14 @@ export class Stage {
     this.camera.position.set(0, 4, 14);
     this.controls = new OrbitControls(this.camera, canvas);
     this.controls.addEventListener("change", () => this.requestRender());
+    this.userMoved = false; // orbited or zoomed by the user: a resize keeps their camera
+    this.needsFit = false;
+    // a chapter that sets autoFit has its camera fitted to its drawing after each look() and on
+    // each resize (the others keep the camera they place; clear() turns it off for the next chapter)
+    this.autoFit = false;
+    this.controls.addEventListener("start", () => {
+      this.userMoved = true;
+    });
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(container);
     this.resize();
@@ -36,39 +44,114 @@ export class Stage {
 
   resize() {
     fitToContainer(this.container, this.renderer, this.labels, this.camera);
-    if (this.root.children.length) this.reframe({ onlyIfCropped: true });
+    // the drawing framed again for the new shape, keeping the direction; a camera the user
+    // orbited or zoomed (or a chapter without autoFit) is only backed off when the new size crops it
+    if (this.root.children.length) {
+      if (this.autoFit && !this.userMoved) this.needsFit = true;
+      else this.reframe({ onlyIfCropped: true });
+    }
     this.requestRender();
   }
 
-  /**
-   * Fit the camera to what the chapter drew: the same direction and target height, standing
-   * back until the drawing's bounding sphere is inside the view (with a margin for the labels).
-   * Called when the projector view is entered or left, and on a resize that crops the drawing
-   * (`onlyIfCropped`: a chapter's own camera stays while everything is in sight).
-   */
-  reframe({ onlyIfCropped = false } = {}) {
+  /** Every drawn point of the chapter's content: the corners of its meshes' box, and its labels. */
+  content() {
     const box = new THREE.Box3();
+    const labels = [];
     this.root.updateMatrixWorld(true);
     this.root.traverse((o) => {
-      if (o.isCSS2DObject) box.expandByPoint(o.getWorldPosition(new THREE.Vector3()));
+      if (o.isCSS2DObject) labels.push(o);
       else if (o.geometry) box.expandByObject(o);
     });
-    if (box.isEmpty()) return;
-    if (onlyIfCropped) {
-      this.camera.updateMatrixWorld();
-      const inside = [0, 1, 2, 3, 4, 5, 6, 7].every((i) => {
-        const p = new THREE.Vector3(i & 1 ? box.max.x : box.min.x, i & 2 ? box.max.y : box.min.y, i & 4 ? box.max.z : box.min.z).project(this.camera);
-        return Math.abs(p.x) <= 0.95 && Math.abs(p.y) <= 0.95 && p.z < 1; // a margin: nothing on the canvas's edge
-      });
-      if (inside) return;
+    return { box, labels };
+  }
+
+  /**
+   * Fit the camera to what the chapter drew: the same direction, the target moved and the camera
+   * brought in or backed off until the drawing's bounding box, seen from there, fills the canvas
+   * (less a margin) in one dimension, with every label inside it. Called when the projector view
+   * is entered or left, and (a chapter with autoFit) on a resize and after each look().
+   * `onlyIfCropped`: back off only when something is past the canvas's edge.
+   */
+  reframe({ onlyIfCropped = false } = {}) {
+    const { box, labels } = this.content();
+    if (box.isEmpty() && !labels.length) return;
+    const w = Math.max(1, this.container.clientWidth);
+    const h = Math.max(1, this.container.clientHeight);
+    // each visible label: its drawn rectangle (and its children's: a slanted word's span) around
+    // the point it hangs on, in pixels; the same at any camera distance
+    this.labels.render(this.scene, this.camera); // puts new labels into the page at their places
+    this.camera.updateMatrixWorld();
+    const spans = [];
+    for (const o of labels) {
+      const at = o.getWorldPosition(new THREE.Vector3());
+      if (!o.visible || !o.element.isConnected) continue;
+      const rects = [o.element, ...o.element.querySelectorAll("*")].map((e) => e.getBoundingClientRect()).filter((r) => r.width > 0 && r.height > 0);
+      if (!rects.length) continue;
+      box.expandByPoint(at);
+      const p = at.clone().project(this.camera);
+      const frame = this.labels.domElement.getBoundingClientRect();
+      const px = frame.left + ((p.x + 1) / 2) * w;
+      const py = frame.top + ((1 - p.y) / 2) * h;
+      const left = Math.min(...rects.map((r) => r.left)) - px;
+      const right = Math.max(...rects.map((r) => r.right)) - px;
+      const top = Math.min(...rects.map((r) => r.top)) - py;
+      const bottom = Math.max(...rects.map((r) => r.bottom)) - py;
+      spans.push({ at, dx: [(2 * left) / w, (2 * right) / w], dy: [(-2 * bottom) / h, (-2 * top) / h] });
     }
-    const sphere = box.getBoundingSphere(new THREE.Sphere());
+    const corners = [0, 1, 2, 3, 4, 5, 6, 7].map(
+      (i) => new THREE.Vector3(i & 1 ? box.max.x : box.min.x, i & 2 ? box.max.y : box.min.y, i & 4 ? box.max.z : box.min.z),
+    );
+    // the drawing's extent on the canvas (NDC, -1 to 1) from the camera as it stands
+    const extent = () => {
+      this.camera.updateMatrixWorld();
+      const e = { x0: Infinity, x1: -Infinity, y0: Infinity, y1: -Infinity, behind: false };
+      const add = (p, dx, dy) => {
+        if (p.z >= 1 || p.z <= -1) e.behind = true;
+        e.x0 = Math.min(e.x0, p.x + dx[0]);
+        e.x1 = Math.max(e.x1, p.x + dx[1]);
+        e.y0 = Math.min(e.y0, p.y + dy[0]);
+        e.y1 = Math.max(e.y1, p.y + dy[1]);
+      };
+      for (const c of corners) add(c.clone().project(this.camera), [0, 0], [0, 0]);
+      for (const s of spans) add(s.at.clone().project(this.camera), s.dx, s.dy);
+      return e;
+    };
+    const mx = 1 - (2 * Math.max(10, 0.03 * w)) / w; // a margin: nothing on the canvas's edge
+    const my = 1 - (2 * Math.max(10, 0.03 * h)) / h;
+    const inside = (e) => !e.behind && e.x0 >= -mx && e.x1 <= mx && e.y0 >= -my && e.y1 <= my;
+    if (onlyIfCropped && inside(extent())) return;
+
     const dir = this.camera.position.clone().sub(this.controls.target).normalize();
-    const vfov = THREE.MathUtils.degToRad(this.camera.fov);
-    const hfov = 2 * Math.atan(Math.tan(vfov / 2) * this.camera.aspect);
-    const distance = (sphere.radius * 1.12) / Math.sin(Math.min(vfov, hfov) / 2);
-    this.controls.target.copy(sphere.center);
-    this.camera.position.copy(sphere.center).addScaledVector(dir, distance);
+    const target = box.getCenter(new THREE.Vector3());
+    const place = (distance) => {
+      this.camera.position.copy(target).addScaledVector(dir, distance);
+      this.camera.lookAt(target);
+    };
+    const size = box.getSize(new THREE.Vector3()).length() + 1;
+    let distance = size;
+    for (let round = 0; round < 3; round++) {
+      // the nearest distance at which everything is inside (the extent shrinks as the camera backs off)
+      let lo = 0.05;
+      let hi = size * 40;
+      for (let i = 0; i < 40; i++) {
+        const mid = (lo + hi) / 2;
+        place(mid);
+        if (inside(extent())) hi = mid;
+        else lo = mid;
+      }
+      distance = hi;
+      place(distance);
+      // then move the target so that the drawing stands in the middle of the canvas
+      const e = extent();
+      const cx = (e.x0 + e.x1) / 2;
+      const cy = (e.y0 + e.y1) / 2;
+      const halfH = Math.tan(THREE.MathUtils.degToRad(this.camera.fov) / 2) * distance;
+      const right = new THREE.Vector3().setFromMatrixColumn(this.camera.matrixWorld, 0);
+      const up = new THREE.Vector3().setFromMatrixColumn(this.camera.matrixWorld, 1);
+      target.addScaledVector(right, cx * halfH * this.camera.aspect).addScaledVector(up, cy * halfH);
+    }
+    place(distance);
+    this.controls.target.copy(target);
     this.camera.far = Math.max(300, distance * 3);
     this.camera.updateProjectionMatrix();
     this.controls.update();
@@ -77,6 +160,8 @@ export class Stage {
 
   /** Look at `target` from `position` (both [x, y, z]). */
   look(position, target = [0, 0, 0]) {
+    this.userMoved = false;
+    this.needsFit = this.autoFit; // framed to the drawing in the next frame, once the chapter has drawn it
     this.camera.position.set(...position);
     this.controls.target.set(...target);
     this.controls.update();
@@ -102,6 +187,8 @@ export class Stage {
       if (o.element) o.element.remove();
     });
     this.root.clear();
+    this.autoFit = false;
+    this.needsFit = false;
     this.requestRender();
   }
 
@@ -110,6 +197,10 @@ export class Stage {
     this.frameRequested = true;
     requestAnimationFrame(() => {
       this.frameRequested = false;
+      if (this.needsFit && !this.userMoved) {
+        this.needsFit = false;
+        this.reframe();
+      }
       this.renderer.render(this.scene, this.camera);
       this.labels.render(this.scene, this.camera);
       this.frames += 1;
