@@ -81,14 +81,13 @@ def hello_app() -> FastAPI:
     return app
 
 
-def serve() -> tuple[subprocess.Popen[bytes], int]:
-    """hello_app() in a server process of its own (uvicorn, as it is deployed): a server in a thread
-    of this process would share the GIL with the client reading 56 MiB, which no browser does."""
+def uvicorn_process(app: str, *options: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """`app` served by uvicorn in a process of its own on a free port, once it accepts connections."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    cmd = [sys.executable, "-m", "uvicorn", "--factory", "bench.api:hello_app", "--port", str(port)]
-    server = subprocess.Popen([*cmd, "--log-level", "warning", "--no-access-log"])
+    cmd = [sys.executable, "-m", "uvicorn", *options, app, "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen([*cmd, "--no-access-log"], env=env)
     for _ in range(600):
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -96,6 +95,12 @@ def serve() -> tuple[subprocess.Popen[bytes], int]:
         except OSError:
             time.sleep(0.05)
     return server, port
+
+
+def serve() -> tuple[subprocess.Popen[bytes], int]:
+    """hello_app() in a server process of its own (uvicorn, as it is deployed): a server in a thread
+    of this process would share the GIL with the client reading 56 MiB, which no browser does."""
+    return uvicorn_process("bench.api:hello_app", "--factory")
 
 
 def request(
@@ -231,19 +236,8 @@ def memory(clients: int = 30) -> None:
 def measure(name: str, body: bytes, media: str, clients: int, shape: tuple[int, int, int]) -> None:
     """Start a server process, send body from `clients` clients at once, print its RSS at rest and peak."""
     h, n, d = shape
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--log-level", "warning"]
-    server = subprocess.Popen([*cmd, "--no-access-log"], env=env)
+    server, port = uvicorn_process("app.main:app", env={**os.environ, "ATTENTION_BACKEND": "numpy"})
     try:
-        for _ in range(600):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
         small = orjson.dumps({"q": [[1.0]], "k": [[1.0]], "v": [[1.0]]})
         request(http.client.HTTPConnection("127.0.0.1", port), "POST", "/api/attention", small, {})
         time.sleep(0.5)
