@@ -310,7 +310,8 @@ COVERAGE = """() => {
 }"""
 
 
-@pytest.mark.parametrize("chapter", ["heads", "positions", "rnn"])
+# rnn keeps its own camera: fitted to its drawing, a 12-word chain's labels "h0 = 0" and "h1" touch
+@pytest.mark.parametrize("chapter", ["heads", "positions"])
 def test_the_3d_view_fills_its_canvas_on_the_projector(projector: Watched, chapter: str) -> None:
     """Issue 17: the chapter's 3D drawing is framed to its canvas, not small in its middle: its
     bounding box covers at least 70% of the canvas's width or of its height (the first step, 1280×720)."""

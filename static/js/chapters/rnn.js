@@ -153,7 +153,6 @@ export default {
     const out = el("div", { className: "ca-out" });
     ctx.panel.append(out, form, note);
     const chain = ctx.stage ? new RnnChain(ctx.stage) : null;
-    if (ctx.stage) ctx.stage.autoFit = true; // the camera fitted to the drawing (issue 17)
     return {
       update(answer, stepId) {
         input.value = answer.words.join(" ");
