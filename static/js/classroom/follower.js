@@ -45,7 +45,7 @@ export class Follower {
     this.screen = null; // "blank" | "hidden" | null
     this.applying = Promise.resolve();
     this.busy = 0; // views being applied now (their changes are not the student's)
-    this.touched = 0; // when the student last tapped or typed in the page
+    this.touched = -Infinity; // when the student last tapped or typed in the page (never yet)
     document.body.classList.add("cr-follower");
     const status = el("span", { className: "cr-status", role: "status", dataset: { testid: "follow-status" } });
     const label = el("span", { className: "cr-room" }, `Room ${code}`);
