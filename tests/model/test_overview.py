@@ -79,8 +79,13 @@ def test_gathered_during_the_forward_as_recomputed(minilm: ModelHandle) -> None:
     assert len(collector.layers) == 6  # layer 2's attention ran in the second call, and was seen
     for a, b in zip(plain.hidden, observed.hidden, strict=True):
         np.testing.assert_array_equal(a, b)
+    # The forward computes a block of query rows at a time, the recompute every row at once: BLAS may
+    # take another kernel for another shape, so the two agree to float32 rounding, not bit for bit
+    # (on an AMD EPYC 20% of the pooled cells differ in the last bit).
     seen, recomputed = collector.summary(observed), summary.summarize(observed, "full")
-    for name in ("pooled", "entropy", "distance", "top_query", "top_key", "top_weight"):
+    for name in ("pooled", "entropy", "distance", "top_weight"):
+        np.testing.assert_allclose(getattr(seen, name), getattr(recomputed, name), rtol=1e-5, atol=1e-7)
+    for name in ("top_query", "top_key"):
         np.testing.assert_array_equal(getattr(seen, name), getattr(recomputed, name))
 
 
