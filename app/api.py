@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -312,36 +311,36 @@ def _compute_and_encode(inp: AttentionInput, backend: Backend, wanted: Wanted, m
 
 
 def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start:
-    """A frame answer that leaves while it is computed: the header, the asked-for q, k, v and the
-    checked scores now; scaled, masked (unless it is scaled), weights and output as each is made.
-    Stages after the last one asked for are not computed."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
-        _, scores = next(computed)
-    handset.check_scores(scores, inp.q, inp.k)
+    """A frame answer that leaves while it is computed: the header and the asked-for q, k, v now,
+    then each stage as it is made. Stages after the last one asked for are not computed.
+
+    When Cauchy–Schwarz rules out an overflowing score (handset.bounded: nearly always), the answer
+    starts before the scores are computed; otherwise they are computed and checked first, so that
+    the request can still be refused with a 422."""
+    computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
     names = wanted.names
     every = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "output": inp.v.shape}
-    every |= {s: scores.shape for s in STAGES[:-1]}
+    every |= {s: inp.q.shape[:-1] + inp.k.shape[-2:-1] for s in STAGES[:-1]}  # (…, n, n)
     shapes: dict[str, tuple[int, ...]] = {name: every[name] for name in names}
     same_as = {"masked": "scaled"} if inp.mask == "full" and {"masked", "scaled"} <= set(names) else {}
-    given = {"q": inp.q, "k": inp.k, "v": inp.v, "scores": scores}
+    given = {"q": inp.q, "k": inp.k, "v": inp.v}
     ready = [frame.header(handset.fields(inp), shapes, same_as, wanted.dtype)]
-    for name in names:
-        if name in given:
-            ready += frame.data(given[name], wanted.dtype)
-    itemsize = frame.DTYPES[wanted.dtype].itemsize
-    size = sum(map(len, ready))
-    size += sum(-(-itemsize * math.prod(shapes[s]) // 8) * 8 for s in STAGES[1:] if s in names and s not in same_as)
-    last = max((STAGES.index(name) for name in names if name in STAGES), default=0)
+    ready += [part for name in names if name in given for part in frame.data(given[name], wanted.dtype)]
+    size = len(ready[0]) + sum(frame.size(shapes[name], wanted.dtype) for name in names if name not in same_as)
+    last = max((STAGES.index(name) for name in names if name in STAGES), default=-1)
+    first = 0  # the first stage left to compute
+    if last >= 0 and not handset.bounded(inp.q, inp.k):
+        with np.errstate(over="ignore", invalid="ignore"):
+            _, scores = next(computed)
+        handset.check_scores(scores, inp.q, inp.k)
+        ready += frame.data(scores, wanted.dtype) if "scores" in names else []
+        first = 1
 
     def later() -> Iterator[memoryview]:
-        if last == 0:
-            return
         with np.errstate(over="ignore", invalid="ignore"):
-            for name, a in computed:
-                if name in names and name not in same_as:
+            for stage in STAGES[first : last + 1]:
+                _, a = next(computed)
+                if stage in names and stage not in same_as:
                     yield from frame.data(a, wanted.dtype)
-                if STAGES.index(name) == last:
-                    return
 
     return ready, later(), size

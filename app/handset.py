@@ -5,6 +5,7 @@ Shared by the API (app.api, which encodes the answer as JSON, a frame or CSV) an
 
   compute(inp, backend, mistake)  the answer's fields and arrays (q, k, v and the stages), checked
   check_scores(scores, q, k)      a 422 naming q when a score overflowed float64
+  bounded(q, k)                   whether no score can overflow (known before computing them)
   fields(inp)                     the answer's fields besides the arrays
 
 The arithmetic is app.attention's (or app.lesson.mistakes' for a classic mistake); this module
@@ -55,15 +56,19 @@ def check_finite(s: Stages, q: np.ndarray, k: np.ndarray) -> None:
 
 
 def check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray) -> None:
-    """A 422 when a score overflowed. By Cauchy–Schwarz |q·k| ≤ ‖q‖‖k‖: when the longest query times
-    the longest key stays far from float64's end, no score can overflow and the n × n pass is skipped.
-    A few scores (≤ _READ_CELLS) are read directly: quicker than the two norms."""
-    if scores.size > _READ_CELLS:
-        with np.errstate(over="ignore", invalid="ignore"):
-            bound = math.sqrt(float(np.einsum("...i,...i->...", q, q).max())) * math.sqrt(
-                float(np.einsum("...i,...i->...", k, k).max())
-            )
-        if bound < 1e300:  # (false for inf and nan)
-            return
+    """A 422 when a score overflowed. Many scores (> _READ_CELLS) are read only when bounded() cannot
+    rule it out; a few are read directly: quicker than the two norms."""
+    if scores.size > _READ_CELLS and bounded(q, k):
+        return
     if not np.isfinite(scores).all():  # (scaled and weights are finite whenever scores are)
         raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
+
+
+def bounded(q: np.ndarray, k: np.ndarray) -> bool:
+    """Whether no score q·k can overflow, by Cauchy–Schwarz |q·k| ≤ ‖q‖‖k‖: the longest query times
+    the longest key stays far from float64's end. Known before any score is computed."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = math.sqrt(float(np.einsum("...i,...i->...", q, q).max())) * math.sqrt(
+            float(np.einsum("...i,...i->...", k, k).max())
+        )
+    return bound < 1e300  # (false for inf and nan)

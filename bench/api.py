@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import orjson
@@ -103,6 +104,24 @@ def serve() -> tuple[subprocess.Popen[bytes], int]:
     return uvicorn_process("bench.api:hello_app", "--factory")
 
 
+class Connection(http.client.HTTPConnection):
+    """http.client's connection that can send a small body in the same write as the headers, as a
+    browser does (Chromium's HttpStreamParser merges headers and a body of up to 1,400 bytes into
+    one write). http.client writes them apart: the server then sees the request come in two
+    segments, and a hello POST measured 1.06–1.14× a hello GET, half of it that second write."""
+
+    merge_next = False  # set for one request: its headers wait for its body, and both go in one write
+    _held = b""
+
+    def send(self, data: Any) -> None:
+        if self.merge_next and not self._held:
+            self._held = bytes(data)  # the headers: held until the body comes
+            return
+        if self._held:
+            data, self._held, self.merge_next = self._held + bytes(data), b"", False
+        super().send(data)
+
+
 def request(
     conn: http.client.HTTPConnection,
     method: str,
@@ -110,6 +129,8 @@ def request(
     body: bytes | memoryview | None = None,
     headers: dict[str, str] | None = None,
 ) -> bytes:
+    if isinstance(conn, Connection):
+        conn.merge_next = isinstance(body, bytes) and 0 < len(body) <= 1400
     conn.request(method, path, body=body, headers=headers or {})
     r = conn.getresponse()
     data = r.read()
@@ -150,7 +171,7 @@ def bare_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[np.ndarray]:
 
 def speed() -> None:
     server, port = serve()
-    conn = http.client.HTTPConnection("127.0.0.1", port)
+    conn = Connection("127.0.0.1", port)
     rows: list[tuple[str, float, str, float, float | None]] = []
 
     cat = EXAMPLES["the-cat-ate-its-fish"]
@@ -174,18 +195,18 @@ def speed() -> None:
     def via_frame() -> dict[str, np.ndarray]:
         body = frame.encode({"mask": "full"}, {"q": q, "k": k, "v": v})
         headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
-        fresh = http.client.HTTPConnection("127.0.0.1", port)  # a client's own connection
+        fresh = Connection("127.0.0.1", port)  # a client's own connection
         return frame.decode(request(fresh, "POST", "/api/attention", body, headers))[1]
 
     def via_json() -> dict[str, object]:
         body = orjson.dumps({"q": q, "k": k, "v": v}, option=orjson.OPT_SERIALIZE_NUMPY)
-        fresh = http.client.HTTPConnection("127.0.0.1", port)
+        fresh = Connection("127.0.0.1", port)
         return dict(json.loads(request(fresh, "POST", "/api/attention", body, json_h)))
 
     def weights_f32() -> np.ndarray:
         body = frame.encode({"mask": "full", "stages": ["weights"], "dtype": "float32"}, {"q": q, "k": k, "v": v})
         headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
-        fresh = http.client.HTTPConnection("127.0.0.1", port)
+        fresh = Connection("127.0.0.1", port)
         return frame.decode(request(fresh, "POST", "/api/attention", body, headers))[1]["weights"]
 
     got = via_frame()
@@ -239,7 +260,7 @@ def measure(name: str, body: bytes, media: str, clients: int, shape: tuple[int, 
     server, port = uvicorn_process("app.main:app", env={**os.environ, "ATTENTION_BACKEND": "numpy"})
     try:
         small = orjson.dumps({"q": [[1.0]], "k": [[1.0]], "v": [[1.0]]})
-        request(http.client.HTTPConnection("127.0.0.1", port), "POST", "/api/attention", small, {})
+        request(Connection("127.0.0.1", port), "POST", "/api/attention", small, {})
         time.sleep(0.5)
         rest = rss(server.pid)
         peak, stop = rest, threading.Event()
@@ -254,7 +275,7 @@ def measure(name: str, body: bytes, media: str, clients: int, shape: tuple[int, 
         barrier = threading.Barrier(clients)
 
         def client() -> None:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            conn = Connection("127.0.0.1", port, timeout=600)
             barrier.wait()
             conn.request("POST", "/api/attention", body=body, headers={"content-type": media, "accept": media})
             r = conn.getresponse()
