@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -17,8 +18,47 @@ pytest_plugins = ["tests.model.fixtures", "tests.model.llama_fixtures"]
 os.environ.setdefault("ATTENTION_DATA_DIR", tempfile.mkdtemp(prefix="attention3d-tests-"))
 
 
+# Parallel runs (pytest-xdist: -n 3 --dist loadscope in pyproject's addopts). The tests of one module run
+# on one worker, one after the other, so a module-scoped fixture (a page, a room, a kernel, a wheel, the
+# transformers reference of test_llama) is made once; the modules of SPREAD share nothing costly, so their
+# tests are spread one by one over the workers. FIRST: long modules that go out first, so that no worker
+# starts one of them when the others are done. (A scheduler of our own: xdist 3.8's loadgroup marks
+# the groups in a nodeid attribute that pytest 9.2 no longer reads.)
+SPREAD = {
+    f"tests/{m}.py"
+    for m in (
+        "browser/test_projector", "browser/test_layout", "browser/test_lesson", "browser/test_chapters_fit",
+        "browser/test_model_mode", "browser/test_withhold", "browser/test_chapter_block", "browser/test_page",
+        "browser/test_axe", "browser/test_exports", "browser/test_lesson_page", "browser/test_chapters_axe",
+        "browser/test_chapter_heads", "browser/test_write", "test_lan", "test_openapi",
+    )
+}  # fmt: skip
+FIRST = ("tests/browser/test_projector_writing.py", "tests/notebook/test_lab_browser.py", "tests/model/test_llama.py")
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = _module(nodeid)
+            return nodeid if module in SPREAD else module
+
+    config.option.loadscopereorder = False  # the collection's order (FIRST first), not the largest module first
+    return ByModule(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `full` run in `make test-all` (ATTENTION_TEST_ALL=1) only: the default suite skips them."""
+    """The modules of FIRST first (each module's tests stay together, in their order). Tests marked
+    `full` run in `make test-all` (ATTENTION_TEST_ALL=1) only: the default suite skips them."""
+    items.sort(key=lambda item: FIRST.index(m) if (m := _module(item.nodeid)) in FIRST else len(FIRST))
     if ALL:
         return
     skip = pytest.mark.skip(reason="repeats other tests' checks: runs in make test-all (ATTENTION_TEST_ALL=1)")

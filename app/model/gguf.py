@@ -21,6 +21,7 @@ until a forward pass touches it and joins nothing.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -257,7 +258,12 @@ def folder(path: Path) -> Path:
     if (out / "model.safetensors").is_file():
         return out
     with _converting:  # two threads asking at once (the model list's and a sentence's): one converts
-        return out if (out / "model.safetensors").is_file() else _convert(path, out)
+        if (out / "model.safetensors").is_file():
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out.with_name(out.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # two processes (e.g. test workers, a school's): the second waits
+            return out if (out / "model.safetensors").is_file() else _convert(path, out)
 
 
 _converting = threading.Lock()

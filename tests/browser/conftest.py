@@ -8,6 +8,7 @@ anywhere but 127.0.0.1 (such a request is also blocked).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 import subprocess
@@ -50,10 +51,19 @@ _bundled = False
 
 def build_bundle() -> None:
     """The page's bundle from the sources as they are (once per test session), so the tests see what
-    `make run` serves; without node the server serves the sources, which is the same page."""
+    `make run` serves; without node the server serves the sources, which is the same page. Parallel
+    workers (pytest-xdist) take turns on a lock: the first builds, the others of the same run find it built."""
     global _bundled
     if not _bundled and (ROOT / "node_modules" / ".bin" / "esbuild").exists():
-        subprocess.run(["node", "scripts/build.mjs"], cwd=ROOT, check=True, capture_output=True)
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")  # the same in every worker of one run
+        dist = ROOT / "static" / "dist"
+        dist.mkdir(parents=True, exist_ok=True)
+        built = dist / ".built-by-run"
+        with open(dist / ".build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not run or not built.exists() or built.read_text() != run:
+                subprocess.run(["node", "scripts/build.mjs"], cwd=ROOT, check=True, capture_output=True)
+                built.write_text(run)
     _bundled = True
 
 

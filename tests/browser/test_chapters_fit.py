@@ -1,7 +1,11 @@
 """Every step of every lesson chapter (but the two attention ones), on a projector (1280×720) and a
 phone (390×844): no 3D label covers another, nothing is wider than the screen, and the explanation,
 the 3D view and the panel do not overlap; at 1280×720 the step's explanation and the first table or
-chart of its panel (the one its text reads) end inside the first screen."""
+chart of its panel (the one its text reads) end inside the first screen.
+
+`make test-all` only (marked full): test_layout's walks of every step of every chapter, at the same
+two sizes, make the same checks at each step (chapters.fits() and the first-screen check), stepping
+by the step list rather than opening each step by its URL; chapters' own tests open steps by URL."""
 
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ STEPS = {
 FIRST = "#chapter-panel table, #chapter-panel svg.ca-chart, #chapter-panel .caveat"
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
 @pytest.mark.parametrize("chapter", list(STEPS))
 def test_every_step_fits_the_screen(browser: Any, server: str, chapter: str, size: tuple[int, int]) -> None:

@@ -13,8 +13,10 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.chapters import fits
 from tests.browser.conftest import Watched, watched_page
 from tests.browser.helpers import next_frames
+from tests.browser.test_chapters_fit import FIRST
 from tests.budget import examples
 
 pytestmark = pytest.mark.browser
@@ -315,7 +317,11 @@ PHONE_PENDING: dict[str, str] = {}
 
 
 def _walk(w: Watched, chapter: str, check: str) -> dict[str, Any]:
-    """Every step of `chapter`, from its first: `check`'s result for each step id."""
+    """Every step of `chapter`, from its first: `check`'s result for each step id. A chapter of its own
+    layout (not the attention view) is also checked at each step as test_chapters_fit checks it (which
+    runs in make test-all only): chapters.fits() (no sideways scroll; stage, explanation and panel apart;
+    no two 3D labels over each other) and, at 1280×720, the explanation and the panel's first table
+    or chart inside the first screen."""
     w.page.goto(f"{w.base}/?chapter={chapter}")
     w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=30_000)
     steps = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
@@ -323,10 +329,22 @@ def _walk(w: Watched, chapter: str, check: str) -> dict[str, Any]:
     for step in steps:
         w.page.locator(f'#step-list button[data-step="{step}"]').click()
         w.page.wait_for_selector(f'#app[data-ready="true"][data-step="{step}"]', timeout=30_000)
-        if w.page.locator('#app[data-layout="attention"]').count():
+        attention = bool(w.page.locator('#app[data-layout="attention"]').count())
+        if attention:
             w.page.wait_for_selector('#scene[data-animating="false"]')
+        else:
+            w.page.wait_for_selector("#chapter-text:not(:empty)", timeout=30_000)
         next_frames(w.page)  # the chapter's stage draws at its next frame
         seen[step] = w.page.evaluate(check)
+        if not attention:
+            if w.page.viewport_size == {"width": 1280, "height": 720}:
+                text, table = w.page.evaluate(
+                    """(sel) => [document.getElementById('chapter-text').getBoundingClientRect().bottom,
+                                document.querySelector(sel)?.getBoundingClientRect().bottom ?? 1e9]""",
+                    FIRST,
+                )
+                assert text <= 720 and table <= 720, (chapter, step, text, table)
+            fits(w)
     return seen
 
 
