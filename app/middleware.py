@@ -8,8 +8,9 @@
   or a thread for seconds: large tables should be frames). Bodies over THREAD_BYTES are compressed in
   a worker thread so that the event loop keeps serving the other clients. Bodies over FAST_BYTES
   (a long sentence's JSON) and every answer made per request use gzip's fastest level (see _gzip).
-  Versioned static files (?v=…: immutable) are compressed once and kept, so that 30 students opening
-  the page cost one compression of the bundle, not 30.
+  Versioned static files (?v=…: immutable) are compressed once and kept, headers and all, so that 30
+  students opening the page cost one read and one compression of the bundle, not 30 (a conditional
+  or Range request still goes to the files, for its 304 or 206).
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class Compress:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self._static: dict[bytes, bytes] = {}  # versioned static URL → its gzip body
+        self._answers: dict[bytes, list[tuple[bytes, bytes]]] = {}  # … → its gzip answer's headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -121,7 +123,14 @@ class Compress:
         chunks: list[bytes] = []
         query = scope.get("query_string", b"")
         versioned = scope["path"].startswith("/static/") and b"v=" in query
-        static_key = scope["path"].encode() + b"?" + query if versioned and scope["method"] == "GET" else None
+        plain = scope["method"] == "GET" and not any(k.startswith(b"if-") or k == b"range" for k, _ in scope["headers"])
+        static_key = scope["path"].encode() + b"?" + query if versioned and plain else None
+        if static_key in self._answers:
+            # kept whole: the file is neither read again nor compressed (its URL changes with its content)
+            start_headers = self._answers[static_key]
+            await send({"type": "http.response.start", "status": 200, "headers": start_headers})
+            await send({"type": "http.response.body", "body": self._static[static_key], "more_body": False})
+            return
 
         async def gzip_send(message: Message) -> None:
             nonlocal start
@@ -148,6 +157,7 @@ class Compress:
                     packed = _gzip(body, kept)
                 if static_key:
                     if len(self._static) >= _STATIC_CACHE_ENTRIES:
+                        self._answers.pop(next(iter(self._static)), None)
                         self._static.pop(next(iter(self._static)))
                     self._static[static_key] = packed
             headers = [(k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-length", b"vary")]
@@ -157,6 +167,8 @@ class Compress:
                 (b"content-length", str(len(packed)).encode()),
                 (b"vary", b", ".join([*vary, b"accept-encoding"])),
             ]
+            if static_key in self._static and start.get("status") == 200:
+                self._answers[static_key] = headers  # the next GET of this URL is answered from here
             await send({**start, "headers": headers})
             await send({"type": "http.response.body", "body": packed, "more_body": False})
 

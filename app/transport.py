@@ -6,6 +6,7 @@
 - SLOTS: COMPUTE_SLOTS requests may compute and send a big answer at once; the rest wait.
 - in_slot / Answer: run the work in a worker thread holding a slot until its answer is sent,
   so at most COMPUTE_SLOTS big answers are in memory however many clients ask.
+- OVERVIEW_LANE: overviews take at most one of the SLOTS, so a sentence's view never waits behind two.
 - Busy: the queue for the slots is bounded. A request that would wait longer than MAX_WAIT_S (by
   the recent time a slot is held), or find MAX_WAITING requests already waiting, is refused at
   once with 503 and a Retry-After (seconds) instead of waiting in a long queue.
@@ -34,6 +35,9 @@ MAX_WAIT_S = 2.0  # a request that would wait longer than this for a slot is ref
 CHUNK = 1 << 20  # an answer goes out at most this many bytes at a time: the server's send buffer stays small
 SLOTS = anyio.CapacityLimiter(limits.COMPUTE_SLOTS)
 PARSE_SLOTS = anyio.CapacityLimiter(limits.PARSE_SLOTS)
+# overviews computing at once: one, so that the view of a sentence (the page waits on it to draw) always
+# finds a slot that no overview holds; an overview is asked for once its view is in, and may wait
+OVERVIEW_LANE = anyio.CapacityLimiter(1)
 T = TypeVar("T")
 
 
@@ -130,19 +134,28 @@ def busy(retry_after: float) -> HTTPException:
 
 
 def expected_wait() -> float:
-    """Seconds a request that asks now would wait for a slot, by the recent time one is held."""
-    if SLOTS.available_tokens > 0:
+    """Seconds a request that asks now would wait for one of the SLOTS, by the recent time one is held."""
+    return _wait_for(SLOTS)
+
+
+def _wait_for(limiter: anyio.CapacityLimiter) -> float:
+    if limiter.available_tokens > 0:
         return 0.0
-    return (SLOTS.statistics().tasks_waiting + 1) * HELD.mean / SLOTS.total_tokens
+    return (limiter.statistics().tasks_waiting + 1) * HELD.mean / limiter.total_tokens
+
+
+def refuse_if_busy(lane: anyio.CapacityLimiter | None = None) -> None:
+    """busy() when the queue for the SLOTS (or for a lane's) is full: too long a wait, or too many waiting."""
+    wait = expected_wait() if lane is None else _wait_for(lane)
+    if wait > MAX_WAIT_S or (lane or SLOTS).statistics().tasks_waiting >= MAX_WAITING:
+        raise busy(wait)
 
 
 async def _borrowed(work: Callable[..., T], *args: Any) -> tuple[T, Callable[[], None]]:
     """work(*args) run in a worker thread while holding one of the SLOTS, and the call that gives
     the slot back (the answer calls it once sent; a failure gives it back at once). Refused with
     busy() when the queue is full."""
-    wait = expected_wait()
-    if wait > MAX_WAIT_S or SLOTS.statistics().tasks_waiting >= MAX_WAITING:
-        raise busy(wait)
+    refuse_if_busy()
     borrower = object()
     await SLOTS.acquire_on_behalf_of(borrower)
     start = time.perf_counter()
@@ -159,10 +172,22 @@ async def _borrowed(work: Callable[..., T], *args: Any) -> tuple[T, Callable[[],
 
 
 async def in_slot(
-    media_type: str, encode: Callable[..., Body], *args: Any, headers: dict[str, str] | None = None
+    media_type: str,
+    encode: Callable[..., Body],
+    *args: Any,
+    headers: dict[str, str] | None = None,
+    lane: anyio.CapacityLimiter | None = None,
 ) -> Response:
-    """Run encode(*args) in a worker thread holding one of the SLOTS until its answer is sent."""
-    content, release = await _borrowed(encode, *args)
+    """Run encode(*args) in a worker thread holding one of the SLOTS until its answer is sent.
+
+    lane: a limiter of its own that the request holds while it waits for a slot and computes (as
+    OVERVIEW_LANE), so that requests of its kind never hold more slots than the lane has."""
+    if lane is None:
+        content, release = await _borrowed(encode, *args)
+    else:
+        refuse_if_busy(lane)
+        async with lane:
+            content, release = await _borrowed(encode, *args)
     return Answer(content, media_type, release, headers)
 
 
