@@ -326,12 +326,6 @@ def test_the_3d_view_fills_its_canvas_on_the_projector(projector: Watched, chapt
     assert max(wide, tall) >= 0.7, (chapter, wide, tall)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scaling's 'scaled' step reached with ArrowRight at 1280×720, after the view was resized "
-    "1920×1080 → 1280×720 at the first step, keeps a frame too tight: a grid title clipped by the label layer, "
-    "3D content on the canvas's edge (BOARD.md, suite 07:55)",
-)
 def test_a_step_reached_by_its_arrow_key_is_framed_without_a_resize(projector: Watched) -> None:
     """The walk above resizes the view at every step (1280×720, 1920×1080, back), which refits the
     camera; a presenter who resized the window once, then only presses ArrowRight, must see every

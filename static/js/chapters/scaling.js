@@ -156,7 +156,7 @@ export default {
     const out = el("div", { className: "ca-out" });
     ctx.panel.append(out, form, note); // the chart and the table first: the step's text speaks of them
     const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
-    let looked = false;
+    let shownGrids = 0; // the grids the camera was placed for: 'scaled' adds one below the other
     return {
       update(a, stepId) {
         number.value = String(a.d_k);
@@ -194,12 +194,14 @@ export default {
           if (stepId === "scaled") grids.push({ title: `softmax(q·k / √d_k): largest ${f3(a.max_scaled)}`, values: [a.scaled] });
           bars.update(grids, { max: 1, height: 2.2, perRow: 1 });
         }
-        if (!looked) {
+        if (bars.last[0].length !== shownGrids) {
+          // placed again when a grid comes or goes: a camera fitted closely to one grid (the projector
+          // view refits on a resize) would leave the second past the canvas's edge
           const c = ctx.stage.container;
           const aspect = c.clientWidth / Math.max(1, c.clientHeight);
           const d = 7.5 / Math.min(1, aspect / 1.1);
           ctx.stage.look([0, d * 0.55, d * 0.85], [0, 0.6, 0]);
-          looked = true;
+          shownGrids = bars.last[0].length;
           bars.update(...bars.last); // the names find their places for this camera
         }
       },
