@@ -21,9 +21,11 @@ os.environ.setdefault("ATTENTION_DATA_DIR", tempfile.mkdtemp(prefix="attention3d
 # Parallel runs (pytest-xdist: -n 3 --dist loadscope in pyproject's addopts). The tests of one module run
 # on one worker, one after the other, so a module-scoped fixture (a page, a room, a kernel, a wheel, the
 # transformers reference of test_llama) is made once; the modules of SPREAD share nothing costly, so their
-# tests are spread one by one over the workers. FIRST: long modules that go out first, so that no worker
-# starts one of them when the others are done. (A scheduler of our own: xdist 3.8's loadgroup marks
-# the groups in a nodeid attribute that pytest 9.2 no longer reads.)
+# tests are spread one by one over the workers; the modules of a GROUPS group run on one worker too, as
+# they share session fixtures that cost seconds of CPU in each worker that makes them (torch and
+# transformers imported, their reference models loaded; a PostgreSQL server initialised). FIRST: long
+# modules and groups go out first, so that no worker starts one of them when the others are done. (A
+# scheduler of our own: xdist 3.8's loadgroup marks groups in a nodeid attribute pytest 9.2 no longer reads.)
 SPREAD = {
     f"tests/{m}.py"
     for m in (
@@ -32,6 +34,16 @@ SPREAD = {
         "browser/test_axe", "browser/test_exports", "browser/test_lesson_page", "browser/test_chapters_axe",
         "browser/test_chapter_heads", "browser/test_write", "test_lan", "test_openapi",
     )
+}  # fmt: skip
+GROUPS = {
+    **{
+        f"tests/{m}.py": "transformers"
+        for m in (
+            "model/test_llama", "model/test_llama_tiny", "model/test_against_transformers", "model/test_forward",
+            "model/test_folders", "lesson/test_block", "lesson/test_multihead",
+        )
+    },
+    **{f"tests/classroom/{m}.py": "postgresql" for m in ("test_lessons", "test_school_server")},
 }  # fmt: skip
 FIRST = ("tests/browser/test_projector_writing.py", "tests/notebook/test_lab_browser.py", "tests/model/test_llama.py")
 
@@ -49,7 +61,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class ByModule(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             module = _module(nodeid)
-            return nodeid if module in SPREAD else module
+            return nodeid if module in SPREAD else GROUPS.get(module, module)
 
     config.option.loadscopereorder = False  # the collection's order (FIRST first), not the largest module first
     return ByModule(config, log)

@@ -7,9 +7,6 @@ and transform on the way up, an SVG's text × its drawn scale), the line that sa
 (· mask), and the 3D content inside its canvas (no drawn pixel on the canvas's edges, some inside).
 The decoder's chapters (10 writing, 11 today) run on the session's server, whose data folder has
 the decoder converted once for every test that uses it.
-
-`make test` walks every step at 1280×720 (the tighter screen) and every other step (the first, the
-third, …) at 1920×1080 as well, so each chapter is seen at both sizes; `make test-all` every step at both.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ import pytest
 
 from tests.browser.conftest import Watched, watched_page
 from tests.browser.helpers import canvas_pixels
-from tests.budget import ALL
 
 pytestmark = pytest.mark.browser
 
@@ -198,7 +194,7 @@ def look(w: Watched, chapter: str, step: str, width: int) -> list[str]:
 
 
 def walk_chapter(w: Watched, chapter: str) -> list[str]:
-    """Every step of `chapter` in the projector view, at both sizes (make test: every other step at 1920×1080)."""
+    """Every step of `chapter` in the projector view, at both sizes."""
     w.page.set_viewport_size({"width": 1280, "height": 720})
     w.page.goto(f"{w.base}/?chapter={chapter}{CHAPTERS[chapter]}&present=1")
     w.page.wait_for_selector(
@@ -212,7 +208,7 @@ def walk_chapter(w: Watched, chapter: str) -> list[str]:
         if i:
             w.page.keyboard.press("ArrowRight")
         w.page.wait_for_selector(READY.format(chapter=chapter, step=step), timeout=60_000)
-        for width, height in SIZES if ALL or i % 2 == 0 else SIZES[:1]:
+        for width, height in SIZES:
             w.page.set_viewport_size({"width": width, "height": height})
             settle(w)
             problems += look(w, chapter, step, width)
@@ -328,3 +324,29 @@ def test_the_3d_view_fills_its_canvas_on_the_projector(projector: Watched, chapt
     wide, tall = w.page.evaluate(COVERAGE)
     print(chapter, round(wide, 3), round(tall, 3))
     assert max(wide, tall) >= 0.7, (chapter, wide, tall)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="scaling's 'scaled' step reached with ArrowRight at 1280×720, after the view was resized "
+    "1920×1080 → 1280×720 at the first step, keeps a frame too tight: a grid title clipped by the label layer, "
+    "3D content on the canvas's edge (BOARD.md, suite 07:55)",
+)
+def test_a_step_reached_by_its_arrow_key_is_framed_without_a_resize(projector: Watched) -> None:
+    """The walk above resizes the view at every step (1280×720, 1920×1080, back), which refits the
+    camera; a presenter who resized the window once, then only presses ArrowRight, must see every
+    step whole too."""
+    w = projector
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{w.base}/?chapter=scaling&present=1")
+    w.wait_ready(chapter="scaling")
+    w.page.set_viewport_size({"width": 1920, "height": 1080})  # the first step seen on a larger screen
+    settle(w)
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    settle(w)
+    for step in ("unscaled", "scaled"):
+        w.page.keyboard.press("ArrowRight")
+        w.page.wait_for_selector(READY.format(chapter="scaling", step=step), timeout=60_000)
+    settle(w)
+    problems = look(w, "scaling", "scaled", 1280)
+    assert not problems, "\n".join(problems)
