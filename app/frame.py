@@ -123,20 +123,9 @@ def header(
 
 def data(a: np.ndarray, dtype: Dtype = "float64") -> list[memoryview]:
     """An array's bytes as a frame holds them, padded to 8 (no copy for a C-ordered float64 array)."""
-    view = raw(a, dtype)
-    return [view, *padding(len(view))]
-
-
-def padding(nbytes: int) -> list[memoryview]:
-    """The zero bytes that pad an array of nbytes to a multiple of 8 (none when it is one)."""
-    pad = -nbytes % 8
-    return [memoryview(bytes(pad))] if pad else []
-
-
-def raw(a: np.ndarray, dtype: Dtype = "float64") -> memoryview:
-    """An array's (or one piece of an array's) bytes as a frame holds them, not padded: an array sent
-    in pieces (one head at a time) is followed by padding() of its whole size."""
-    return memoryview(np.ascontiguousarray(a, dtype=DTYPES[dtype]).data).cast("B")
+    view = memoryview(np.ascontiguousarray(a, dtype=DTYPES[dtype]).data).cast("B")
+    pad = -len(view) % 8
+    return [view, memoryview(bytes(pad))] if pad else [view]
 
 
 def size(shape: tuple[int, ...], dtype: Dtype = "float64") -> int:
