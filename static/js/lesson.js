@@ -17,6 +17,8 @@ import { el } from "./dom.js";
 export const CONTROLS = ["example", "sentence", "try", "mask", "predict"];
 
 const $ = (id) => document.getElementById(id);
+const LATER_CODE_TOKENS = 64; // an answer of more tokens has its NumPy code written after the view is drawn
+const whenIdle = (fn) => (window.requestIdleCallback ? window.requestIdleCallback(fn, { timeout: 300 }) : setTimeout(fn, 16));
 
 /** The page's import map lists every module the server has (unbundled page); null when bundled. */
 function listedModules() {
@@ -56,6 +58,8 @@ export class Lesson {
     this.abort = null;
     this.stage = null;
     this.code = "";
+    this.codeJob = 0; // counts the codes asked for: a code written in idle time for an older view is dropped
+    this.pendingCode = null; // writes the code of the view on screen, until it is written
     this.buildContents();
     $("chapters-toggle").addEventListener("click", () => this.toggleContents());
     $("contents").addEventListener("keydown", (e) => {
@@ -428,13 +432,9 @@ export class Lesson {
   showNumbers(answer, stepId, ctx) {
     const module = this.module;
     let numbers = [];
-    let code = "";
     if (answer && module) {
       this.safely("numbers", () => {
         numbers = module.numbers ? module.numbers(answer, stepId, ctx) : [];
-      });
-      this.safely("code", () => {
-        code = module.code ? module.code(answer, stepId, ctx) : "";
       });
     }
     $("lesson-numbers").replaceChildren(
@@ -448,14 +448,35 @@ export class Lesson {
       }),
     );
     $("lesson-numbers").hidden = !numbers.length;
-    if (code !== this.code) $("numpy-status").textContent = "";
-    this.code = code;
-    $("numpy-code").textContent = code;
-    $("numpy").hidden = !code && !numbers.length;
-    $("numpy-copy").hidden = !code;
+    const writeCode = () => {
+      let code = "";
+      if (answer && module?.code) this.safely("code", () => (code = module.code(answer, stepId, ctx)));
+      if (code !== this.code) $("numpy-status").textContent = "";
+      this.code = code;
+      $("numpy-code").textContent = code;
+      $("numpy").hidden = !code && !numbers.length;
+      $("numpy-copy").hidden = !code;
+    };
+    // a long sentence's code writes out every number of its q, k and v (~1 MB of text for 300
+    // tokens: its writing and its layout took a third of Enter → drawn): it is written in the idle
+    // time after the view has been drawn, below the fold; the code shown until then is replaced
+    const job = ++this.codeJob;
+    this.pendingCode = null;
+    if (answer && module?.code && (answer.tokens?.length ?? 0) > LATER_CODE_TOKENS) {
+      this.pendingCode = () => {
+        if (job !== this.codeJob) return;
+        this.pendingCode = null;
+        writeCode();
+      };
+      $("numpy").hidden = false;
+      whenIdle(() => this.pendingCode?.());
+    } else {
+      writeCode();
+    }
   }
 
   async copyCode() {
+    this.pendingCode?.(); // the code of the view on screen, not the one before it
     const status = $("numpy-status");
     try {
       await navigator.clipboard.writeText(this.code);
