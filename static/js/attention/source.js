@@ -3,7 +3,7 @@
 // This is the attention view's effect: it asks the server and tells the store what came back
 // (actions.js); it keeps only its requests in flight and a timer, never what the page shows.
 
-import { getExample, Recomputer } from "../api.js";
+import { getExample, pageExample, Recomputer } from "../api.js";
 import { OPENING_WORD } from "../actions.js";
 import { ANIMAL, asInfo, isCausal, modelInfo, sentenceBothMasks } from "../model.js";
 import { createState, readUrl } from "../state.js";
@@ -59,10 +59,12 @@ export class Source {
     this.started = true;
     const generation = this.generation;
     this.wanted = `e:${id}`;
-    let ex;
+    // the page's own example is there at once: its numbers are asked for in this same task (the
+    // first view's requests leave before the 3D view is set up); any other is fetched
+    let ex = this.examples.has(id) ? pageExample(id) : null;
     try {
       if (!this.examples.has(id)) throw new Error("unknown example");
-      ex = await getExample(id);
+      ex ??= await getExample(id);
     } catch {
       this.act.setNotice(`There is no example called “${id}”; showing the default one.`);
       if (id !== this.defaultExample) return this.example(this.defaultExample, { keepMask, wantWord, focus, history });

@@ -24,7 +24,7 @@ const $ = (id) => document.getElementById(id);
 export class AttentionView {
   /**
    * `sentence`: sentence.js SentenceParts; `editor`: editor.js Editor (its messages); `makeScene(container, handlers)`: a SceneView, or
-   * null without WebGL; `mounted()`: after every mount (the page starts its source the first time).
+   * null without WebGL; `mounted()`: on every mount, before the 3D view is made (the page starts its source the first time).
    */
   constructor(store, { sentence, editor, makeScene, mounted = () => {} }) {
     this.editor = editor;
@@ -62,11 +62,11 @@ export class AttentionView {
     app.dataset.layout = "attention";
     $("chapter-view").hidden = true;
     this.mounted = true;
+    this.mountedHook(); // the first source's requests leave before the 3D view (a WebGL context) is set up
     this.scene ??= this.makeScene($("scene"), {
       focus: (i) => this.focusSceneWord(i),
       hover: (i) => this.act.setHoverToken(i === null ? null : i + (this.now?.sceneOffset ?? 0)),
     });
-    this.mountedHook();
     this.update();
     // a step with `compare: true` (masks/difference) brings the side-by-side tables up beside the view
     const update = (answer, stepId, step) => {

@@ -6,19 +6,42 @@
 const SOFTWARE = /swiftshader|llvmpipe|softpipe|software/i;
 const known = new Map(); // one probe per page: "software" → true | false
 
-/** True when this browser's WebGL renderer is a software one (probed once, on a throwaway canvas). */
-export function softwareWebGl() {
-  if (!known.has("software")) {
-    let software = false;
-    try {
-      const gl = document.createElement("canvas").getContext("webgl2") ?? document.createElement("canvas").getContext("webgl");
-      const info = gl?.getExtension("WEBGL_debug_renderer_info");
-      software = Boolean(info && SOFTWARE.test(String(gl.getParameter(info.UNMASKED_RENDERER_WEBGL))));
-      gl?.getExtension("WEBGL_lose_context")?.loseContext();
-    } catch {
-      software = false;
-    }
-    known.set("software", software);
+/** Whether `gl`'s renderer is a software one. */
+function isSoftware(gl) {
+  try {
+    const info = gl?.getExtension("WEBGL_debug_renderer_info");
+    return Boolean(info && SOFTWARE.test(String(gl.getParameter(info.UNMASKED_RENDERER_WEBGL))));
+  } catch {
+    return false;
   }
-  return known.get("software");
+}
+
+/**
+ * A WebGL2 context on `canvas`, with the attributes three.js's WebGLRenderer asks for and no
+ * multisampling, when this browser's renderer is a software one; else null (a GPU: the renderer
+ * makes its own multisampled context on a canvas of its own). The probe is this context itself:
+ * a throwaway context to ask first cost a second context's creation on every page load.
+ */
+export function softwareContext(canvas, { preserveDrawingBuffer = false } = {}) {
+  if (known.get("software") === false) return null;
+  let gl = null;
+  try {
+    gl = canvas.getContext("webgl2", {
+      alpha: true,
+      depth: true,
+      stencil: false,
+      antialias: false,
+      premultipliedAlpha: true,
+      preserveDrawingBuffer,
+      powerPreference: "default",
+      failIfMajorPerformanceCaveat: false,
+    });
+  } catch {
+    gl = null;
+  }
+  const software = isSoftware(gl);
+  known.set("software", software);
+  if (software) return gl;
+  gl?.getExtension("WEBGL_lose_context")?.loseContext();
+  return null;
 }

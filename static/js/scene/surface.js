@@ -10,15 +10,16 @@ export const BACKGROUND = 0xf4f3ee;
  * A WebGL renderer whose canvas goes into `container`: antialiased (unless `antialias` is false), at most 2 device pixels per
  * CSS pixel, cleared to BACKGROUND; the canvas is an image named `ariaLabel`, found by `testid`.
  */
-export function makeRenderer(container, { testid, ariaLabel, preserveDrawingBuffer = false, antialias = true }) {
-  const renderer = new THREE.WebGLRenderer({ antialias, preserveDrawingBuffer });
+export function makeRenderer(container, { testid, ariaLabel, preserveDrawingBuffer = false, antialias = true, canvas, context }) {
+  // `canvas` and its `context`: one made already (scene/software.js), else the renderer makes them
+  const renderer = new THREE.WebGLRenderer({ antialias, preserveDrawingBuffer, canvas, context });
   renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
   renderer.setClearColor(BACKGROUND, 1);
-  const canvas = renderer.domElement;
-  canvas.dataset.testid = testid;
-  canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", ariaLabel);
-  container.append(canvas);
+  const node = renderer.domElement;
+  node.dataset.testid = testid;
+  node.setAttribute("role", "img");
+  node.setAttribute("aria-label", ariaLabel);
+  container.append(node);
   return renderer;
 }
 

@@ -10,7 +10,7 @@ import { layout } from "./layout.js";
 import { AttentionLinks } from "./links.js";
 import { OutputArrow } from "./output.js";
 import { VectorPlanes } from "./planes.js";
-import { softwareWebGl } from "./software.js";
+import { softwareContext } from "./software.js";
 import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
 import { TokenMarkers } from "./tokens.js";
 import { VectorArrows } from "./vectors.js";
@@ -38,10 +38,13 @@ export class SceneView {
     this.size = { w: 1, h: 1 };
     this.labelBoxes = new Map(); // the label layer's style (ancestors' classes, viewport) → its probed boxes
 
+    // multisampling in a software rasteriser costs most of a frame: there the view draws without
+    const probed = document.createElement("canvas");
+    const context = softwareContext(probed);
     this.renderer = makeRenderer(container, {
       testid: "scene-canvas",
       ariaLabel: "3D view of the attention links; the table beside it holds the same numbers",
-      antialias: !softwareWebGl(), // multisampling in a software rasteriser costs most of a frame
+      ...(context ? { canvas: probed, context, antialias: false } : { antialias: true }),
     });
     const canvas = this.renderer.domElement;
     this.labels = makeLabelLayer(container); // the table says the same, for screen readers
