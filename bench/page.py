@@ -89,7 +89,11 @@ def server(root: Path = ROOT) -> Iterator[str]:
         yield base
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:  # a loaded machine: never leave a server behind
+            proc.kill()
+            proc.wait()
 
 
 @contextmanager
