@@ -17,6 +17,7 @@ export class ArrowSet {
     this.heads = new THREE.InstancedMesh(unitCone(), material, capacity);
     for (const mesh of [this.shafts, this.heads]) {
       mesh.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
+      mesh.setColorAt(0, new THREE.Color(1, 1, 1)); // colours from the start: the shader compiled ahead (view.js) is the one drawn
       mesh.count = 0;
       mesh.frustumCulled = false;
     }

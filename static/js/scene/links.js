@@ -23,6 +23,7 @@ export class AttentionLinks {
       capacity,
     );
     this.mesh.count = 0;
+    this.mesh.setColorAt(0, new THREE.Color(1, 1, 1)); // its colours exist from the start: the shader compiled ahead (view.js) is the one drawn
     this.mesh.frustumCulled = false;
     this.mesh.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
     this.group.add(this.mesh);

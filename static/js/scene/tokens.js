@@ -23,6 +23,7 @@ export class TokenMarkers {
       capacity * 3,
     );
     this.mesh.count = 0;
+    this.mesh.setColorAt(0, _c.setHex(BASE)); // its colours exist from the start: the shader compiled ahead (view.js) is the one drawn
     this.mesh.frustumCulled = false;
     this.group.add(this.mesh);
     this.labels = [];

@@ -76,6 +76,9 @@ export class SceneView {
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(container);
     this.resize();
+    // the shader programs compile while the first numbers are on their way (with
+    // KHR_parallel_shader_compile, in the GPU process): the first frame no longer waits for them
+    this.renderer.compileAsync(this.scene, this.camera).catch(() => {});
   }
 
   resize() {
