@@ -163,3 +163,32 @@ def test_listing_a_gguf_model_does_not_wait_for_its_conversion(
     header = registry._quick_spec(registry.Entry("listed", "listed", path, False), handle_for(path))
     full = handle_for(path).spec()
     assert dataclasses.replace(header, path=full.path, name=full.name) == full  # the header says what the folder says
+
+
+def test_a_gguf_header_is_parsed_once_per_file(
+    tiny_llamas: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GET /api/models asks for a not yet converted file's header on every call; parsing it (every
+    tokenizer string) costs seconds for the real model, so it happens once: later calls in this
+    process, and other processes (a worker, a restart: here, the process's copy forgotten), read it back."""
+    import shutil
+
+    from app.model import gguf
+
+    monkeypatch.setenv(gguf.CACHE_ENV, str(tmp_path / "cache"))
+    path = Path(shutil.copy(tiny_llamas["mha.gguf"], tmp_path / "header.gguf"))
+    first = gguf.header_config(path)
+    assert first["num_attention_heads"] == 4 and first["num_key_value_heads"] == 4
+
+    def no_parse(p: Path) -> None:
+        raise AssertionError(f"{p} parsed again")
+
+    monkeypatch.setattr(gguf, "_reader", no_parse)
+    assert gguf.header_config(path) == first
+    monkeypatch.setattr(gguf, "_headers", {})  # another process: only the file beside the cache
+    assert gguf.header_config(path) == first
+    first["num_attention_heads"] = 99  # a caller's copy: changing it changes nothing kept
+    assert gguf.header_config(path)["num_attention_heads"] == 4
+    path.touch()  # a newer file is read again
+    with pytest.raises(AssertionError, match="parsed again"):
+        gguf.header_config(path)
