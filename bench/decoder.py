@@ -156,7 +156,7 @@ def main() -> None:
     torch.set_num_threads(nn.WORKERS)
     hf = transformers.AutoModelForCausalLM.from_pretrained(
         str(path.parent), gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
-    ).eval()  # type: ignore[no-untyped-call]
+    ).eval()
     client = TestClient(create_app(backend="numpy"))
     rng = random.Random(0)
 
