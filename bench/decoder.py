@@ -1,6 +1,6 @@
 """The decoder's speed and memory (SmolLM2-135M), as ratios against transformers measured in the same run.
 
-    .venv/bin/python -m bench.decoder [--rounds 7]
+    .venv/bin/python -m bench.decoder [--rounds 7] [--one-thread | --spawned-only]
 
 transformers loads the same GGUF file (AutoModelForCausalLM, eager attention, float32, torch's CPU
 threads set to ours: nn.WORKERS). Rows run in turn, round after round (bench.model.interleaved), so
@@ -22,6 +22,7 @@ The goal rows again at one thread each (torch.set_num_threads(1), nn.WORKERS = 1
 thread pool stalls whenever another process holds a core, and these rows compare the work itself;
 beside their wall time, the process's CPU time (time.process_time), which a busy machine's other
 work does not stretch.
+--spawned-only runs row 3 alone (no transformers rows: on a busy machine they take tens of minutes).
 """
 
 from __future__ import annotations
@@ -139,7 +140,15 @@ def main() -> None:
     parser.add_argument(
         "--one-thread", action="store_true", help="only the one-thread rows (a busy machine: torch's pool spins)"
     )
+    parser.add_argument(
+        "--spawned-only",
+        action="store_true",
+        help="only row 3, the spawned server's rows (a busy machine: minutes, not tens)",
+    )
     args = parser.parse_args()
+    if args.spawned_only:
+        print_spawned(random.Random(0), args.rounds)
+        return
 
     import numpy as np
     import torch
@@ -242,9 +251,6 @@ def main() -> None:
     measured = interleaved(fns, rounds=args.rounds, warmup=1)
     cpu_s = {key: statistics.median(c[1:]) for key, c in cpu.items()}  # [0]: the warm-up call
 
-    def verdict(value: float, goal: float | None) -> str:
-        return "" if goal is None else ("  meets" if value <= goal else "  MISSES") + f" ≤ {goal}"
-
     load = os.getloadavg()[0]
     print(f"bench.decoder: {model.spec.name}; NumPy {np.__version__}, {nn.WORKERS} threads of ours, torch "
           f"{torch.__version__} at {nn.WORKERS} threads; load average {load:.1f} on {os.cpu_count()} cores; "
@@ -254,7 +260,18 @@ def main() -> None:
         ratio = f"{measured[key] / measured[ref]:5.2f}×{verdict(measured[key] / measured[ref], goal)}" if ref else ""
         c = f"{cpu_s[key] * 1e3:8.0f} ms" + (f"  {cpu_s[key] / cpu_s[ref]:5.2f}×" if ref else "")
         print(f"{label:62} {measured[key] * 1e3:8.0f} ms  {ratio:20} {c if key.endswith('1') else ''}")
-    s = spawned(rng, max(3, args.rounds // 2))
+    print_spawned(rng, args.rounds)
+
+
+def verdict(value: float, goal: float | None) -> str:
+    return "" if goal is None else ("  meets" if value <= goal else "  MISSES") + f" ≤ {goal}"
+
+
+def print_spawned(rng: random.Random, rounds: int) -> None:
+    """Row 3 (spawned), over max(3, rounds // 2) rounds, as its rows are printed."""
+    load, n = os.getloadavg()[0], max(3, rounds // 2)
+    s = spawned(rng, n)
+    print(f"spawned server, median of {n} rounds; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
     first = s["first"] / s["prefill"]
     print(f"{'spawned server: first line of a stream (prefill + 1 token)':62} {s['first'] * 1e3:8.0f} ms  "
           f"{first:5.2f}× the attention route's {s['prefill'] * 1e3:.0f} ms{verdict(first, 1.0)}")  # fmt: skip

@@ -17,6 +17,7 @@ the prompt is one step (prefill), each written token one more. Nothing here know
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Generator
@@ -80,7 +81,8 @@ def advance(
 ) -> tuple[np.ndarray, Watched]:
     """Run `ids` at positions cache.length … through every layer, adding their keys and values to
     the cache: the last token's next-token logits (V,) float32, and what head `head` of layer
-    `layer` did for it."""
+    `layer` did for it. A prompt (more than 8 tokens) on NumPy: _prefill, by blocks of rows; a few
+    tokens (a written one): every row at once, each weight's rows split over the cores."""
     s = model.spec
     o = ops(backend)  # type: ignore[arg-type]
     llama.fuse(model.weights, s)
@@ -88,6 +90,8 @@ def advance(
     n, first = len(ids), cache.length
     if first + n > cache.capacity:
         raise ValueError(f"the cache holds {cache.capacity} tokens; {first + n} asked for")
+    if n > 8 and o.name == "numpy":
+        return _prefill(model, w, ids, cache, layer, head, o)
     one = n <= 8 and o.name == "numpy"
 
     def lin(a: Any, name: str) -> Any:  # a few rows: the weights' rows split over the cores
@@ -111,15 +115,92 @@ def advance(
             # the last layer's keys and values are cached; only the last token's output is read (its
             # next-token logits): the other rows' queries, attention and feed-forward would be thrown away
             x = llama.rest_of_layer(x[n - 1 :], q, ck, cv, w, i, s, o, end - 1, slice(0, 1), lin)  # (1, C)
-        elif one:
-            x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(0, n), lin)
-        elif o.name == "numpy":
-            x = llama.by_blocks(partial(llama.rest_of_layer, x, q, ck, cv, w, i, s, o, first), n, o)  # (n, C), by rows
         else:
-            x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(0, n))
+            x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(0, n), lin)  # (n, C)
     cache.length = end
     last = llama.final_norm(x[-1:], w, s)  # (1, C)
     out = o.numpy(llama.logits(last, w, s, o))[0]  # (V,)
+    assert watched is not None
+    return np.asarray(out, dtype=np.float32), watched
+
+
+# one row's projections and feed-forward cost about as much as its query reading this many keys
+# (measured on one core: ~0.15 ms a row of a layer's products, ~7e-5 ms a query's key in causal_attend)
+ROW_COST = 2000
+
+
+def row_parts(first: int, n: int) -> list[slice]:
+    """Rows 0 … n − 1 (at positions first …) in one contiguous block per worker (one for a short
+    prompt), cut so that each block costs the same: a row's work is ROW_COST plus its position
+    (the keys it reads), so the first block is a little longer than the last."""
+    from app.model.nn import PARALLEL_ROWS, WORKERS
+
+    per = WORKERS if n >= PARALLEL_ROWS else 1
+    cost = np.cumsum(ROW_COST + first + np.arange(n, dtype=np.float64))  # (n,) the work of rows 0 … j
+    cuts = [0, *(int(c) for c in np.searchsorted(cost, cost[-1] * np.arange(1, per) / per)), n]
+    return [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def _prefill(
+    model: Model, w: Any, ids: list[int], cache: Cache, layer: int, head: int, o: Any
+) -> tuple[np.ndarray, Watched]:
+    """advance() for a prompt on NumPy: each worker takes one block of rows through every layer
+    (row_parts), meeting the others once a layer, when every row's keys and values are cached.
+
+    A block's work at layer i: its rows' attention over the cache (llama.causal_attend: no hidden
+    key is read), output projection and feed-forward of layer i − 1, then its rows' q, k, v of layer i,
+    k and v written into the cache. The query of a row is read by its own block only, so q and the
+    hidden rows never leave it. At the last layer only the last row's query and output are needed
+    (its next-token logits): every row's k and v are still cached."""
+    s = model.spec
+    n, first = len(ids), cache.length
+    end, top = first + n, s.layers - 1
+    parts = row_parts(first, n)
+    x0 = np.asarray(llama.embed(ids, w))  # (n, C)
+    xs: list[Any] = [x0[r] for r in parts]  # each block's rows (rows, C)
+    qs: list[Any] = [None] * len(parts)  # each block's queries of the current layer (h, rows, d)
+    hq, hkv = s.heads * s.head_size, s.kv_heads * s.head_size
+
+    def project(i: int, b: int) -> None:
+        """Block b's q, k, v of layer i from its rows' input xs[b]; k and v into the cache."""
+        p, r = llama.LAYER.format(i), parts[b]
+        fused = w[p + "self_attn.qkv_proj.weight"]  # (h·d + 2·h_kv·d, C): q's rows, then k's, then v's
+        h = llama.rms_norm(xs[b], w[p + "input_layernorm.weight"], s.eps)  # (rows, C)
+        pos = slice(first + r.start, first + r.stop)
+        if i < top:
+            both = h @ fused.T  # (rows, h·d + 2·h_kv·d)
+            qs[b] = llama.rope(both[:, :hq], s.heads, pos, s.rope_theta, o)  # (h, rows, d)
+            kv = both[:, hq:]  # (rows, 2·h_kv·d)
+        else:  # the last layer: every row's k and v, the query of the prompt's last row only
+            kv = h @ fused[hq:].T  # (rows, 2·h_kv·d)
+            if b == len(parts) - 1:
+                last = slice(end - 1, end)
+                qs[b] = llama.rope(h[-1:] @ fused[:hq].T, s.heads, last, s.rope_theta, o)  # (h, 1, d)
+        cache.k[i][:, first + r.start : first + r.stop] = llama.rope(kv[:, :hkv], s.kv_heads, pos, s.rope_theta, o)
+        cache.v[i][:, first + r.start : first + r.stop] = o.split_heads(kv[:, hkv:], s.kv_heads)
+
+    def rest(i: int, b: int) -> None:
+        """Block b's rows through the rest of layer i (its q, k, v known), then its q, k, v of layer i + 1."""
+        r = parts[b]
+        ck, cv = cache.k[i][:, :end], cache.v[i][:, :end]  # (h_kv, end, d)
+        rows = slice(0, r.stop - r.start)
+        xs[b] = llama.rest_of_layer(xs[b], qs[b], ck, cv, w, i, s, o, first + r.start, rows,
+                                    attend=llama.causal_attend)  # fmt: skip
+        project(i + 1, b)
+
+    blocks = range(len(parts))
+    o.parallel(partial(project, 0), blocks)
+    watched: Watched | None = None
+    for i in range(top):
+        if i == layer:
+            watched = _watch(o, qs[-1], cache.k[i][:, :end], cache.v[i][:, :end], head, s.groups)
+        o.parallel(partial(rest, i), blocks)  # (one meeting a layer: layer i + 1's keys and values cached)
+    ck, cv = cache.k[top][:, :end], cache.v[top][:, :end]  # (h_kv, end, d)
+    if layer == top:
+        watched = _watch(o, qs[-1], ck, cv, head, s.groups)
+    x = llama.rest_of_layer(xs[-1][-1:], qs[-1], ck, cv, w, top, s, o, end - 1, slice(0, 1))  # (1, C)
+    cache.length = end
+    out = o.numpy(llama.logits(llama.final_norm(x, w, s), w, s, o))[0]  # (V,)
     assert watched is not None
     return np.asarray(out, dtype=np.float32), watched
 

@@ -245,13 +245,32 @@ def grouped_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
     return (s @ v).reshape(h, r, d)  # (h, r, d)
 
 
+CAUSAL_CHUNK = 64  # causal_attend's rows per chunk of queries (300 tokens: 5.5 → 3.7 ms a layer, one core)
+
+
+def causal_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
+    """grouped_attend() without the keys the causal mask hides: the queries in chunks of CAUSAL_CHUNK
+    rows, each chunk reading keys 0 … its last position only (~half the scores of a long prompt).
+
+    The same weights and outputs up to float32 rounding (a softmax's sum over fewer zeros, a shorter
+    product): writing's prefill uses it; the trace keeps grouped_attend, so views stay byte for byte."""
+    r = q.shape[1]
+    if o.name != "numpy" or r <= CAUSAL_CHUNK:
+        return grouped_attend(q, k, v, first, o)
+    out = np.empty((q.shape[0], r, v.shape[-1]), dtype=np.float32)  # (h, r, d)
+    for a in range(0, r, CAUSAL_CHUNK):
+        b = min(a + CAUSAL_CHUNK, r)
+        out[:, a:b] = grouped_attend(q[:, a:b], k[:, : first + b], v[:, : first + b], first + a, o)
+    return out
+
+
 def rest_of_layer(x: Any, q: Any, k: Any, v: Any, w: W, i: int, spec: ModelSpec, o: NumpyOps, first: int,
-                  r: slice, lin: Any = None) -> Any:  # fmt: skip
+                  r: slice, lin: Any = None, attend: Any = grouped_attend) -> Any:  # fmt: skip
     """Rows r of layer i's output: those queries' attention over every key (causal), the output
     projection and the residual, then SwiGLU on RMSNorm₂ and its residual (all row by row)."""
     p = LAYER.format(i)
     lin = lin or (lambda a, name: linear(a, w, name))
-    a = grouped_attend(q[:, r], k, v, first + r.start, o)  # (h, rows, d)
+    a = attend(q[:, r], k, v, first + r.start, o)  # (h, rows, d)
     y = x[r] + lin(o.merge_heads(a), p + "self_attn.o_proj")  # (rows, C)
     h = rms_norm(y, w[p + "post_attention_layernorm.weight"], spec.eps)  # (rows, C)
     gate_up = lin(h, p + "mlp.gate_up_proj")  # (rows, 2F)
