@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
@@ -25,7 +24,7 @@ from app.lesson import routes as lesson_routes
 from app.middleware import Compress, HeadAsGet
 from app.model import generate_routes, overview_routes
 from app.model import routes as model_routes
-from app.schemas import ARRAY_NAMES, ErrorResponse, checked
+from app.schemas import ErrorResponse
 from app.security import SecurityHeaders, csp, script_hash
 
 DESCRIPTION = """
@@ -69,7 +68,6 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     assets = Assets()
     templates = Jinja2Templates(directory=TEMPLATES_DIR)
     templates.env.globals["static"] = assets.url
-    first_answers: dict[str, str] = {}  # the opening example's answers, computed once (the examples never change)
 
     @app.get("/", include_in_schema=False, response_class=HTMLResponse)
     async def index(request: Request) -> HTMLResponse:
@@ -80,7 +78,6 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
             "import_map": import_map,
             "default_example": DEFAULT_EXAMPLE,
             "examples": EXAMPLES.values(),
-            "first_answers": first_answers.get("json") or first_answers.setdefault("json", _first_answers(app)),
         }
         response = templates.TemplateResponse(request, "index.html", context)
         response.headers["content-security-policy"] = csp(*([script_hash(import_map)] if import_map else []))
@@ -102,23 +99,6 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
         return page
 
     return app
-
-
-def _first_answers(app: FastAPI) -> str:
-    """POST /api/attention's JSON answers for the page's opening example under each mask (the body
-    the page sends: its tokens, q, k, v and the mask), as {"full": …, "causal": …}, for the page to
-    carry: its first view needs no round trip. Safe inside <script>: "<" only occurs in strings."""
-    e = EXAMPLES[DEFAULT_EXAMPLE]
-    answers: dict[str, str] = {}
-    for mask in ("full", "causal"):
-        fields = {"tokens": list(e.tokens), "q": e.q.tolist(), "k": e.k.tolist(), "v": e.v.tolist(), "mask": mask}
-        body = json.dumps(fields)
-        inp = checked(api._parse(body.encode(), "application/json"))
-        wanted = api.Wanted(ARRAY_NAMES, "json", "float64", None)
-        answer = api._compute_and_encode(inp, app.state.backend, wanted)
-        assert isinstance(answer, bytes)  # JSON is encoded whole
-        answers[mask] = answer.decode()
-    return ('{"full": ' + answers["full"] + ', "causal": ' + answers["causal"] + "}").replace("<", "\\u003c")
 
 
 def _one_error_schema(app: FastAPI) -> None:

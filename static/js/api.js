@@ -163,30 +163,8 @@ export async function postJson(url, payload, signal) {
   return { ok: false, status: res.status, errors: errorItems(res.status, json) };
 }
 
-/**
- * The server's answers under both masks for `input` when it is the example the page carries, as
- * POST /api/attention gave them when the page was served (templates/index.html: the first view
- * needs no round trip); null for any other input. Fresh objects each time.
- */
-export function pageAnswers(input) {
-  const example = document.getElementById("first-example");
-  const answers = document.getElementById("first-answers");
-  if (!example || !answers) return null;
-  try {
-    const ex = JSON.parse(example.textContent);
-    const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-    if (!same(input.tokens, ex.tokens) || !same(input.q, ex.q) || !same(input.k, ex.k) || !same(input.v, ex.v)) return null;
-    const both = JSON.parse(answers.textContent);
-    return both?.full && both?.causal ? { full: both.full, causal: both.causal } : null;
-  } catch {
-    return null;
-  }
-}
-
 /** The input under both masks (the page shows one and compares with the other). */
 export async function attentionBothMasks(input, signal) {
-  const carried = pageAnswers(input);
-  if (carried) return { ok: true, data: carried };
   const [full, causal] = await Promise.all([attention(input, "full", signal), attention(input, "causal", signal)]);
   if (!full.ok) return full;
   if (!causal.ok) return causal;
