@@ -5,44 +5,55 @@
 /** Eigen-decomposition of a symmetric matrix by cyclic Jacobi rotations: { values, vectors (columns) }. */
 export function symmetricEigen(matrix) {
   const n = matrix.length;
-  const a = matrix.map((row) => row.slice());
-  const v = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
+  const a = new Float64Array(n * n); // row-major: a[p * n + q]
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) a[i * n + j] = matrix[i][j];
+  return jacobi(a, n);
+}
+
+/**
+ * Cyclic Jacobi rotations on `a` (n × n, row-major, changed in place), in typed arrays: the same
+ * operations in the same order as on nested arrays (the same bits), without their boxed rows.
+ */
+function jacobi(a, n) {
+  const v = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) v[i * n + i] = 1;
   for (let sweep = 0; sweep < 60; sweep++) {
     let off = 0;
-    for (let p = 0; p < n; p++) for (let q = p + 1; q < n; q++) off += a[p][q] * a[p][q];
+    for (let p = 0; p < n; p++) for (let q = p + 1; q < n; q++) off += a[p * n + q] * a[p * n + q];
     if (off < 1e-22) break;
     for (let p = 0; p < n; p++) {
       for (let q = p + 1; q < n; q++) {
-        if (Math.abs(a[p][q]) < 1e-300) continue;
-        const theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
+        const apq = a[p * n + q];
+        if (Math.abs(apq) < 1e-300) continue;
+        const theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
         const t = Math.sign(theta || 1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
         const c = 1 / Math.sqrt(t * t + 1);
         const s = t * c;
         for (let k = 0; k < n; k++) {
-          const akp = a[k][p];
-          const akq = a[k][q];
-          a[k][p] = c * akp - s * akq;
-          a[k][q] = s * akp + c * akq;
+          const akp = a[k * n + p];
+          const akq = a[k * n + q];
+          a[k * n + p] = c * akp - s * akq;
+          a[k * n + q] = s * akp + c * akq;
         }
         for (let k = 0; k < n; k++) {
-          const apk = a[p][k];
-          const aqk = a[q][k];
-          a[p][k] = c * apk - s * aqk;
-          a[q][k] = s * apk + c * aqk;
+          const apk = a[p * n + k];
+          const aqk = a[q * n + k];
+          a[p * n + k] = c * apk - s * aqk;
+          a[q * n + k] = s * apk + c * aqk;
         }
         for (let k = 0; k < n; k++) {
-          const vkp = v[k][p];
-          const vkq = v[k][q];
-          v[k][p] = c * vkp - s * vkq;
-          v[k][q] = s * vkp + c * vkq;
+          const vkp = v[k * n + p];
+          const vkq = v[k * n + q];
+          v[k * n + p] = c * vkp - s * vkq;
+          v[k * n + q] = s * vkp + c * vkq;
         }
       }
     }
   }
-  const order = a.map((row, i) => i).sort((i, j) => a[j][j] - a[i][i]);
+  const order = Array.from({ length: n }, (_, i) => i).sort((i, j) => a[j * n + j] - a[i * n + i]);
   return {
-    values: order.map((i) => Math.max(0, a[i][i])),
-    vectors: order.map((i) => v.map((row) => row[i])),
+    values: order.map((i) => Math.max(0, a[i * n + i])),
+    vectors: order.map((i) => Array.from({ length: n }, (_, k) => v[k * n + i])),
   };
 }
 
@@ -54,16 +65,31 @@ export function symmetricEigen(matrix) {
 export function pca(rows, dims = 2) {
   const d = rows[0]?.length ?? 0;
   const n = rows.length;
-  const mean = Array.from({ length: d }, (_, j) => rows.reduce((s, r) => s + r[j], 0) / Math.max(1, n));
-  const cov = Array.from({ length: d }, () => new Array(d).fill(0));
-  for (const r of rows) {
+  // (d,) sums in row order, as a reduce over the rows would add them
+  const sum = new Float64Array(d);
+  for (let r = 0; r < n; r++) {
+    const row = rows[r];
+    for (let j = 0; j < d; j++) sum[j] += row[j];
+  }
+  const mean = Array.from(sum, (s) => s / Math.max(1, n));
+  const m = Float64Array.from(mean);
+  const cov = new Float64Array(d * d); // (d, d) row-major, upper triangle accumulated
+  const centred = new Float64Array(d);
+  for (let r = 0; r < n; r++) {
+    const row = rows[r];
+    for (let j = 0; j < d; j++) centred[j] = row[j] - m[j];
     for (let i = 0; i < d; i++) {
-      const di = r[i] - mean[i];
-      for (let j = i; j < d; j++) cov[i][j] += di * (r[j] - mean[j]);
+      const di = centred[i];
+      for (let j = i; j < d; j++) cov[i * d + j] += di * centred[j];
     }
   }
-  for (let i = 0; i < d; i++) for (let j = i; j < d; j++) cov[j][i] = cov[i][j] /= Math.max(1, n - 1);
-  const { values, vectors } = symmetricEigen(cov);
+  for (let i = 0; i < d; i++) {
+    for (let j = i; j < d; j++) {
+      cov[i * d + j] /= Math.max(1, n - 1);
+      cov[j * d + i] = cov[i * d + j];
+    }
+  }
+  const { values, vectors } = jacobi(cov, d);
   const total = values.reduce((s, x) => s + x, 0);
   const components = vectors.slice(0, dims).map((c) => {
     // a fixed sign, so the picture does not flip between two equal answers
@@ -73,7 +99,12 @@ export function pca(rows, dims = 2) {
   });
   while (components.length < dims) components.push(new Array(d).fill(0));
   const explained = total > 0 ? values.slice(0, dims).reduce((s, x) => s + x, 0) / total : 1;
-  const project = (row) => components.map((c) => c.reduce((s, x, j) => s + x * (row[j] - mean[j]), 0));
+  const project = (row) =>
+    components.map((c) => {
+      let s = 0;
+      for (let j = 0; j < d; j++) s += c[j] * (row[j] - m[j]);
+      return s;
+    });
   return { mean, components, explained, project };
 }
 

@@ -8,6 +8,19 @@ import { Overview } from "./overview.js";
 
 const $ = (id) => document.getElementById(id);
 
+/** Resolves once the next frame has been drawn (or after 200 ms: a hidden tab draws no frames). */
+function afterNextFrame() {
+  return new Promise((resolve) => {
+    const late = setTimeout(resolve, 200);
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        clearTimeout(late);
+        resolve();
+      }, 0),
+    );
+  });
+}
+
 export class SentenceParts {
   /** `known`: the page's first GET /api/model (a promise), awaited before saying the model loads. */
   constructor(store, { pick, known = null, choose = () => {} }) {
@@ -110,6 +123,10 @@ export class SentenceParts {
     const controller = new AbortController();
     this.headsController = controller;
     this.act.headsState({ key, pending: true });
+    // asked for once the view's first frame is drawn: the server's forward through every layer
+    // would otherwise share the machine's cores with the browser drawing that frame
+    await afterNextFrame();
+    if (controller.signal.aborted || state.heads?.key !== key) return;
     let outcome;
     try {
       outcome = await allHeads(state.sentence, mask, controller.signal, state.modelId);
