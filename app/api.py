@@ -162,7 +162,10 @@ async def post_attention(request: Request) -> Response:
         # client's socket, not in our memory), then parsed off the event loop: parsing megabytes of
         # JSON takes a while and several times the body's memory
         async with PARSE_SLOTS:
-            body = await read_body(request)
+            if media_type(content_type) == frame.FRAME_MEDIA_TYPE and declared is not None:
+                body: bytes | memoryview = await _frame_body(request, declared)
+            else:
+                body = await read_body(request)
             req = await anyio.to_thread.run_sync(_parse, body, content_type)
             del body
     wanted = _wanted(request, req, format, stage)
@@ -229,7 +232,24 @@ def _example_out(e: Example) -> ExampleOut:
     )
 
 
-def _parse(body: bytes, content_type: str) -> AttentionRequest:
+async def _frame_body(request: Request, size: int) -> memoryview:
+    """A frame body of its declared size (within the limit: read_body's 413 otherwise), read into
+    memory kept from earlier answers (handset.SCRATCH): the pages of a fresh 6 MiB buffer cost more
+    to fault in than the copying does. Read-only, as bytes are: the arrays decoded from it are views."""
+    if size > limits.MAX_BODY_BYTES:
+        return memoryview(await read_body(request))  # its 413
+    body = handset.SCRATCH.take((size,), np.uint8).data
+    got = 0
+    async for chunk in request.stream():
+        if got + len(chunk) > size:
+            msg = f"the body is longer than its content-length ({size:,} bytes)"
+            raise ClientError(400, ["header", "content-length"], msg, "value_error")
+        body[got : got + len(chunk)] = chunk
+        got += len(chunk)
+    return body[:got].toreadonly()
+
+
+def _parse(body: bytes | memoryview, content_type: str) -> AttentionRequest:
     media = media_type(content_type)
     try:
         if media == frame.FRAME_MEDIA_TYPE:
@@ -245,6 +265,7 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
                 raise ClientError(422, ["body", "arrays", unknown[0]], msg, "frame_invalid")
             return AttentionRequest.model_validate({**fields, **arrays})
         if is_json(media):
+            body = body if isinstance(body, bytes) else bytes(body)
             no_bools = b"true" not in body and b"false" not in body  # lets numpy convert matrices in C
             return AttentionRequest.model_validate_json(body, context={"no_bools": no_bools})
     except ValidationError as e:
@@ -317,7 +338,10 @@ def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start
     When Cauchy–Schwarz rules out an overflowing score (handset.bounded: nearly always), the answer
     starts before the scores are computed; otherwise they are computed and checked first, so that
     the request can still be refused with a 422."""
-    computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
+    if backend == "numpy":  # app.attention's stages, written into memory kept from earlier answers
+        computed = handset.stages_into(inp.q, inp.k, inp.v, inp.mask, handset.SCRATCH.take)
+    else:
+        computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
     names = wanted.names
     every = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "output": inp.v.shape}
     every |= {s: inp.q.shape[:-1] + inp.k.shape[-2:-1] for s in STAGES[:-1]}  # (…, n, n)
