@@ -49,6 +49,7 @@ from app.transport import (
 router = APIRouter(prefix="/api", tags=["attention"])
 _INLINE_BODY_BYTES = 64 * 1024  # bodies up to this size are parsed on the event loop
 _INLINE_CELLS = 4096  # below this many cells a request is computed on the event loop: a thread hop costs more
+_PIECE_BYTES = 4 << 20  # a streamed frame's stages are computed and sent this many bytes of heads at a time
 _SAFE_V = 1e308  # |v| below this cannot make weights·v overflow, so a frame may stream before output exists
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
 
@@ -333,15 +334,12 @@ def _compute_and_encode(inp: AttentionInput, backend: Backend, wanted: Wanted, m
 
 def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start:
     """A frame answer that leaves while it is computed: the header and the asked-for q, k, v now,
-    then each stage as it is made. Stages after the last one asked for are not computed.
+    then each stage as it is made, a few heads at a time (_PIECE_BYTES). Stages after the last one
+    asked for are not computed.
 
     When Cauchy–Schwarz rules out an overflowing score (handset.bounded: nearly always), the answer
-    starts before the scores are computed; otherwise they are computed and checked first, so that
-    the request can still be refused with a 422."""
-    if backend == "numpy":  # app.attention's stages, written into memory kept from earlier answers
-        computed = handset.stages_into(inp.q, inp.k, inp.v, inp.mask, handset.SCRATCH.take)
-    else:
-        computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
+    starts before the scores are computed; otherwise they are computed whole and checked first, so
+    that the request can still be refused with a 422."""
     names = wanted.names
     every = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "output": inp.v.shape}
     every |= {s: inp.q.shape[:-1] + inp.k.shape[-2:-1] for s in STAGES[:-1]}  # (…, n, n)
@@ -352,19 +350,32 @@ def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start
     ready += [part for name in names if name in given for part in frame.data(given[name], wanted.dtype)]
     size = len(ready[0]) + sum(frame.size(shapes[name], wanted.dtype) for name in names if name not in same_as)
     last = max((STAGES.index(name) for name in names if name in STAGES), default=-1)
-    first = 0  # the first stage left to compute
-    if last >= 0 and not handset.bounded(inp.q, inp.k):
+    check_first = last >= 0 and not handset.bounded(inp.q, inp.k)
+    computed: Iterator[tuple[str, np.ndarray, np.ndarray]]
+    if backend == "numpy":  # app.attention's stages, written into memory kept from earlier answers
+        heads = 0 if check_first else max(1, _PIECE_BYTES // (8 * inp.q.shape[-2] ** 2))
+        computed = handset.stages_into(inp.q, inp.k, inp.v, inp.mask, handset.SCRATCH.take, heads)
+    else:
+        computed = ((name, a, a) for name, a in stages(inp.q, inp.k, inp.v, inp.mask, backend))
+    done = dict.fromkeys(STAGES, 0)  # the cells of each stage computed so far
+    if check_first:
         with np.errstate(over="ignore", invalid="ignore"):
-            _, scores = next(computed)
+            _, scores, _ = next(computed)  # whole (heads=0)
         handset.check_scores(scores, inp.q, inp.k)
         ready += frame.data(scores, wanted.dtype) if "scores" in names else []
-        first = 1
+        done["scores"] = scores.size
+    sent = {name for name in STAGES if name in names and name not in same_as}
 
     def later() -> Iterator[memoryview]:
+        if last < 0 or done[STAGES[last]]:
+            return
         with np.errstate(over="ignore", invalid="ignore"):
-            for stage in STAGES[first : last + 1]:
-                _, a = next(computed)
-                if stage in names and stage not in same_as:
-                    yield from frame.data(a, wanted.dtype)
+            for name, stage, piece in computed:
+                done[name] += piece.size
+                if name in sent:
+                    yield from frame.data(piece, wanted.dtype, pad=False)
+                    yield from frame.padding(stage.shape, wanted.dtype) if done[name] == stage.size else []
+                if name == STAGES[last] and done[name] == stage.size:
+                    return
 
     return ready, later(), size

@@ -81,31 +81,52 @@ def bounded(q: np.ndarray, k: np.ndarray) -> bool:
 
 
 def stages_into(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask, take: Callable[[tuple[int, ...]], np.ndarray]
-) -> Iterator[tuple[str, np.ndarray]]:
-    """app.attention's NumPy stages of checked float64 q, k, v, each written into an array from take(shape).
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: Mask,
+    take: Callable[[tuple[int, ...]], np.ndarray],
+    heads: int = 0,
+) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+    """app.attention's NumPy stages of checked float64 q, k, v, each written into an array from take(shape),
+    as (name, stage, piece): piece is the part of stage just written, `heads` heads of a 3-D input at a
+    time (0, or a 2-D input: the whole stage at once), so that each part can leave while the next is made.
 
-    The very ufuncs app.attention._stages_numpy calls, on the same operands and in the same order, so
-    every stage is the same to the bit; only where each result lies differs (memory used before has
-    its pages already, a fresh 16 MiB array must fault them in: ~20% of the stages' time at n = 512).
-    As there, a stage is never changed after it has been yielded."""
+    The very ufuncs app.attention._stages_numpy calls, on the same operands, so every stage is the same
+    to the bit (a stage's cells of one head never depend on another head's: each is its own matrix
+    product and its own rows); only where each result lies differs: memory used before has its pages
+    already, a fresh 16 MiB array must fault them in (~20% of the stages' time at n = 512). As there, a
+    stage is never changed after it has been yielded."""
     n, d_k = q.shape[-2], q.shape[-1]
     cells = q.shape[:-1] + k.shape[-2:-1]  # (..., n, n)
-    scores = np.matmul(q, np.swapaxes(k, -1, -2), out=take(cells))  # (..., n, n)
-    yield "scores", scores
-    scaled = np.divide(scores, math.sqrt(d_k), out=take(cells))  # (..., n, n)
-    yield "scaled", scaled
+    h = q.shape[0] if q.ndim == 3 else 1
+    step = heads if q.ndim == 3 and 0 < heads < h else h
+    parts = [slice(i, i + step) for i in range(0, h, step)] if q.ndim == 3 else [slice(None)]
+    k_t = np.swapaxes(k, -1, -2)  # (..., d_k, n)
+
+    scores = take(cells)  # q kᵀ
+    for p in parts:
+        yield "scores", scores, np.matmul(q[p], k_t[p], out=scores[p])
+    scaled = take(cells)  # scores / √d_k
+    for p in parts:
+        yield "scaled", scaled, np.divide(scores[p], math.sqrt(d_k), out=scaled[p])
     masked = scaled
     if mask == "causal":
-        masked = take(cells)  # (..., n, n): −∞ where hidden, as np.where(visible(n), scaled, −∞)
-        masked.fill(-np.inf)
-        np.copyto(masked, scaled, where=visible(n))
-    yield "masked", masked
-    weights = np.subtract(masked, masked.max(axis=-1, keepdims=True), out=take(cells))  # (..., n, n)
-    np.exp(weights, out=weights)
-    weights /= weights.sum(axis=-1, keepdims=True)
-    yield "weights", weights
-    yield "output", np.matmul(weights, v, out=take(q.shape[:-1] + v.shape[-1:]))  # (..., n, d_v)
+        masked = take(cells)  # −∞ where hidden: np.where(visible(n), scaled, −∞)
+        seen = visible(n)
+    for p in parts:
+        if mask == "causal":
+            masked[p].fill(-np.inf)
+            np.copyto(masked[p], scaled[p], where=seen)
+        yield "masked", masked, masked[p]
+    weights = take(cells)  # softmax by row, shifted by the row's maximum as there
+    for p in parts:
+        w = np.subtract(masked[p], masked[p].max(axis=-1, keepdims=True), out=weights[p])
+        np.exp(w, out=w)
+        yield "weights", weights, np.divide(w, w.sum(axis=-1, keepdims=True), out=w)
+    output = take(q.shape[:-1] + v.shape[-1:])  # weights v: (..., n, d_v)
+    for p in parts:
+        yield "output", output, np.matmul(weights[p], v[p], out=output[p])
 
 
 def _refs(blocks: list[np.ndarray], i: int) -> int:
