@@ -180,7 +180,7 @@ async def post_attention(request: Request) -> Response:
         return Answer(_compute_and_encode(inp, backend, wanted, req.mistake), wanted.media_type, None, wanted.headers)
     # weights·v cannot overflow unless |v| nears float64's end (the weights sum to 1): only then
     # must the whole output exist before the answer may start
-    if wanted.kind == "frame" and req.mistake is None and np.abs(inp.v).max() < _SAFE_V:
+    if wanted.kind == "frame" and req.mistake is None and max(-inp.v.min(), inp.v.max()) < _SAFE_V:
         return await stream_in_slot(wanted.media_type, _start_frame, inp, backend, wanted)
     return await in_slot(
         wanted.media_type, _compute_and_encode, inp, backend, wanted, req.mistake, headers=wanted.headers
