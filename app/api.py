@@ -49,6 +49,7 @@ from app.transport import (
 router = APIRouter(prefix="/api", tags=["attention"])
 _INLINE_BODY_BYTES = 64 * 1024  # bodies up to this size are parsed on the event loop
 _INLINE_CELLS = 4096  # below this many cells a request is computed on the event loop: a thread hop costs more
+_PIECE_BYTES = 4 << 20  # a streamed frame's stages are computed and sent this many bytes of heads at a time
 _SAFE_V = 1e308  # |v| below this cannot make weights·v overflow, so a frame may stream before output exists
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
 
@@ -162,7 +163,10 @@ async def post_attention(request: Request) -> Response:
         # client's socket, not in our memory), then parsed off the event loop: parsing megabytes of
         # JSON takes a while and several times the body's memory
         async with PARSE_SLOTS:
-            body = await read_body(request)
+            if media_type(content_type) == frame.FRAME_MEDIA_TYPE and declared is not None:
+                body: bytes | memoryview = await _frame_body(request, declared)
+            else:
+                body = await read_body(request)
             req = await anyio.to_thread.run_sync(_parse, body, content_type)
             del body
     wanted = _wanted(request, req, format, stage)
@@ -176,7 +180,7 @@ async def post_attention(request: Request) -> Response:
         return Answer(_compute_and_encode(inp, backend, wanted, req.mistake), wanted.media_type, None, wanted.headers)
     # weights·v cannot overflow unless |v| nears float64's end (the weights sum to 1): only then
     # must the whole output exist before the answer may start
-    if wanted.kind == "frame" and req.mistake is None and np.abs(inp.v).max() < _SAFE_V:
+    if wanted.kind == "frame" and req.mistake is None and max(-inp.v.min(), inp.v.max()) < _SAFE_V:
         return await stream_in_slot(wanted.media_type, _start_frame, inp, backend, wanted)
     return await in_slot(
         wanted.media_type, _compute_and_encode, inp, backend, wanted, req.mistake, headers=wanted.headers
@@ -229,7 +233,24 @@ def _example_out(e: Example) -> ExampleOut:
     )
 
 
-def _parse(body: bytes, content_type: str) -> AttentionRequest:
+async def _frame_body(request: Request, size: int) -> memoryview:
+    """A frame body of its declared size (within the limit: read_body's 413 otherwise), read into
+    memory kept from earlier answers (handset.SCRATCH): the pages of a fresh 6 MiB buffer cost more
+    to fault in than the copying does. Read-only, as bytes are: the arrays decoded from it are views."""
+    if size > limits.MAX_BODY_BYTES:
+        return memoryview(await read_body(request))  # its 413
+    body = handset.SCRATCH.take((size,), np.uint8).data
+    got = 0
+    async for chunk in request.stream():
+        if got + len(chunk) > size:
+            msg = f"the body is longer than its content-length ({size:,} bytes)"
+            raise ClientError(400, ["header", "content-length"], msg, "value_error")
+        body[got : got + len(chunk)] = chunk
+        got += len(chunk)
+    return body[:got].toreadonly()
+
+
+def _parse(body: bytes | memoryview, content_type: str) -> AttentionRequest:
     media = media_type(content_type)
     try:
         if media == frame.FRAME_MEDIA_TYPE:
@@ -245,6 +266,7 @@ def _parse(body: bytes, content_type: str) -> AttentionRequest:
                 raise ClientError(422, ["body", "arrays", unknown[0]], msg, "frame_invalid")
             return AttentionRequest.model_validate({**fields, **arrays})
         if is_json(media):
+            body = body if isinstance(body, bytes) else bytes(body)
             no_bools = b"true" not in body and b"false" not in body  # lets numpy convert matrices in C
             return AttentionRequest.model_validate_json(body, context={"no_bools": no_bools})
     except ValidationError as e:
@@ -312,12 +334,12 @@ def _compute_and_encode(inp: AttentionInput, backend: Backend, wanted: Wanted, m
 
 def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start:
     """A frame answer that leaves while it is computed: the header and the asked-for q, k, v now,
-    then each stage as it is made. Stages after the last one asked for are not computed.
+    then each stage as it is made, a few heads at a time (_PIECE_BYTES). Stages after the last one
+    asked for are not computed.
 
     When Cauchy–Schwarz rules out an overflowing score (handset.bounded: nearly always), the answer
-    starts before the scores are computed; otherwise they are computed and checked first, so that
-    the request can still be refused with a 422."""
-    computed = stages(inp.q, inp.k, inp.v, inp.mask, backend)
+    starts before the scores are computed; otherwise they are computed whole and checked first, so
+    that the request can still be refused with a 422."""
     names = wanted.names
     every = {"q": inp.q.shape, "k": inp.k.shape, "v": inp.v.shape, "output": inp.v.shape}
     every |= {s: inp.q.shape[:-1] + inp.k.shape[-2:-1] for s in STAGES[:-1]}  # (…, n, n)
@@ -328,19 +350,32 @@ def _start_frame(inp: AttentionInput, backend: Backend, wanted: Wanted) -> Start
     ready += [part for name in names if name in given for part in frame.data(given[name], wanted.dtype)]
     size = len(ready[0]) + sum(frame.size(shapes[name], wanted.dtype) for name in names if name not in same_as)
     last = max((STAGES.index(name) for name in names if name in STAGES), default=-1)
-    first = 0  # the first stage left to compute
-    if last >= 0 and not handset.bounded(inp.q, inp.k):
+    check_first = last >= 0 and not handset.bounded(inp.q, inp.k)
+    computed: Iterator[tuple[str, np.ndarray, np.ndarray]]
+    if backend == "numpy":  # app.attention's stages, written into memory kept from earlier answers
+        heads = 0 if check_first else max(1, _PIECE_BYTES // (8 * inp.q.shape[-2] ** 2))
+        computed = handset.stages_into(inp.q, inp.k, inp.v, inp.mask, handset.SCRATCH.take, heads)
+    else:
+        computed = ((name, a, a) for name, a in stages(inp.q, inp.k, inp.v, inp.mask, backend))
+    done = dict.fromkeys(STAGES, 0)  # the cells of each stage computed so far
+    if check_first:
         with np.errstate(over="ignore", invalid="ignore"):
-            _, scores = next(computed)
+            _, scores, _ = next(computed)  # whole (heads=0)
         handset.check_scores(scores, inp.q, inp.k)
         ready += frame.data(scores, wanted.dtype) if "scores" in names else []
-        first = 1
+        done["scores"] = scores.size
+    sent = {name for name in STAGES if name in names and name not in same_as}
 
     def later() -> Iterator[memoryview]:
+        if last < 0 or done[STAGES[last]]:
+            return
         with np.errstate(over="ignore", invalid="ignore"):
-            for stage in STAGES[first : last + 1]:
-                _, a = next(computed)
-                if stage in names and stage not in same_as:
-                    yield from frame.data(a, wanted.dtype)
+            for name, stage, piece in computed:
+                done[name] += piece.size
+                if name in sent:
+                    yield from frame.data(piece, wanted.dtype, pad=False)
+                    yield from frame.padding(stage.shape, wanted.dtype) if done[name] == stage.size else []
+                if name == STAGES[last] and done[name] == stage.size:
+                    return
 
     return ready, later(), size

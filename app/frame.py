@@ -121,11 +121,18 @@ def header(
     return memoryview(_PREFIX.pack(MAGIC, len(text)) + text)
 
 
-def data(a: np.ndarray, dtype: Dtype = "float64") -> list[memoryview]:
-    """An array's bytes as a frame holds them, padded to 8 (no copy for a C-ordered float64 array)."""
+def data(a: np.ndarray, dtype: Dtype = "float64", pad: bool = True) -> list[memoryview]:
+    """An array's bytes as a frame holds them, padded to 8 (no copy for a C-ordered float64 array).
+
+    pad=False: without the padding, for a part of an array sent part by part (see padding)."""
     view = memoryview(np.ascontiguousarray(a, dtype=DTYPES[dtype]).data).cast("B")
-    pad = -len(view) % 8
-    return [view, memoryview(bytes(pad))] if pad else [view]
+    return [view, *padding(a.shape, dtype)] if pad else [view]
+
+
+def padding(shape: tuple[int, ...], dtype: Dtype = "float64") -> list[memoryview]:
+    """The zero bytes that follow an array of this shape in a frame (none, or up to 7)."""
+    pad = -math.prod(shape) * DTYPES[dtype].itemsize % 8
+    return [memoryview(bytes(pad))] if pad else []
 
 
 def size(shape: tuple[int, ...], dtype: Dtype = "float64") -> int:

@@ -16,13 +16,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
 from fastapi import Response
 from starlette.exceptions import HTTPException
@@ -193,7 +195,13 @@ async def in_slot(
 
 class StreamedAnswer(Response):
     """An answer whose first parts are ready and whose later parts are made by a generator in a
-    worker thread: each part leaves as soon as it is made, while the next is being computed."""
+    worker thread: each part leaves as soon as it is made, while the next is being computed.
+
+    The worker hands each part over without waiting for the event loop (a deque and a wake-up call:
+    waiting for the loop to take each part stalled the computation while the loop was writing), at
+    most AHEAD parts ahead of what has been sent; it stops at its next part once the answer ends."""
+
+    AHEAD = 16
 
     def __init__(
         self,
@@ -207,28 +215,50 @@ class StreamedAnswer(Response):
         self._ready, self._later, self._release = ready, later, release
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        made, taken = anyio.create_memory_object_stream[memoryview](4)
+        loop = asyncio.get_running_loop()
+        made: deque[memoryview | None] = deque()  # None: the last part has been made
+        room = threading.Semaphore(self.AHEAD)
+        ended = threading.Event()  # the answer is over (sent, or abandoned): the worker stops
+        arrived = asyncio.Event()
+
+        def hand(part: memoryview | None) -> None:
+            made.append(part)
+            loop.call_soon_threadsafe(arrived.set)
 
         def produce() -> None:
             for part in self._later:
-                anyio.from_thread.run(made.send, part)
+                while not room.acquire(timeout=0.1):
+                    if ended.is_set():
+                        return
+                if ended.is_set():
+                    return
+                hand(part)
+            hand(None)
 
-        async def run_producer() -> None:
-            async with made:
-                await anyio.to_thread.run_sync(produce)
+        async def body(part: memoryview) -> None:
+            for i in range(0, len(part), CHUNK):
+                await send({"type": "http.response.body", "body": part[i : i + CHUNK], "more_body": True})
 
         try:
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(run_producer)
-                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-                for part in self._ready:
-                    for i in range(0, len(part), CHUNK):
-                        await send({"type": "http.response.body", "body": part[i : i + CHUNK], "more_body": True})
-                async with taken:
-                    async for part in taken:
-                        for i in range(0, len(part), CHUNK):
-                            await send({"type": "http.response.body", "body": part[i : i + CHUNK], "more_body": True})
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                tasks.start_soon(anyio.to_thread.run_sync, produce)
+                try:
+                    await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+                    for first in self._ready:
+                        await body(first)
+                    while True:
+                        while not made:
+                            arrived.clear()
+                            if not made:
+                                await arrived.wait()
+                        part = made.popleft()
+                        if part is None:
+                            break
+                        await body(part)
+                        room.release()
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                finally:
+                    ended.set()
         finally:
             self._release()
 
