@@ -21,6 +21,9 @@ MAX_SENTENCE_CHARS = 20_000  # characters of a sentence, checked before tokenizi
 MAX_OVERVIEW_TOKENS = 64  # tokens for POST /api/heads: 6·12·64² ≈ 295k weights, ≈ 1.6 MB of JSON at most
 OVERVIEW_DECIMALS = 3  # /api/heads rounds weights to this many decimals to keep its JSON small
 MODEL_CACHE_SENTENCES = 8  # recent sentences whose per-layer Q, K, V are kept (≤ 16 MB each at 512 tokens)
+# ... and at most this many bytes of them per model: a decoder's trace is larger (SmolLM2, 30 layers: ~56 MB
+# at 300 tokens, ~96 MB at 512), and 8 long ones would hold ~770 MB; the newest is always kept
+MODEL_CACHE_BYTES = 192 << 20
 
 # The server on a school's LAN (app/server.py; docs/security.md): what one device may hold or ask for.
 # Each can be changed with the environment variable named beside it (a whole number of seconds or a count).

@@ -128,8 +128,11 @@ class ModelHandle:
             # a concurrent request may have gone further
             if now is None or (now[1].layers, now[1].complete) < (trace.layers, trace.complete):
                 self._cache[key] = (encoded, trace)
-            while len(self._cache) > limits.MODEL_CACHE_SENTENCES:
-                self._cache.popitem(last=False)
+            while len(self._cache) > 1 and (
+                len(self._cache) > limits.MODEL_CACHE_SENTENCES
+                or sum(t.nbytes for _, t in self._cache.values()) > limits.MODEL_CACHE_BYTES
+            ):
+                self._cache.popitem(last=False)  # the least recently used
         return trace
 
 

@@ -80,6 +80,21 @@ def test_sentence_cache_is_bounded(tiny_gpt2_dir: Path) -> None:
     assert handle.trace(s, handle.encode(s), "numpy") is handle.trace(s, handle.encode(s), "numpy")
 
 
+def test_sentence_cache_is_bounded_in_bytes(tiny_gpt2_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decoder's traces are large (SmolLM2 at 512 tokens: ~96 MB each): the cache holds the most
+    recent ones that fit in MODEL_CACHE_BYTES, and always the newest."""
+    handle = ModelHandle(tiny_gpt2_dir)
+    first = handle.trace("sentence 0", handle.encode("sentence 0"), "numpy")
+    monkeypatch.setattr(limits, "MODEL_CACHE_BYTES", 3 * first.nbytes)
+    for i in range(1, 6):
+        s = f"sentence {i}"
+        handle.trace(s, handle.encode(s), "numpy")
+    assert [k.split("\0")[1] for k in handle._cache] == ["sentence 3", "sentence 4", "sentence 5"]
+    monkeypatch.setattr(limits, "MODEL_CACHE_BYTES", 1)  # smaller than any trace: the newest stays
+    handle.trace("long", handle.encode("long"), "numpy")
+    assert [k.split("\0")[1] for k in handle._cache] == ["long"]
+
+
 @pytest.mark.skipif(not torch_available(), reason="torch is not installed")
 def test_torch_backend_agrees(minilm: ModelHandle) -> None:
     ids = minilm.encode("The animal didn't cross the street because it was too tired.").ids
