@@ -5,8 +5,11 @@ grouped-query attention) saved as safetensors folders and written as GGUF files.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +52,37 @@ def hf_smollm() -> Any:
     path = registry.decoder_file()
     assert path is not None
     torch.set_num_threads(1)  # torch's spinning threads crawl on a busy machine (50 s for 8 tokens at 2 threads)
-    return transformers.AutoModelForCausalLM.from_pretrained(
-        str(path.parent), gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
-    ).eval()
+    with _gguf_parsed_once():
+        return transformers.AutoModelForCausalLM.from_pretrained(
+            str(path.parent), gguf_file=path.name, attn_implementation="eager", dtype=torch.float32
+        ).eval()
+
+
+@contextmanager
+def _gguf_parsed_once() -> Iterator[None]:
+    """transformers' GGUF loading with two of its repeats made once (the weights it loads are the same).
+
+    It parses the file's header twice (the config, then the weights: ~6 s of CPU each, most of it the
+    tokenizer's 49,152 tokens and merges) and builds gguf's table of tensor names once per module of
+    the model (397 times, ~8 s). Both are read-only here: each is made once and handed out again.
+    """
+    import gguf
+
+    readers: dict[str, Any] = {}
+    real_reader = gguf.GGUFReader
+
+    def reader(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:  # a mode other than read-only: not ours to share
+            return real_reader(path, *args, **kwargs)
+        key = os.fspath(path)
+        if key not in readers:
+            readers[key] = real_reader(path)
+        return readers[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gguf, "GGUFReader", reader)
+        patch.setattr(gguf, "get_tensor_name_map", functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map))
+        yield
 
 
 def _tokenizer(d: Path) -> tuple[list[str], list[str]]:
