@@ -71,8 +71,10 @@ static/vendor/.copied: package-lock.json scripts/vendor.sh
 static/dist/manifest.json: static/vendor/.copied scripts/build.mjs $(shell find static/js static/css templates -type f)
 	node scripts/build.mjs >/dev/null
 
+# the tests drive Chromium's headless shell (half the CPU of the full browser run headless); the
+# benches drive the full browser, as their earlier figures did
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@{ command -v chromium && command -v chromium-headless-shell; } >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-headless-shell; }
 
 # the classroom's multi-process test starts Debian's redis-server itself (on a free port, nothing saved)
 redis-server:
