@@ -11,6 +11,7 @@ and no request leaves 127.0.0.1 (the page guard of tests/browser/conftest.py blo
 from __future__ import annotations
 
 import base64
+import importlib.util
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,11 +21,13 @@ import pytest
 from tests.browser.conftest import Watched, watched_page
 from tests.notebook.lab import run_walkthrough, running_lab
 
-pytest.importorskip("jupyterlab", reason="jupyter (jupyterlab) is not installed")
-pytest.importorskip("ipykernel", reason="jupyter (ipykernel) is not installed")
-pytest.importorskip("app.notebook", reason="the notebook extra is not installed")
+# looked up, not imported: importing jupyterlab costs ~4 s, and every worker of the suite collects this file
+_MISSING = [m for m in ("jupyterlab", "ipykernel", "pythreejs") if importlib.util.find_spec(m) is None]
 
-pytestmark = pytest.mark.browser
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bool(_MISSING), reason=f"the notebook extra is not installed (no {', '.join(_MISSING)})"),
+]
 
 KNOWN_ERROR = "Error setting state: t.on is not a function"  # pythreejs 2.4.2's DirectionalLight; the light works
 BACKGROUND = (0xF4, 0xF3, 0xEE)  # the scene's background, as on the page

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat", reason="jupyter (nbformat) is not installed")
-nbclient = pytest.importorskip("nbclient", reason="jupyter (nbclient) is not installed")
-pytest.importorskip("ipykernel", reason="jupyter (ipykernel) is not installed")
-pytest.importorskip("app.notebook", reason="the notebook extra is not installed")
+# looked up, not imported: nbformat imports jsonschema, whose format checkers cost ~5 s, and every
+# worker of the suite collects this file (the fixture imports them where the test runs)
+_MISSING = [m for m in ("nbformat", "nbclient", "ipykernel", "pythreejs") if importlib.util.find_spec(m) is None]
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason=f"the notebook extra is missing: {', '.join(_MISSING)}")
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "walkthrough.ipynb"
@@ -27,6 +28,8 @@ def seed_softmax(q: list[float], keys: list[list[float]]) -> list[float]:
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Everything the notebook prints, run by nbclient in a kernel of this Python."""
+    nbformat: Any = importlib.import_module("nbformat")  # untyped, as pytest.importorskip gave it
+    nbclient: Any = importlib.import_module("nbclient")
     nb: Any = nbformat.read(NOTEBOOK, as_version=4)
     assert nb.metadata["kernelspec"]["name"] == "python3"
     home = tmp_path_factory.mktemp("jupyter")
