@@ -113,7 +113,6 @@ def browser() -> Iterator[Any]:
         _LAUNCHED.append(b)
         yield b
         _LAUNCHED.clear()
-        _IDLE.clear()
         b.close()
 
 
@@ -156,102 +155,30 @@ class Watched:
         return [self.number(f"cell-{i}-{j}") for j in range(n)]
 
 
-@dataclass
-class _Tab:
-    """A browser context with its one page, lent to one test at a time (`watched_page`)."""
-
-    context: Any
-    page: Any
-    base: str
-    watched: Watched | None = None
-
-
-# Idle tabs by (browser, server). A page that navigates again costs about half the CPU of a new
-# context (the renderer process, the script's compilation and the HTTP cache are kept): ~0.45 s of
-# a page load here. Between tests a tab is wiped (`_wipe`); a test that fails closes its tab.
-_IDLE: dict[tuple[int, str], list[_Tab]] = {}
-VIEWPORT = {"width": 1280, "height": 800}
-_TESTS_EVENTS = ("dialog", "request", "response", "requestfinished", "console", "pageerror", "websocket")
-
-
-def _new_tab(browser: Any, base: str) -> _Tab:
+@contextmanager
+def watched_page(browser: Any, base: str) -> Iterator[Watched]:
+    """A fresh browser context on `base`, guarded like every test page."""
     # reduced motion: transitions jump to their end, which keeps the suite fast (the page honours it)
-    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
-    tab = _Tab(context=context, page=context.new_page(), base=base)
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, reduced_motion="reduce")
+    page = context.new_page()
+    w = Watched(page=page, base=base)
 
     def guard(route: Any) -> None:
         url = urlparse(route.request.url)
         if url.scheme in LOCAL_SCHEMES or url.hostname == "127.0.0.1":
             route.continue_()
         else:
-            if tab.watched is not None:
-                tab.watched.outside.append(route.request.url)
+            w.outside.append(route.request.url)
             route.abort()
 
     context.route("**/*", guard)
-    return tab
-
-
-def _watch(tab: _Tab, w: Watched) -> None:
-    tab.watched = w
-    page = tab.page
     page.on("console", lambda m: w.errors.append(f"console: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: w.errors.append(f"pageerror: {e}"))
     page.on("requestfailed", lambda r: w.outside.append(f"failed: {r.url}") if "127.0.0.1" not in r.url else None)
-
-
-def _wipe(tab: _Tab) -> bool:
-    """The tab as a new context would be: no page of the app, nothing stored, the test's viewport,
-    media, routes, permissions and listeners gone. False when that can't be made sure of."""
-    page, context = tab.page, tab.context
-    try:
-        for other in context.pages:
-            if other is not page:
-                other.close()
-        for event in (*_TESTS_EVENTS, "requestfailed"):
-            page._impl_obj.remove_all_listeners(event)  # the tests' listeners and this test's guards
-        page.unroute_all(behavior="ignoreErrors")
-        # the app unloads (its sockets close, its timers stop) on a page of its origin without
-        # script, where its storage is cleared after whatever it stored as it left
-        page.goto(tab.base + "/api/examples")
-        page.evaluate("() => { sessionStorage.clear(); localStorage.clear(); }")
-        page.goto("about:blank")
-        cdp = context.new_cdp_session(page)
-        try:  # IndexedDB, caches, service workers
-            cdp.send("Storage.clearDataForOrigin", {"origin": tab.base, "storageTypes": "all"})
-        finally:
-            cdp.detach()
-        context.clear_cookies()
-        context.clear_permissions()
-        page.set_viewport_size(VIEWPORT)
-        page.emulate_media(media="screen", reduced_motion="reduce", color_scheme="light")
-    except Exception:  # a page that can't be wiped is not lent again
-        return False
-    tab.watched = None
-    return True
-
-
-@contextmanager
-def watched_page(browser: Any, base: str) -> Iterator[Watched]:
-    """A page on `base` as a fresh browser context shows it, guarded like every test page: a tab
-    of the pool, wiped since its last test, or a new one."""
-    key = (id(browser), base)
-    for other in [k for k in _IDLE if k != key]:  # another server's tabs (it may be gone): closed
-        for t in _IDLE.pop(other):
-            t.context.close()
-    idle = _IDLE.setdefault(key, [])
-    tab = idle.pop() if idle else _new_tab(browser, base)
-    w = Watched(page=tab.page, base=base)
-    _watch(tab, w)
-    passed = False
     try:
         yield w
-        passed = True
     finally:
-        if passed and _wipe(tab):
-            idle.append(tab)
-        else:
-            tab.context.close()
+        context.close()
     assert not w.outside, f"requests left 127.0.0.1: {w.outside}"
     assert not w.unexpected_errors(), f"errors on the page: {w.unexpected_errors()}"
 
