@@ -223,3 +223,54 @@ def test_chapters_10_and_11_fit_the_first_screen_and_a_phone(browser: Any, serve
     finally:
         context.close()
     assert not errors, errors
+
+
+# per step: what the words used to give away before the guess, and the answer's words after it
+HELD_BACK = {
+    "writing": {
+        "write": ("once per new token", "once per new token"),
+        "causal": ("exist yet", "don't exist yet"),
+        "cache": ("never change", "never change once computed"),
+        "size": ("MB", "MB at 4 bytes a number"),
+        "candidates": ("always takes the top", "always takes the top candidate"),
+    },
+    "today": {
+        "rope": ("turns each pair", "turns each pair like a clock hand"),
+        "distance": ("only through A − B", "only through A − B"),
+        "gqa": ("share one set", "0–2, 3–5, 6–8 each share one set of keys and values"),
+        "sink": ("token 0", "the attention sink"),
+    },
+}
+
+
+@pytest.mark.parametrize("chapter", HELD_BACK)
+def test_each_step_asks_before_it_tells(watched: Watched, chapter: str) -> None:
+    """Predict, then reveal: a step's title and words leave its Predict answer out; a wrong guess is
+    told the right option and why, a right one "Right!" and why."""
+    w = watched
+    ask = "write-ask" if chapter == "writing" else "today-ask"
+    query = f"&n={N}&at=3" if chapter == "writing" else ""
+    for step, (before, after) in HELD_BACK[chapter].items():
+        w.page.goto(f"{w.base}/?chapter={chapter}&step={step}{query}")
+        w.page.wait_for_selector(READY.format(chapter=chapter) + f'[data-step="{step}"]', timeout=60_000)
+        words = w.text("chapter-title") + " " + w.text("chapter-text")
+        assert before not in words, f"{chapter}/{step} gives its answer away: {words}"
+        options = w.page.locator(f'[data-testid^="{ask}-"]:is(button)')
+        n = options.count()
+        assert n >= 2
+        result = w.page.get_by_test_id(f"{ask}-result")
+        assert result.inner_text() == ""
+        # the right option is the one whose text the verdict names after a wrong guess
+        options.nth(0).click()
+        told = result.inner_text()
+        if told.startswith("Right!"):
+            right = 0
+        else:
+            assert told.startswith("Not quite: it is “"), told
+            named = told.split("“", 1)[1].split("”", 1)[0]
+            right = [options.nth(i).inner_text() for i in range(n)].index(named)
+            assert right != 0
+        assert after in told, f"{chapter}/{step}: {told}"
+        options.nth(right).click()
+        told = result.inner_text()
+        assert told.startswith("Right! ") and after in told, told

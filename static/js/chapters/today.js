@@ -8,6 +8,7 @@ import * as THREE from "three";
 import { el } from "../dom.js";
 import { pyNum, pyStr } from "../pycode.js";
 import { cacheBytes, headGroups } from "../write/sampling.js";
+import { predictBox } from "./widgets.js";
 import { DECODER } from "./writing.js";
 
 const THETA = 100000; // SmolLM2's RoPE base (llama.rope.freq_base in its GGUF file)
@@ -58,59 +59,86 @@ export function sinkMean(weights) {
 const STEPS = [
   {
     id: "rope",
-    title: "RoPE: each position turns q and k",
+    title: "RoPE: positions without a position vector",
     short: "RoPE",
     figure: "#chapter-stage, [data-testid=today-rope]",
-    ask: { q: "How does the model know where a token is, if no position number is added to it?", options: ["it doesn't", "q and k are turned by an angle that grows with the position", "the tokens are sorted"], answer: 1 },
-    text: (a) =>
-      `Today's models don't add a position vector to the token. Instead RoPE (rotary position embedding) takes q and k, ` +
-      `splits their ${a.info.d_k} numbers into ${a.info.d_k / 2} pairs, and turns each pair like a clock hand by an angle: ` +
-      `position × a speed. Pair 0 turns 1 radian (57.3°) per position, later pairs slower and slower. The 3D view shows one ` +
-      `query pair at positions 0 to ${POSITIONS - 1}, one arrow per position, stacked: the same arrow, turned further each time.`,
+    ask: {
+      q: "How does the model know where a token is, if no position number is added to it?",
+      options: ["it doesn't", "q and k are turned by an angle that grows with the position", "the tokens are sorted"],
+      answer: 1,
+      why: (a) =>
+        `RoPE (rotary position embedding) splits the ${a.info.d_k} numbers of q and k into ${a.info.d_k / 2} pairs and turns ` +
+        `each pair like a clock hand by an angle: position × a speed. Pair 0 turns 1 radian (57.3°) per position, later ` +
+        `pairs slower and slower: the arrows in the 3D view.`,
+    },
+    text: () =>
+      `Today's models don't add a position vector to the token, yet they still tell “the dog bit the man” from “the man ` +
+      `bit the dog”. The 3D view shows one pair of a query's numbers for the same token at positions 0 to ${POSITIONS - 1}, ` +
+      `one arrow per position, stacked; the table follows three of its pairs. What changes from one position to the ` +
+      `next?`,
   },
   {
     id: "distance",
-    title: "Why the score depends on the distance",
+    title: "What the positions do to a score",
     short: "distance",
     figure: "[data-testid=today-distance], [data-testid=today-model-distance]",
-    ask: { q: "q at position 5 and k at 3, or q at 9 and k at 7: are the scores the same?", options: ["yes", "no"], answer: 0 },
+    ask: {
+      q: "q at position 5 and k at 3, or q at 9 and k at 7: are the scores the same?",
+      options: ["yes", "no"],
+      answer: 0,
+      why: () =>
+        "Turning q by angle A and k by angle B changes their dot product only through A − B: turning both by the same " +
+        "extra angle keeps the angle between them. So q at position m and k at position n score by m − n, how far apart " +
+        "they are, not where they sit. Both pairs are 2 apart: the same score, as the tables show.",
+    },
     text: (a) =>
-      `Turning q by angle A and k by angle B changes their dot product only through A − B: turning both by the same extra ` +
-      `angle keeps the angle between them. So q at position m and k at position n score by m − n, how far apart they are, ` +
-      `not where they sit. The table turns one pair q = (${Q}) and k = (${K}): distance 2 gives the same score at positions ` +
-      `(2, 0), (5, 3) and (9, 7); distance 5 gives another. The real model agrees: below, a query and a key of layer ` +
-      `${a.layer}, head ${a.head}, moved together, always score the same; put further apart, their score changes.`,
+      `The table turns one pair q = (${Q}) and k = (${K}) as if they sat at different positions, and scores them. Below, ` +
+      `a query and a key of the real model (layer ${a.layer}, head ${a.head}) are moved the same way: together, or ` +
+      `further apart. Which moves change the score?`,
   },
   {
     id: "gqa",
-    title: "Grouped-query attention: 9 queries, 3 keys and values",
+    title: "Grouped-query attention",
     short: "GQA",
     figure: "#chapter-stage, [data-testid=today-gqa]",
-    ask: { q: "SmolLM2 has 9 query heads. How many sets of keys and values does it keep?", options: ["9", "3", "1"], answer: 1 },
-    text: (a) => {
-      const per = a.info.heads / a.info.kv_heads;
-      return (
-        `Each layer has ${a.info.heads} query heads, but only ${a.info.kv_heads} KV heads: query heads ` +
-        `${headGroups(a.info.heads, a.info.kv_heads)
+    ask: {
+      q: "SmolLM2 has 9 query heads. How many sets of keys and values does it keep?",
+      options: ["9", "3", "1"],
+      answer: 1,
+      why: (a) =>
+        `Query heads ${headGroups(a.info.heads, a.info.kv_heads)
           .map((g) => `${g[0]}–${g[g.length - 1]}`)
-          .join(", ")} each share one set of keys and values (${per} queries per KV head). ` +
-        `Each query still makes its own weights, but the cache keeps only ${a.info.kv_heads} heads' keys and values: a third ` +
-        `of the memory, and a third of the reading per token while writing.`
-      );
+          .join(", ")} each share one set of keys and values (${a.info.heads / a.info.kv_heads} queries per KV head). ` +
+        `Each query still makes its own weights, but the cache keeps only ${a.info.kv_heads} heads' keys and values: a ` +
+        `third of the memory, and a third of the reading per token while writing.`,
     },
+    text: (a) =>
+      `Each layer has ${a.info.heads} query heads, and every query head needs keys and values to compare with and to ` +
+      `mix. The 3D view and the table show which keys and values each query head reads, and what the cache holds.`,
   },
   {
     id: "sink",
-    title: "The attention sink on token 0",
+    title: "The attention sink",
     short: "sink",
     figure: "#chapter-stage, [data-testid=today-sink]",
-    ask: { q: "Which token do most heads look at most?", options: ["the last one", "the first one", "the longest word"], answer: 1 },
+    ask: {
+      q: "Which token do most heads look at most?",
+      options: ["the last one", "the first one", "the longest word"],
+      answer: 1,
+      why: (a, ctx) =>
+        (ctx.withheld
+          ? "The weights show it when they come back. "
+          : `In layer ${a.layer}, head ${a.head}, the queries after the first put on average ${(100 * sinkMean(a.weights)).toFixed(1)}% ` +
+            `of their attention on token 0, “${a.tokens[0]}”; over all ${a.info.layers} layers and ${a.info.heads} heads, ` +
+            `${(100 * a.sink).toFixed(1)}%. `) +
+        "Softmax has to hand out all of a query's attention, so when a head finds nothing useful to look at, it parks the " +
+        "rest on the first token, which every token can see: the attention sink.",
+    },
     text: (a, ctx) =>
       ctx.withheld ? "The weights are hidden for now: think about your answer first." :
-      `In layer ${a.layer}, head ${a.head}, the queries after the first put on average ${(100 * sinkMean(a.weights)).toFixed(1)}% of their ` +
-      `attention on token 0, “${a.tokens[0]}”. Softmax has to hand out all of a query's attention, so when a head finds nothing ` +
-      `useful to look at, it parks the rest on the first token, which every token can see: the attention sink. Over all ` +
-      `${a.info.layers} layers and ${a.info.heads} heads the average is ${(100 * a.sink).toFixed(1)}%.`,
+      `In layer ${a.layer}, head ${a.head}, the 3D view's bars are the last token's weights on each token of ` +
+      `“${ctx.params.sentence}”; the table sets two weights of every query side by side. ` +
+      `Is the tallest bar where you would expect it?`,
   },
 ];
 
@@ -217,7 +245,9 @@ class TodayView {
 
   update(a, stepId) {
     const step = STEPS.find((s) => s.id === stepId);
-    this.drawAsk(step);
+    this.answer = a;
+    if (stepId !== this.askedStep) this.drawAsk(step); // a guess stays answered while the step redraws
+    this.askedStep = stepId;
     const hidden = stepId === "sink" && this.ctx.withheld;
     this.table.replaceChildren(hidden ? el("p", {}, "The weights are hidden for now.") : this[`${stepId}Table`](a));
     this.clear();
@@ -229,17 +259,7 @@ class TodayView {
   }
 
   drawAsk(step) {
-    this.ask.replaceChildren();
-    const result = el("span", { className: "wr-ask-result", role: "status", dataset: { testid: "today-ask-result" } });
-    this.ask.append(el("span", { className: "wr-ask-q" }, `Predict: ${step.ask.q}`));
-    step.ask.options.forEach((o, i) => {
-      const b = el("button", { type: "button", dataset: { testid: `today-ask-${i}` } }, o);
-      b.addEventListener("click", () => {
-        result.textContent = i === step.ask.answer ? "Right! The step above says why." : `Not quite: it is “${step.ask.options[step.ask.answer]}”. The step above says why.`;
-      });
-      this.ask.append(b);
-    });
-    this.ask.append(result);
+    predictBox(this.ask, step.ask, { testid: "today-ask", answer: () => this.answer, ctx: this.ctx });
   }
 
   table2(testid, caption, head, rows) {

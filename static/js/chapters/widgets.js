@@ -1,7 +1,7 @@
 // The chapters' shared widgets (not a chapter): tables of numbers, boxes that scroll sideways on a
 // phone, pickers and sentence boxes bound to a chapter's parameters, and the Python lines that read
-// a model's weights with NumPy alone. Used by the chapters heads, block, mistakes, rnn, scaling,
-// projections and positions.
+// a model's weights with NumPy alone, and a step's Predict question. Used by the chapters heads,
+// block, mistakes, rnn, scaling, projections, positions, writing and today.
 
 import { el } from "../dom.js";
 import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
@@ -128,4 +128,28 @@ export function pySafetensors() {
     "    return np.frombuffer(raw, dtype=\"<f4\", offset=8 + size + a, count=(b - a) // 4).reshape(t[\"shape\"]).astype(np.float64)",
     "",
   ];
+}
+
+/**
+ * A step's Predict question in `box`: `ask` = { q, options, answer, why(answer, ctx) }. The step's
+ * words pose the question and leave the answer out; a click on an option says whether the guess
+ * was right, then why. `answer()` is the chapter's answer at the moment of the click (a guess stays
+ * while the step redraws for another layer); `why` must leave out what `ctx.withheld` hides.
+ */
+export function predictBox(box, ask, { testid, answer, ctx }) {
+  box.replaceChildren();
+  delete box.dataset.answered;
+  if (!ask) return;
+  const result = el("span", { className: "wr-ask-result", role: "status", dataset: { testid: `${testid}-result` } });
+  box.append(el("span", { className: "wr-ask-q" }, `Predict: ${ask.q}`));
+  ask.options.forEach((option, i) => {
+    const b = el("button", { type: "button", dataset: { testid: `${testid}-${i}` } }, option);
+    b.addEventListener("click", () => {
+      const verdict = i === ask.answer ? "Right!" : `Not quite: it is ${quote(ask.options[ask.answer])}.`;
+      result.textContent = `${verdict} ${ask.why(answer(), ctx)}`;
+      box.dataset.answered = "true";
+    });
+    box.append(b);
+  });
+  box.append(result);
 }

@@ -12,6 +12,7 @@ import { pyNum, pyStr } from "../pycode.js";
 import { CacheScene } from "../write/cachescene.js";
 import { decodeLive, encodeLive } from "../write/live.js";
 import { cacheBytes, chances, headGroups, megabytes, readLines } from "../write/sampling.js";
+import { predictBox } from "./widgets.js";
 
 export const DECODER = "smollm2-135m";
 const MAX_TOKENS = 64;
@@ -103,44 +104,63 @@ const STEPS = [
     title: "A decoder writes one token at a time",
     short: "write",
     figure: "[data-testid=write-text], [data-testid=write-cands]",
-    ask: { q: "To write ten tokens, how many times does the model run?", options: ["once", "ten times", "a hundred times"], answer: 1 },
+    ask: {
+      q: "To write ten tokens, how many times does the model run?",
+      options: ["once", "ten times", "a hundred times"],
+      answer: 1,
+      why: () =>
+        "One run gives only the next token. It is stuck on the end of the text, and the model runs again on the longer " +
+        "text: once per new token, so ten runs for ten tokens.",
+    },
     text: (a) =>
       `This is SmolLM2, a small real language model (${a.info.layers} layers, ${a.info.heads} heads). Type the start of a text ` +
       `and press Write. The model reads everything so far and gives every possible next token a probability; ` +
-      `one is chosen, stuck on the end, and the model runs again, once per new token. ` +
+      `one of them is chosen and stuck on the end. ` +
       (a.tokens.length ? `It has written ${a.tokens.length} tokens; click one to see how it was chosen.` : "Nothing is written yet."),
   },
   {
     id: "causal",
-    title: "Looking back only: causal attention",
+    title: "Causal attention in a decoder",
     short: "causal",
     figure: "#chapter-stage",
-    ask: { q: "Can the newest token's query look at a token that comes after it?", options: ["yes", "no"], answer: 1 },
+    ask: {
+      q: "Can the newest token's query look at a token that comes after it?",
+      options: ["yes", "no"],
+      answer: 1,
+      why: () =>
+        "There is nothing after it to look at: when a token is chosen, the tokens after it don't exist yet. " +
+        "In a decoder the causal mask is simply the cache itself.",
+    },
     text: (a, ctx) => {
       const at = atOf(a, ctx.params);
       if (at < 0) return "Write something first: then the 3D view shows the newest token's query (orange) reaching back into the keys of every token before it.";
       const t = a.tokens[at];
       return (
         `To choose token ${at + 1} (“${show(t.token)}”), the query of the newest token (orange) reaches back to the keys of all ` +
-        `${t.kv_len} tokens read so far; a thicker line means more attention. There is nothing after it to look at: ` +
-        `the later tokens do not exist yet. In a decoder the causal mask is simply the cache itself.`
+        `${t.kv_len} tokens read so far; a thicker line means more attention. Where could it look besides?`
       );
     },
   },
   {
     id: "cache",
-    title: "The KV cache: step t costs t, not t²",
+    title: "The KV cache: what each new token costs",
     short: "cache",
     figure: "#chapter-stage",
-    ask: { q: "When token 100 is written, do the keys of the first 99 tokens need computing again?", options: ["yes, all of them", "no, they are kept"], answer: 1 },
+    ask: {
+      q: "When token 100 is written, do the keys of the first 99 tokens need computing again?",
+      options: ["yes, all of them", "no, they are kept"],
+      answer: 1,
+      why: () =>
+        "A token's key and value never change once computed, because it can't see the tokens after it. So the model " +
+        "keeps them: that is the KV cache. Without it, step t would redo all t tokens against each other, about t² of work.",
+    },
     text: (a, ctx) => {
       const at = Math.max(0, atOf(a, ctx.params));
       const kv = a.tokens.length ? a.tokens[at].kv_len : (a.prompt_tokens?.length ?? 0);
       return (
-        `A token's key and value never change once computed, because it can't see the tokens after it. So the model keeps them: ` +
-        `the KV cache, one row of keys (blue) and one of values (green) per token, ${kv} rows now. Each new token computes only ` +
-        `its own q, k and v, then compares its q with the t keys in the cache: t dot products. Without the cache, step t would ` +
-        `redo all t tokens against each other, about t² of work.`
+        `The 3D view shows the KV cache: one row of keys (blue) and one of values (green) per token read so far, ${kv} rows ` +
+        `now. Each new token computes its own q, k and v, adds its k and v as a new row, then compares its q with the t keys ` +
+        `in the cache: t dot products.`
       );
     },
   },
@@ -149,13 +169,22 @@ const STEPS = [
     title: "How big the cache gets",
     short: "size",
     figure: "[data-testid=write-size]",
-    ask: { q: "For 8,192 tokens, is this small model's cache closer to 4 MB, 40 MB or 400 MB?", options: ["4 MB", "40 MB", "400 MB"], answer: 2 },
+    ask: {
+      q: "For 8,192 tokens, is this small model's cache closer to 4 MB, 40 MB or 400 MB?",
+      options: ["4 MB", "40 MB", "400 MB"],
+      answer: 2,
+      why: (a) => {
+        const per = cacheBytes({ layers: a.info.layers, kvHeads: a.info.kv_heads, d: a.info.d_k, bytes: 4, tokens: 1 });
+        return `${per.toLocaleString("en")} bytes × 8,192 tokens = ${megabytes(per * 8192)} at 4 bytes a number: the table's last row.`;
+      },
+    },
     text: (a) => {
       const per = cacheBytes({ layers: a.info.layers, kvHeads: a.info.kv_heads, d: a.info.d_k, bytes: 4, tokens: 1 });
       return (
         `Each token keeps a key and a value (2) in each of ${a.info.layers} layers, for each of ${a.info.kv_heads} KV heads, ` +
         `${a.info.d_k} numbers each, 4 bytes per number here: 2 × ${a.info.layers} × ${a.info.kv_heads} × ${a.info.d_k} × 4 = ` +
-        `${per.toLocaleString("en")} bytes per token. The table multiplies it out: memory grows with every token written.`
+        `${per.toLocaleString("en")} bytes per token, and memory grows with every token written. Guess the answer below ` +
+        `before you read the table: it multiplies it out.`
       );
     },
   },
@@ -164,12 +193,18 @@ const STEPS = [
     title: "The next-token candidates",
     short: "candidates",
     figure: "[data-testid=write-cands]",
-    ask: { q: "With temperature 0, which candidate gets written?", options: ["a random one", "the likeliest", "the shortest"], answer: 1 },
+    ask: {
+      q: "With temperature 0, which candidate gets written?",
+      options: ["a random one", "the likeliest", "the shortest"],
+      answer: 1,
+      why: () =>
+        "Temperature 0 always takes the top candidate (greedy), so the same prompt writes the same text every time. " +
+        "Set the temperature to 0 and watch the orange bars: one of them takes it all.",
+    },
     text: () =>
       `The grey bar is the model's probability for each of its ten likeliest next tokens. The orange bar is the chance of ` +
-      `being picked: temperature 0 always takes the top one; a higher temperature flattens the chances, a lower one sharpens ` +
-      `them; top-k keeps only the k likeliest; top-p keeps the likeliest until their chances add up to p. Move the sliders: ` +
-      `the orange bars follow (among these ten).`,
+      `being picked: a higher temperature flattens the chances, a lower one sharpens them; top-k keeps only the k likeliest; ` +
+      `top-p keeps the likeliest until their chances add up to p. Move the sliders: the orange bars follow (among these ten).`,
   },
 ];
 
@@ -479,22 +514,9 @@ class WritePanel {
   }
 
   drawAsk(stepId) {
-    if (this.askedStep === stepId) return;
+    if (this.askedStep === stepId) return; // a guess stays answered while the same step redraws
     this.askedStep = stepId;
-    const step = STEPS.find((s) => s.id === stepId);
-    this.ask.replaceChildren();
-    if (!step?.ask) return;
-    const result = el("span", { className: "wr-ask-result", role: "status", dataset: { testid: "write-ask-result" } });
-    this.ask.append(el("span", { className: "wr-ask-q" }, `Predict: ${step.ask.q}`));
-    step.ask.options.forEach((o, i) => {
-      const b = el("button", { type: "button", dataset: { testid: `write-ask-${i}` } }, o);
-      b.addEventListener("click", () => {
-        result.textContent = i === step.ask.answer ? "Right! The step below says why." : `Not quite: it is “${step.ask.options[step.ask.answer]}”. The step below says why.`;
-        this.ask.dataset.answered = "true";
-      });
-      this.ask.append(b);
-    });
-    this.ask.append(result);
+    predictBox(this.ask, STEPS.find((s) => s.id === stepId)?.ask, { testid: "write-ask", answer: () => this.answer, ctx: this.ctx });
   }
 
   pickers(info) {
