@@ -17,6 +17,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from bench.model import MODEL_CACHE_ENV, decoder_converted
 from bench.rooms import TOKEN, request, start_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -36,7 +37,8 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        base, _ = start_server(stack, Path(tmp))
+        base, _ = start_server(stack, Path(tmp), **MODEL_CACHE_ENV)
+        decoder_converted(base)  # the followers' first page would start it
         room = request("POST", base + "/api/rooms", secret=TOKEN)
         assert isinstance(room, dict)
         url = f"{base}/api/rooms/{room['code']}/state"

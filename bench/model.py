@@ -42,6 +42,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+import platformdirs
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -160,6 +163,32 @@ m = transformers.AutoModel.from_pretrained(d, attn_implementation="eager").eval(
 tok = transformers.AutoTokenizer.from_pretrained(d); tok("warm")
 print(time.perf_counter() - t)
 """
+
+
+# the decoder's converted weights, kept between runs (a server keeps them in its data folder)
+MODEL_CACHE = Path(platformdirs.user_cache_dir("attention3d")) / "bench-models"
+MODEL_CACHE_ENV = {"ATTENTION_MODEL_CACHE": str(MODEL_CACHE)}  # for a bench's server process
+
+
+def decoder_converted(base: str) -> None:
+    """Wait until the server at `base` (started with MODEL_CACHE_ENV) has converted the decoder's
+    GGUF file into MODEL_CACHE. A page's first GET /api/models starts that conversion (once per
+    file: ~10 s of a core, then kept), which a server that has been serving a while did long ago;
+    measured beside it, every page and request is slower."""
+    import httpx
+
+    from app.model import gguf, registry
+
+    os.environ.update(MODEL_CACHE_ENV)  # gguf.converted() reads where the server writes
+    path = registry.decoder_file()
+    if path is None:
+        return
+    httpx.get(base + "/api/models", timeout=300)  # starts the conversion when it is not done yet (its header: seconds)
+    for _ in range(1200):
+        if gguf.converted(path):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"the decoder's GGUF file was not converted into {MODEL_CACHE} in 10 min")
 
 
 def free_port() -> int:

@@ -42,14 +42,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import platformdirs
 
-from app.model import gguf, registry
-from bench.model import sentence
+from bench.model import MODEL_CACHE_ENV, decoder_converted, sentence
 
 ROOT = Path(__file__).resolve().parents[1]
-# the decoder's converted weights, kept between runs (a server keeps them in its data folder)
-MODEL_CACHE = Path(platformdirs.user_cache_dir("attention3d")) / "bench-models"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"]
 BROWSER_ENCODING = "gzip, deflate, br, zstd"
@@ -62,22 +58,6 @@ class Captured:
     path: str
     headers: dict[str, str]
     body: str | None
-
-
-def decoder_converted(base: str) -> None:
-    """Wait until the decoder's GGUF file is converted into MODEL_CACHE. The page's first GET
-    /api/models starts that conversion (once per file: ~10 s of a core, then kept), which a
-    server that has been serving a while did long ago; measured beside it, every page is slower."""
-    os.environ[gguf.CACHE_ENV] = str(MODEL_CACHE)  # converted() reads where the server writes
-    path = registry.decoder_file()
-    if path is None:
-        return
-    httpx.get(base + "/api/models", timeout=300)  # starts the conversion when it is not done yet (its header: seconds)
-    for _ in range(1200):
-        if gguf.converted(path):
-            return
-        time.sleep(0.5)
-    raise RuntimeError(f"the decoder's GGUF file was not converted into {MODEL_CACHE} in 10 min")
 
 
 @contextmanager
@@ -93,7 +73,7 @@ def server(root: Path = ROOT) -> Iterator[str]:
         "PYTHONPATH": str(root),
         "ATTENTION_BACKEND": "numpy",
         "ATTENTION_DATA_DIR": tempfile.mkdtemp(prefix="bench-page-"),
-        "ATTENTION_MODEL_CACHE": str(MODEL_CACHE),
+        **MODEL_CACHE_ENV,
     }
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=root, env=env)
