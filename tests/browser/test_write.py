@@ -274,3 +274,20 @@ def test_each_step_asks_before_it_tells(watched: Watched, chapter: str) -> None:
         options.nth(right).click()
         told = result.inner_text()
         assert told.startswith("Right! ") and after in told, told
+
+
+def test_the_cache_sizes_wait_for_the_size_steps_guess(watched: Watched) -> None:
+    """The table of the cache's sizes would answer the size step's question (8,192 tokens: 377.5 MB):
+    before that step and on it its cells read "? B", and after a guess (or on a later step) the numbers."""
+    w = watched
+    cell = "write-size-8192-4"
+    for step, shown in (("write", "? B"), ("size", "? B"), ("candidates", "377,487,360 B (377.5 MB)")):
+        w.page.goto(f"{w.base}/?chapter=writing&step={step}&n={N}&at=3")
+        w.page.wait_for_selector(READY.format(chapter="writing") + f'[data-step="{step}"]', timeout=60_000)
+        assert w.text(cell) == shown, step
+        assert w.page.get_by_test_id(cell).get_attribute("data-bytes") == str(2 * 30 * 3 * 64 * 4 * 8192)
+    w.page.goto(f"{w.base}/?chapter=writing&step=size&n={N}&at=3")
+    w.page.wait_for_selector(READY.format(chapter="writing") + '[data-step="size"]', timeout=60_000)
+    w.page.get_by_test_id("write-ask-0").click()  # "4 MB": wrong, and told why
+    assert w.text(cell) == "377,487,360 B (377.5 MB)"
+    assert "377.5 MB" in w.text("write-ask-result")

@@ -135,8 +135,9 @@ export function pySafetensors() {
  * words pose the question and leave the answer out; a click on an option says whether the guess
  * was right, then why. `answer()` is the chapter's answer at the moment of the click (a guess stays
  * while the step redraws for another layer); `why` must leave out what `ctx.withheld` hides.
+ * `answered()` is called after each guess (a chapter may then show what the question held back).
  */
-export function predictBox(box, ask, { testid, answer, ctx }) {
+export function predictBox(box, ask, { testid, answer, ctx, answered = () => {} }) {
   box.replaceChildren();
   delete box.dataset.answered;
   if (!ask) return;
@@ -148,6 +149,7 @@ export function predictBox(box, ask, { testid, answer, ctx }) {
       const verdict = i === ask.answer ? "Right!" : `Not quite: it is ${quote(ask.options[ask.answer])}.`;
       result.textContent = `${verdict} ${ask.why(answer(), ctx)}`;
       box.dataset.answered = "true";
+      answered();
     });
     box.append(b);
   });

@@ -183,8 +183,8 @@ const STEPS = [
       return (
         `Each token keeps a key and a value (2) in each of ${a.info.layers} layers, for each of ${a.info.kv_heads} KV heads, ` +
         `${a.info.d_k} numbers each, 4 bytes per number here: 2 × ${a.info.layers} × ${a.info.kv_heads} × ${a.info.d_k} × 4 = ` +
-        `${per.toLocaleString("en")} bytes per token, and memory grows with every token written. Guess the answer below ` +
-        `before you read the table: it multiplies it out.`
+        `${per.toLocaleString("en")} bytes per token, and memory grows with every token written. Guess below: then the ` +
+        `table multiplies it out.`
       );
     },
   },
@@ -485,6 +485,7 @@ class WritePanel {
     this.topp.value = ctx.params.topp;
     this.pickers(answer.info);
     this.drawAsk(stepId);
+    this.stepId = stepId;
     this.drawSize(answer.info);
     // the step about the cache's size brings its table up beside the words; the others keep it below the knobs
     if (stepId === "size") this.ask.after(this.size);
@@ -516,7 +517,19 @@ class WritePanel {
   drawAsk(stepId) {
     if (this.askedStep === stepId) return; // a guess stays answered while the same step redraws
     this.askedStep = stepId;
-    predictBox(this.ask, STEPS.find((s) => s.id === stepId)?.ask, { testid: "write-ask", answer: () => this.answer, ctx: this.ctx });
+    predictBox(this.ask, STEPS.find((s) => s.id === stepId)?.ask, {
+      testid: "write-ask",
+      answer: () => this.answer,
+      ctx: this.ctx,
+      answered: () => this.drawSize(this.answer.info),
+    });
+  }
+
+  /** Whether the cache's sizes are still the size step's question: before that step, and on it until a guess. */
+  sizeAsked() {
+    const at = STEPS.findIndex((s) => s.id === this.stepId);
+    const size = STEPS.findIndex((s) => s.id === "size");
+    return at < size || (at === size && this.ask.dataset.answered !== "true");
   }
 
   pickers(info) {
@@ -535,12 +548,13 @@ class WritePanel {
   }
 
   drawSize(info) {
+    const asked = this.sizeAsked(); // its numbers would answer the question: "?" until the guess
     const row = (tokens) => {
       const tr = el("tr");
       tr.append(el("th", { scope: "row" }, `${tokens.toLocaleString("en")} tokens`));
       for (const bytes of [4, 2]) {
         const b = cacheBytes({ layers: info.layers, kvHeads: info.kv_heads, d: info.d_k, bytes, tokens });
-        tr.append(el("td", { dataset: { testid: `write-size-${tokens}-${bytes}`, bytes: String(b) } }, `${b.toLocaleString("en")} B (${megabytes(b)})`));
+        tr.append(el("td", { dataset: { testid: `write-size-${tokens}-${bytes}`, bytes: String(b) } }, asked ? "? B" : `${b.toLocaleString("en")} B (${megabytes(b)})`));
       }
       return tr;
     };
