@@ -40,8 +40,10 @@ def required(spec: ModelSpec) -> tuple[str, ...]:
 
 
 def linear(x: Any, w: W, name: str) -> Any:
-    """x·Wᵀ + b with W stored (out, in), as torch.nn.Linear."""
-    return x @ w[name + ".weight"].T + w[name + ".bias"]  # (n, out)
+    """x·Wᵀ + b with W stored (out, in), as torch.nn.Linear (b added in place: one array less)."""
+    y = x @ w[name + ".weight"].T  # (n, out)
+    y += w[name + ".bias"]
+    return y
 
 
 def norm(x: Any, w: W, name: str, spec: ModelSpec, o: NumpyOps) -> Any:
