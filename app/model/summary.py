@@ -62,19 +62,25 @@ def block_edges(n: int, bins: int = BINS) -> np.ndarray:
     return (np.arange(b + 1) * n) // b  # (B + 1,)
 
 
-class _Layer:
-    """One layer's summaries, filled block of rows by block of rows (blocks never overlap, so the
-    forward's threads can fill one layer at once without a lock)."""
+_Blocks = dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
-    def __init__(self, heads: int, n: int, edges: np.ndarray, mask: Mask) -> None:
+
+class _Layer:
+    """One layer's summaries, filled block of rows by block of rows. Blocks never share a row, so
+    the forward's threads fill one layer at once; only the row blocks of `pooled` that two blocks
+    of rows share are added under a lock."""
+
+    def __init__(self, heads: int, n: int, edges: np.ndarray, mask: Mask, blocks: _Blocks | None = None) -> None:
         self.mask = mask
         self.edges = edges
-        self.by_cols = np.empty((heads, n, len(edges) - 1), dtype=np.float32)  # each query's share per key block
+        self.blocks: _Blocks = {} if blocks is None else blocks  # see _block
+        self.by_rows = np.zeros((heads, len(edges) - 1, n), dtype=np.float32)  # Σ of each row block's weights
         self.nats = np.empty((heads, n))  # entropy of each query's row
         self.distance = np.empty((heads, n))  # Σⱼ wᵢⱼ·|i − j| of each query
         self.best_w = np.empty((heads, n), dtype=np.float32)
         self.best_k = np.empty((heads, n), dtype=np.int64)
         self.seen = np.zeros((heads, n), dtype=bool)
+        self._lock = threading.Lock()
 
     def rows(self, heads: slice, first: int, shifted: np.ndarray, w: np.ndarray) -> None:
         """A block of weights w (g, r, n) of queries first … first + r − 1, and the scores it came from,
@@ -84,15 +90,32 @@ class _Layer:
         if self.mask == "causal":
             shifted = np.maximum(shifted, np.float32(-1e30))  # w is 0 there: 0·(−∞) would be NaN
         # −Σ w log w of a softmax row is log z − Σ w·s for s shifted as above, where z = Σ e^s = 1 / max w
-        best = w.max(axis=-1)  # (g, r): e^0 / z
+        best_k = shifted.argmax(axis=-1)  # (g, r)
+        best = np.take_along_axis(w, best_k[..., None], axis=-1)[..., 0]  # (g, r): e^0 / z
         self.best_w[heads, rows] = best
-        self.best_k[heads, rows] = shifted.argmax(axis=-1)
+        self.best_k[heads, rows] = best_k
         self.nats[heads, rows] = -np.log(best) - np.einsum("gij,gij->gi", w, shifted)
+        gap, blocks, ones = self._block(first, r, n)
+        self.distance[heads, rows] = np.einsum("gij,ij->gi", w, gap)
+        sums = ones @ w  # (g, S, n): the rows of each row block of `pooled` (reduceat is 8× slower)
+        with self._lock:
+            self.by_rows[heads, blocks] += sums
+        self.seen[heads, rows] = True
+
+    def _block(self, first: int, r: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For queries first … first + r − 1: |i − j| (r, n), the row blocks of `pooled` they fall in
+        (S,), and (S, r) ones that sum each piece's rows; made once per block of rows (every layer
+        and group of heads of a forward has the same blocks)."""
+        if (first, r) in self.blocks:
+            return self.blocks[first, r]
         idx = np.arange(n, dtype=np.float32)
         gap = np.abs(idx[first : first + r, None] - idx[None, :])  # (r, n): |i − j|
-        self.distance[heads, rows] = np.einsum("gij,ij->gi", w, gap)
-        self.by_cols[heads, rows] = np.add.reduceat(w, self.edges[:-1], axis=-1)
-        self.seen[heads, rows] = True
+        cuts = np.unique(np.clip(self.edges, first, first + r))  # the rows, cut where row blocks start
+        blocks = np.searchsorted(self.edges, cuts[:-1], side="right") - 1  # (S,)
+        ones = np.zeros((len(blocks), r), dtype=np.float32)
+        ones[np.repeat(np.arange(len(blocks)), np.diff(cuts)), np.arange(r)] = 1  # (S, r)
+        self.blocks[first, r] = gap, blocks, ones  # a race makes the same arrays twice: harmless
+        return gap, blocks, ones
 
     def recompute(self, q: np.ndarray, k: np.ndarray) -> None:
         """Every row from the layer's q, k (h, n, d), as nn.attend computes the weights."""
@@ -114,7 +137,7 @@ class _Layer:
     def result(self, top: int) -> tuple[np.ndarray, ...]:
         starts = self.edges[:-1]
         per_block = np.diff(self.edges).astype(np.float32)[:, None]  # (B, 1) queries in each row block
-        pooled = np.add.reduceat(self.by_cols, starts, axis=-2) / per_block  # (h, B, B)
+        pooled = np.add.reduceat(self.by_rows, starts, axis=-1) / per_block  # (h, B, B)
         strongest = np.argsort(-self.best_w, axis=-1, kind="stable")[:, :top]  # (h, T) queries
         return (
             pooled,
@@ -137,6 +160,7 @@ class Collector:
         self.n, self.heads, self.mask = n, heads, mask
         self.edges = block_edges(n, bins)
         self.layers: dict[int, _Layer] = {}  # id(k) → its layer's summaries
+        self.blocks: _Blocks = {}  # shared by the layers (_Layer._block)
         self._lock = threading.Lock()
 
     def __call__(self, k: np.ndarray, heads: slice, first: int, shifted: np.ndarray, weights: np.ndarray) -> None:
@@ -145,7 +169,7 @@ class Collector:
         with self._lock:
             layer = self.layers.get(id(k))
             if layer is None:
-                layer = self.layers[id(k)] = _Layer(self.heads, self.n, self.edges, self.mask)
+                layer = self.layers[id(k)] = _Layer(self.heads, self.n, self.edges, self.mask, self.blocks)
         layer.rows(heads, first, shifted, weights)
 
     def summary(self, trace: Trace, top: int = TOP) -> Summary:
@@ -154,7 +178,7 @@ class Collector:
         def one(i: int) -> tuple[np.ndarray, ...]:
             layer = self.layers.get(id(trace.k[i]))
             if layer is None or not layer.seen.all():
-                layer = _Layer(self.heads, self.n, self.edges, self.mask)
+                layer = _Layer(self.heads, self.n, self.edges, self.mask, self.blocks)
                 q, k, _ = layer_heads(trace, i)  # a grouped-query model's KV heads, one per query head
                 layer.recompute(q, k)
             return layer.result(min(top, self.n))
