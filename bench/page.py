@@ -4,7 +4,8 @@
     .venv/bin/python -m bench.page requests    1
     .venv/bin/python -m bench.page view        2
     .venv/bin/python -m bench.page view --against DIR
-                                               2, beside another checkout of the project (an older
+    .venv/bin/python -m bench.page requests --against DIR
+                                               1 or 2, beside another checkout of the project (an older
                                                commit: `git worktree add DIR COMMIT`), its server and
                                                page measured in the same run, round after round
 
@@ -217,13 +218,18 @@ def wire_bytes(r: httpx.Response) -> int:
     return int(r.headers.get("content-length") or len(r.content))
 
 
-def requests_part(browser: Any, base: str) -> None:
+def requests_part(browser: Any, bases: dict[str, str]) -> None:
+    """The page's requests for a new sentence against one forward of transformers; with two servers
+    (view --against's), both replayed round after round in the same run, in turn first."""
     theirs = transformers_forward()
     text = sentence(340)
+    base = bases["this checkout"]
     n = httpx.post(base + "/api/overview", json={"sentence": text}).json()["tokens"]
     captured = capture(browser, base, text)
     print(f"the page's requests for a new {len(n)}-token sentence (captured in Chromium):")
     _, answers = replay(base, captured, text, "Warm " + text)
+    for other in bases.values():
+        replay(other, captured, text, "Warm " + text)
     for r, a in zip(captured, answers, strict=True):
         body = json.loads(r.body) if r.body and r.headers.get("content-type", "").startswith("application/json") else {}
         shown = {k: v for k, v in body.items() if k != "sentence"}
@@ -232,22 +238,31 @@ def requests_part(browser: Any, base: str) -> None:
             f"{a.headers.get('content-type', '').split(';')[0]:31} {a.headers.get('content-encoding', '-'):5} "
             f"{wire_bytes(a) / 1e6:6.2f} MB"
         )
-    ours_t, theirs_t, theirs1_t = [], [], []
+    ours_t: dict[str, list[float]] = {name: [] for name in bases}
+    theirs_t, theirs1_t = [], []
     for i in range(ROUNDS):
         new = f"Round {i} " + text
-        seconds, answers = replay(base, captured, text, new)
-        assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
-        ours_t.append(seconds)
+        names = list(bases) if i % 2 == 0 else list(bases)[::-1]
+        for name in names:
+            seconds, answers = replay(bases[name], captured, text, new)
+            assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
+            ours_t[name].append(seconds)
         t0 = time.perf_counter()
         theirs(new)
         theirs_t.append(time.perf_counter() - t0)
         theirs1_t.append(one_thread(theirs, new))
-    ours_m, theirs_m, theirs1_m = (statistics.median(t) for t in (ours_t, theirs_t, theirs1_t))
+    ours_m = statistics.median(ours_t["this checkout"])
+    theirs_m, theirs1_m = statistics.median(theirs_t), statistics.median(theirs1_t)
     ratio = ours_m / theirs_m
     print(f"{'the page requests, replayed, median of ' + str(ROUNDS):52} {ours_m * 1e3:8.1f} ms")
     print(f"{'one transformers forward (reference)':52} {theirs_m * 1e3:8.1f} ms")
     print(f"{'ratio':52} {ratio:8.2f}×  goal ≤ 1.2× {'met' if ratio <= 1.2 else 'MISSED'}")
     print(f"{'  (beside a transformers forward on 1 thread)':52} {theirs1_m * 1e3:8.1f} ms  {ours_m / theirs1_m:5.2f}×")
+    for name, times in ours_t.items():
+        if name != "this checkout":
+            other_m = statistics.median(times)
+            print(f"  {name}, the same rounds: {other_m * 1e3:.1f} ms, {other_m / theirs_m:.2f}× a forward; "
+                  f"this checkout / it: {ours_m / other_m:.2f}×")  # fmt: skip
     print(f"  load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     long = sentence(600)
@@ -255,20 +270,20 @@ def requests_part(browser: Any, base: str) -> None:
     while "detail" in ids:  # trim words until the sentence is the model's limit or just under
         long = long.rsplit(" ", 8)[0]
         ids = httpx.post(base + "/api/overview", json={"sentence": long}).json()
-    ours_t, theirs_t = [], []
+    long_t, theirs_t = [], []
     for i in range(3):
         new = f"Long {i} " + long.split(" ", 2)[2]
         seconds, answers = replay(base, captured, text, new)
         assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
-        ours_t.append(seconds)
+        long_t.append(seconds)
         t0 = time.perf_counter()
         theirs(new)
         theirs_t.append(time.perf_counter() - t0)
     codes = sorted({a.status_code for a in answers})
-    ratio = statistics.median(ours_t) / statistics.median(theirs_t)
+    ratio = statistics.median(long_t) / statistics.median(theirs_t)
     print(
         f"{len(ids['tokens'])}-token sentence: the same requests answer {codes} (overview included) in "
-        f"{statistics.median(ours_t) * 1e3:.0f} ms, {ratio:.2f}× one transformers forward"
+        f"{statistics.median(long_t) * 1e3:.0f} ms, {ratio:.2f}× one transformers forward"
     )
 
 
@@ -404,7 +419,7 @@ def main() -> None:
             bases[str(against)] = stack.enter_context(server(against))
         browser = stack.enter_context(chromium())
         if "requests" in parts:
-            requests_part(browser, base)
+            requests_part(browser, bases)
         if "view" in parts:
             view_part(browser, bases)
 
