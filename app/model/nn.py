@@ -33,8 +33,8 @@ _A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 def _tail(a: np.ndarray, scale: float = 1.0) -> np.ndarray:
     """scale · (a1 t + … + a5 t⁵) e^(−a²) for a = |x| ≥ 0: scale · (1 − erf(a)), to 1.5e-7 · scale.
 
-    In a's dtype, in place on two arrays of its size: the FFN applies it to n × 1536 numbers a
-    layer, and each new array of that size costs more than a pass over it.
+    In a's dtype, on two new arrays of its size and in place after that: the FFN applies it to
+    n × 1536 numbers a layer, and each new array of that size costs more than a pass over it.
     """
     one = a.dtype.type
     t: np.ndarray = a * one(_P)

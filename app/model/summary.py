@@ -70,10 +70,10 @@ class _Layer:
     the forward's threads fill one layer at once; only the row blocks of `pooled` that two blocks
     of rows share are added under a lock."""
 
-    def __init__(self, heads: int, n: int, edges: np.ndarray, mask: Mask, blocks: _Blocks | None = None) -> None:
+    def __init__(self, heads: int, n: int, edges: np.ndarray, mask: Mask, blocks: _Blocks) -> None:
         self.mask = mask
         self.edges = edges
-        self.blocks: _Blocks = {} if blocks is None else blocks  # see _block
+        self.blocks = blocks  # shared by a forward's layers: see _block
         self.by_rows = np.zeros((heads, len(edges) - 1, n), dtype=np.float32)  # Σ of each row block's weights
         self.nats = np.empty((heads, n))  # entropy of each query's row
         self.distance = np.empty((heads, n))  # Σⱼ wᵢⱼ·|i − j| of each query
