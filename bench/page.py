@@ -219,8 +219,8 @@ def wire_bytes(r: httpx.Response) -> int:
 
 
 def requests_part(browser: Any, bases: dict[str, str]) -> None:
-    """The page's requests for a new sentence against one forward of transformers; with two servers
-    (view --against's), both replayed round after round in the same run, in turn first."""
+    """The page's requests for a new sentence against one forward of transformers; with --against's
+    second server, both replayed round after round in the same run, in turn first."""
     theirs = transformers_forward()
     text = sentence(340)
     base = bases["this checkout"]
@@ -228,8 +228,9 @@ def requests_part(browser: Any, bases: dict[str, str]) -> None:
     captured = capture(browser, base, text)
     print(f"the page's requests for a new {len(n)}-token sentence (captured in Chromium):")
     _, answers = replay(base, captured, text, "Warm " + text)
-    for other in bases.values():
-        replay(other, captured, text, "Warm " + text)
+    for name, other in bases.items():
+        if name != "this checkout":
+            replay(other, captured, text, "Warm " + text)  # the other server warmed up as this one
     for r, a in zip(captured, answers, strict=True):
         body = json.loads(r.body) if r.body and r.headers.get("content-type", "").startswith("application/json") else {}
         shown = {k: v for k, v in body.items() if k != "sentence"}
