@@ -16,27 +16,53 @@ app.attention recomputes every stage in float64 for the head a view shows.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from app.model.forward import Parts, forward_of
 from app.model.nn import NumpyOps
 from app.model.spec import ModelSpec
+from app.model.weights import Weights
 
 EMB = "embeddings."
 W = Mapping[str, Any]  # the weights as the backend holds them (NumPy arrays or torch tensors)
+LINEARS = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+           "intermediate.dense", "output.dense")  # fmt: skip
 
 
 def required(spec: ModelSpec) -> tuple[str, ...]:
     names = [EMB + n for n in ("word_embeddings.weight", "position_embeddings.weight", "token_type_embeddings.weight")]
     for i in range(spec.layers):
         p = f"encoder.layer.{i}."
-        for lin in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-                    "intermediate.dense", "output.dense"):  # fmt: skip
+        for lin in LINEARS:
             names += [p + lin + ".weight", p + lin + ".bias"]
         names += [p + "attention.output.LayerNorm.weight", p + "output.LayerNorm.weight"]
     return tuple(names)
+
+
+_layout_lock = threading.Lock()
+
+
+def column_major(weights: Weights, spec: ModelSpec) -> None:
+    """Once per model: each linear layer's W (out, in) stored column by column (Fortran order), so
+    that Wᵀ in x·Wᵀ is an ordinary row-major (in, out) matrix. The same numbers, shape and memory;
+    OpenBLAS multiplies the forward's blocks of ~90 rows by it 15–35% faster than by the transpose
+    of a row-major W (bench.model's layer row measures it)."""
+    last = f"encoder.layer.{spec.layers - 1}.{LINEARS[-1]}.weight"
+    if weights[last].flags.f_contiguous:
+        return
+    with _layout_lock:
+        for i in range(spec.layers):
+            for lin in LINEARS:
+                name = f"encoder.layer.{i}.{lin}.weight"
+                if not weights[name].flags.f_contiguous:
+                    a = np.asfortranarray(weights[name])  # (out, in), laid out as (in, out)
+                    a.flags.writeable = False
+                    weights[name] = a  # the last layer's last: its layout says every layer is done
 
 
 def linear(x: Any, w: W, name: str) -> Any:
@@ -93,4 +119,4 @@ def parts(w: W, spec: ModelSpec, o: NumpyOps) -> Parts:
     return Parts(lambda ids: embed(ids, w, spec, o), lambda i, x: qkv(x, w, f"encoder.layer.{i}.", spec, o), rest)
 
 
-forward = forward_of(parts)
+forward = forward_of(parts, prepare=column_major)

@@ -192,3 +192,21 @@ def test_the_cache_finishes_an_open_layer_for_a_full_trace(minilm: ModelHandle) 
     assert full.complete and full.q[5] is view.q[5]
     assert handle.trace(s, enc, "numpy", 6) is full  # the complete trace serves views too
     _same(full, minilm.model().forward(enc.ids), 6)
+
+
+def test_bert_multiplies_by_column_major_weights_with_the_same_numbers(minilm: ModelHandle) -> None:
+    """A forward lays each linear weight out column by column once (bert.column_major): the same
+    values and shape, and a forward on row-major copies of them gives the very same trace."""
+    from app.model import bert
+
+    model = minilm.model()
+    ids = minilm.encode(SENTENCES[0]).ids
+    trace = model.forward(ids)
+    name = "encoder.layer.3.intermediate.dense.weight"
+    w = model.weights[name]
+    assert w.shape == (1536, 384) and w.flags.f_contiguous and not w.flags.writeable
+    rows = {k: np.ascontiguousarray(a) for k, a in model.weights.items()}
+    assert not rows[name].flags.f_contiguous
+    plain = bert.forward_of(bert.parts)(ids, rows, minilm.spec())  # no layout step: the row-major copies
+    for a, b in zip(trace.hidden, plain.hidden, strict=True):
+        np.testing.assert_array_equal(a, b)
