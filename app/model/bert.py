@@ -98,10 +98,10 @@ def qkv(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> list[Any]:
     return [o.split_heads(projected(name), spec.heads) for name in names]  # 3 × (h, n, d)
 
 
-def rest_of_layer(x: Any, q: Any, k: Any, v: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps, r: slice) -> Any:
+def rest_of_layer(x: Any, q: Any, k: Any, v: Any, kt: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps, r: slice) -> Any:
     """Rows r of the layer's output: attention of those queries over every key, then the output
     projection, residual + LayerNorm, feed-forward, residual + LayerNorm (all row by row)."""
-    a = o.attend(q[:, r], k, v, "full", r.start)  # (h, rows, d): each head's output, float32
+    a = o.attend(q[:, r], k, v, "full", r.start, kt)  # (h, rows, d): each head's output, float32
     a = linear(o.merge_heads(a), w, p + "attention.output.dense")  # (rows, C)
     y = norm(x[r] + a, w, p + "attention.output.LayerNorm", spec, o)  # (rows, C)
     act = o.activation(spec.activation)
@@ -113,7 +113,8 @@ def parts(w: W, spec: ModelSpec, o: NumpyOps) -> Parts:
     """BERT's parts of the forward pass (app.model.forward): post-LN encoder layers, no final norm."""
 
     def rest(i: int, x: Any, q: Any, k: Any, v: Any) -> Any:
-        f = partial(rest_of_layer, x, q, k, v, w, f"encoder.layer.{i}.", spec, o)
+        kt = o.keys_across(k)  # once for all the blocks of rows
+        f = partial(rest_of_layer, x, q, k, v, kt, w, f"encoder.layer.{i}.", spec, o)
         return o.rows(f, x.shape[0])  # (n, C), by blocks of rows
 
     return Parts(lambda ids: embed(ids, w, spec, o), lambda i, x: qkv(x, w, f"encoder.layer.{i}.", spec, o), rest)

@@ -54,10 +54,10 @@ def qkv(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> list[Any]:
     return [o.split_heads(qkv[:, i * c : (i + 1) * c], spec.heads) for i in range(3)]  # 3 × (h, n, d)
 
 
-def rest_of_block(x: Any, q: Any, k: Any, v: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps, r: slice) -> Any:
+def rest_of_block(x: Any, q: Any, k: Any, v: Any, kt: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps, r: slice) -> Any:
     """Rows r of the block's output: causal attention of those queries, the output projection and
     the residual, then the MLP on LN₂ and its residual (all row by row)."""
-    a = o.attend(q[:, r], k, v, "causal", r.start)  # (h, rows, d): each head's output, float32
+    a = o.attend(q[:, r], k, v, "causal", r.start, kt)  # (h, rows, d): each head's output, float32
     y = x[r] + conv1d(o.merge_heads(a), w, p + "attn.c_proj")  # (rows, C)
     act = o.activation(spec.activation)
     return y + conv1d(act(conv1d(norm(y, w, p + "ln_2", spec, o), w, p + "mlp.c_fc")), w, p + "mlp.c_proj")
@@ -68,7 +68,8 @@ def parts(w: W, spec: ModelSpec, o: NumpyOps) -> Parts:
     the residual stream's, the last one after the final LayerNorm once the last block has run."""
 
     def rest(i: int, x: Any, q: Any, k: Any, v: Any) -> Any:
-        return o.rows(partial(rest_of_block, x, q, k, v, w, f"h.{i}.", spec, o), x.shape[0])  # (n, C), by rows
+        kt = o.keys_across(k)  # once for all the blocks of rows
+        return o.rows(partial(rest_of_block, x, q, k, v, kt, w, f"h.{i}.", spec, o), x.shape[0])  # (n, C), by rows
 
     def shown(i: int, x: Any) -> Any:  # transformers reports the last hidden state after the final LayerNorm
         return norm(x, w, "ln_f", spec, o) if i == spec.layers - 1 else x  # (n, C)

@@ -82,24 +82,27 @@ class _Layer:
         self.seen = np.zeros((heads, n), dtype=bool)
         self._lock = threading.Lock()
 
-    def rows(self, heads: slice, first: int, shifted: np.ndarray, w: np.ndarray) -> None:
-        """A block of weights w (g, r, n) of queries first … first + r − 1, and the scores it came from,
-        shifted so that each row's largest is 0 (−∞ where hidden)."""
-        r, n = w.shape[1], w.shape[2]
+    def rows(
+        self, heads: slice, first: int, shifted: np.ndarray, exps: np.ndarray, sums: np.ndarray, best: np.ndarray
+    ) -> None:
+        """A block of queries first … first + r − 1 as nn.Observer sees it: scores shifted so that each
+        row's largest is 0 (−∞ where hidden), exps = e^shifted (g, r, n), each row's Σ exps and its
+        strongest key (g, r). The weights exps / sums are never made: each sum below is of exps,
+        divided by its row's Σ after."""
+        r, n = exps.shape[1], exps.shape[2]
         rows = slice(first, first + r)
         if self.mask == "causal":
-            shifted = np.maximum(shifted, np.float32(-1e30))  # w is 0 there: 0·(−∞) would be NaN
-        # −Σ w log w of a softmax row is log z − Σ w·s for s shifted as above, where z = Σ e^s = 1 / max w
-        best_k = shifted.argmax(axis=-1)  # (g, r)
-        best = np.take_along_axis(w, best_k[..., None], axis=-1)[..., 0]  # (g, r): e^0 / z
-        self.best_w[heads, rows] = best
-        self.best_k[heads, rows] = best_k
-        self.nats[heads, rows] = -np.log(best) - np.einsum("gij,gij->gi", w, shifted)
+            shifted = np.maximum(shifted, np.float32(-1e30))  # e^s is 0 there: 0·(−∞) would be NaN
+        inv = 1 / sums  # (g, r): each row's strongest weight, e^0 / Σ
+        self.best_w[heads, rows] = inv
+        self.best_k[heads, rows] = best
+        # −Σ w log w of a softmax row is log Σ − Σ w·s, for w = e^s / Σ and s shifted as above
+        self.nats[heads, rows] = np.log(sums) - inv * np.einsum("gij,gij->gi", exps, shifted)
         gap, blocks, ones = self._block(first, r, n)
-        self.distance[heads, rows] = np.einsum("gij,ij->gi", w, gap)
-        sums = ones @ w  # (g, S, n): the rows of each row block of `pooled` (reduceat is 8× slower)
+        self.distance[heads, rows] = inv * np.einsum("gij,ij->gi", exps, gap)
+        part = (ones * inv[:, None, :]) @ exps  # (g, S, n): Σ of the weights of each row block's rows
         with self._lock:
-            self.by_rows[heads, blocks] += sums
+            self.by_rows[heads, blocks] += part
         self.seen[heads, rows] = True
 
     def _block(self, first: int, r: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -121,18 +124,16 @@ class _Layer:
         """Every row from the layer's q, k (h, n, d), as nn.attend computes the weights."""
         h, n, d_k = q.shape
         scale = np.float32(1 / math.sqrt(d_k))
+        kt = nn.keys_across(k)  # (h, d, n)
         hidden = ~visible(n) if self.mask == "causal" else None
         step = max(1, _CHUNK_CELLS // (n * n))
         for i in range(0, h, step):
             g = slice(i, min(i + step, h))
-            s = q[g] @ np.swapaxes(k[g], -1, -2)  # (g, n, n) scores
-            s *= scale
+            s = (q[g] * scale) @ kt[g]  # (g, n, n) scores, scaled
             if hidden is not None:
                 s[:, hidden] = -np.inf
-            s -= s.max(axis=-1, keepdims=True)
-            w = np.exp(s)
-            w /= w.sum(axis=-1, keepdims=True)
-            self.rows(g, 0, s, w)
+            e, sums, best = nn.exp_shifted(s, np.empty_like(s))
+            self.rows(g, 0, s, e, sums, best)
 
     def result(self, top: int) -> tuple[np.ndarray, ...]:
         starts = self.edges[:-1]
@@ -163,14 +164,17 @@ class Collector:
         self.blocks: _Blocks = {}  # shared by the layers (_Layer._block)
         self._lock = threading.Lock()
 
-    def __call__(self, k: np.ndarray, heads: slice, first: int, shifted: np.ndarray, weights: np.ndarray) -> None:
+    def __call__(
+        self, k: np.ndarray, heads: slice, first: int, shifted: np.ndarray, exps: np.ndarray, sums: np.ndarray,
+        best: np.ndarray,
+    ) -> None:  # fmt: skip
         if k.shape[1] != self.n:
             return  # not this sentence's forward
         with self._lock:
             layer = self.layers.get(id(k))
             if layer is None:
                 layer = self.layers[id(k)] = _Layer(self.heads, self.n, self.edges, self.mask, self.blocks)
-        layer.rows(heads, first, shifted, weights)
+        layer.rows(heads, first, shifted, exps, sums, best)
 
     def summary(self, trace: Trace, top: int = TOP) -> Summary:
         """Every layer of the trace: those seen whole during the forward, the rest recomputed from q, k."""
