@@ -112,7 +112,8 @@ def merge_heads(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(1, 0, 2).reshape(n, h * d))  # (n, h·d)
 
 
-_ROWS = 128  # at most this many tokens per block of rows: a block's n × 4C activations then stay in cache
+_ROWS = 256  # at most this many tokens per block of rows: a block's n × 4C activations (1.5 MB for
+# MiniLM) stay in a core's L2 cache; fewer, larger blocks than 128 made a 345-token forward 0.85× as long
 PARALLEL_ROWS = 64  # sentences shorter than this run on one thread: splitting them costs more than it saves
 WORKERS = max(1, os.cpu_count() or 1)
 _pool: ThreadPoolExecutor | None = None
