@@ -208,7 +208,8 @@ def summary_of(handle: ModelHandle, sentence: str, encoded: Encoded, mask: Mask,
     """Every layer's and head's summary (app.model.summary) for a sentence under a mask.
 
     Gathered while the forward runs when the mask is the model's own (so no weight is computed
-    twice); a trace that had already run, another backend or the other mask: recomputed from q, k.
+    twice); a trace that had already run, the last layer's (the forward stops at its q, k, v),
+    another backend or the other mask: recomputed from q, k.
     """
     key = (id(handle), backend, mask, sentence)
     with _summaries_lock:
@@ -219,7 +220,9 @@ def summary_of(handle: ModelHandle, sentence: str, encoded: Encoded, mask: Mask,
     own = "causal" if spec.causal else "full"
     collector = Collector(len(encoded), spec.heads, mask)
     with _one_flight(handle, backend, sentence):
-        trace = _trace(handle, sentence, encoded, backend, None, collector if mask == own else None)
+        # every layer's q and k, the last layer left open: its weights are all the overview needs
+        # of it (Collector.summary computes them), not its output projection and feed-forward
+        trace = _trace(handle, sentence, encoded, backend, spec.layers, collector if mask == own else None)
     with np.errstate(over="ignore", invalid="ignore"):
         summary = collector.summary(trace)
     with _summaries_lock:

@@ -127,13 +127,15 @@ class _Layer:
         kt = nn.keys_across(k)  # (h, d, n)
         hidden = ~visible(n) if self.mask == "causal" else None
         step = max(1, _CHUNK_CELLS // (n * n))
-        for i in range(0, h, step):
-            g = slice(i, min(i + step, h))
+
+        def group(g: slice) -> None:
             s = (q[g] * scale) @ kt[g]  # (g, n, n) scores, scaled
             if hidden is not None:
                 s[:, hidden] = -np.inf
             e, sums, best = nn.exp_shifted(s, np.empty_like(s))
             self.rows(g, 0, s, e, sums, best)
+
+        nn.parallel(group, [slice(i, min(i + step, h)) for i in range(0, h, step)])  # groups of heads on the cores
 
     def result(self, top: int) -> tuple[np.ndarray, ...]:
         starts = self.edges[:-1]

@@ -181,3 +181,17 @@ def test_service_summaries_are_kept(minilm: ModelHandle) -> None:
     assert service.summary_of(minilm, text, encoded, "full", "numpy") is first
     other = service.summary_of(minilm, text, encoded, "causal", "numpy")
     assert not np.array_equal(other.pooled, first.pooled)
+
+
+def test_the_overview_runs_no_more_of_the_forward_than_it_needs(minilm: ModelHandle) -> None:
+    """The overview needs every layer's weights, not the last layer's output: its forward stops at
+    that layer's q, k, v, and its summaries are those of the whole forward."""
+    text = "Left open at the end, " + ANIMAL
+    encoded = minilm.encode(text)
+    s = service.summary_of(minilm, text, encoded, "full", "numpy")
+    trace = minilm.trace(text, encoded, "numpy", 6)  # from the cache: what the overview left there
+    assert trace.layers == 6 and not trace.complete and len(trace.hidden) == 6
+    whole = summary.summarize(minilm.model().forward(encoded.ids), "full")
+    for name in ("pooled", "entropy", "distance", "top_weight"):
+        np.testing.assert_allclose(getattr(s, name), getattr(whole, name), rtol=1e-5, atol=1e-7, err_msg=name)
+    np.testing.assert_array_equal(s.top_key, whole.top_key)
