@@ -45,6 +45,20 @@ def test_layer_norm() -> None:
     np.testing.assert_allclose(y.std(-1), 1, atol=1e-9)
 
 
+def test_layer_norm_in_float32_as_the_forward_runs_it() -> None:
+    """float32 rows of a hidden state's size and spread, scaled and shifted: within float32's own
+    rounding of the float64 formula, and float32 out."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(0.5, 4, (173, 384)).astype(np.float32)
+    w, b = (rng.normal(0, 1, 384).astype(np.float32) for _ in range(2))
+    y = layer_norm(x, w, b, 1e-12)
+    x64 = x.astype(np.float64)
+    centred = x64 - x64.mean(-1, keepdims=True)
+    exact = centred / np.sqrt((centred**2).mean(-1, keepdims=True) + 1e-12) * w + b
+    assert y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_allclose(y, exact, atol=3e-6, rtol=0)
+
+
 def test_split_and_merge_heads() -> None:
     x = np.arange(4 * 6).reshape(4, 6)  # 4 tokens, 3 heads of 2
     h = split_heads(x, 3)
