@@ -198,6 +198,7 @@ def test_bert_multiplies_by_column_major_weights_with_the_same_numbers(minilm: M
     """A forward lays each linear weight out column by column once (bert.column_major): the same
     values and shape, and a forward on row-major copies of them gives the very same trace."""
     from app.model import bert
+    from app.model.forward import forward_of
 
     model = minilm.model()
     ids = minilm.encode(SENTENCES[0]).ids
@@ -207,6 +208,6 @@ def test_bert_multiplies_by_column_major_weights_with_the_same_numbers(minilm: M
     assert w.shape == (1536, 384) and w.flags.f_contiguous and not w.flags.writeable
     rows = {k: np.ascontiguousarray(a) for k, a in model.weights.items()}
     assert not rows[name].flags.f_contiguous
-    plain = bert.forward_of(bert.parts)(ids, rows, minilm.spec())  # no layout step: the row-major copies
+    plain = forward_of(bert.parts)(ids, rows, minilm.spec(), "numpy", None, None, False)  # no layout step
     for a, b in zip(trace.hidden, plain.hidden, strict=True):
         np.testing.assert_array_equal(a, b)
