@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -120,8 +122,10 @@ class _Layer:
         self.blocks[first, r] = gap, blocks, ones  # a race makes the same arrays twice: harmless
         return gap, blocks, ones
 
-    def recompute(self, q: np.ndarray, k: np.ndarray) -> None:
-        """Every row from the layer's q, k (h, n, d), as nn.attend computes the weights."""
+    def recompute(self, q: np.ndarray, k: np.ndarray) -> list[Callable[[], None]]:
+        """The work of filling every row from the layer's q, k (h, n, d), as nn.attend computes the
+        weights: one call per group of heads, for the caller to spread over the cores with the
+        groups of other layers (nn.parallel inside a pool thread would find no thread to help it)."""
         h, n, d_k = q.shape
         scale = np.float32(1 / math.sqrt(d_k))
         kt = nn.keys_across(k)  # (h, d, n)
@@ -135,7 +139,7 @@ class _Layer:
             e, sums, best = nn.exp_shifted(s, np.empty_like(s))
             self.rows(g, 0, s, e, sums, best)
 
-        nn.parallel(group, [slice(i, min(i + step, h)) for i in range(0, h, step)])  # groups of heads on the cores
+        return [partial(group, slice(i, min(i + step, h))) for i in range(0, h, step)]
 
     def result(self, top: int) -> tuple[np.ndarray, ...]:
         starts = self.edges[:-1]
@@ -181,15 +185,16 @@ class Collector:
     def summary(self, trace: Trace, top: int = TOP) -> Summary:
         """Every layer of the trace: those seen whole during the forward, the rest recomputed from q, k."""
 
-        def one(i: int) -> tuple[np.ndarray, ...]:
+        layers, work = [], []
+        for i in range(trace.layers):
             layer = self.layers.get(id(trace.k[i]))
             if layer is None or not layer.seen.all():
                 layer = _Layer(self.heads, self.n, self.edges, self.mask, self.blocks)
                 q, k, _ = layer_heads(trace, i)  # a grouped-query model's KV heads, one per query head
-                layer.recompute(q, k)
-            return layer.result(min(top, self.n))
-
-        parts = nn.parallel(one, list(range(trace.layers)))
+                work += layer.recompute(q, k)
+            layers.append(layer)
+        nn.parallel(lambda f: f(), work)  # every group of heads of every layer to recompute, on the cores
+        parts = nn.parallel(lambda layer: layer.result(min(top, self.n)), layers)
         pooled, entropy, distance, top_q, top_k, top_w = (np.stack(p) for p in zip(*parts, strict=True))
         return Summary(self.edges, pooled, entropy, distance, top_q, top_k, top_w)
 
