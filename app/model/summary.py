@@ -42,7 +42,7 @@ from app.model.trace import Trace
 
 BINS = 32  # blocks per side of a pooled map: 32 × 32 cells draw sharply in an overview thumbnail
 TOP = 8  # strongest links kept per head
-_CHUNK_CELLS = 512 * 1024  # h·n·n scores per step: ≈ 2 MB of float32
+_CHUNK_CELLS = 256 * 1024  # heads · rows · n scores per step of a recompute: 1 MB of float32, and 1 MB of e^s
 
 
 @dataclass(frozen=True)
@@ -124,22 +124,26 @@ class _Layer:
 
     def recompute(self, q: np.ndarray, k: np.ndarray) -> list[Callable[[], None]]:
         """The work of filling every row from the layer's q, k (h, n, d), as nn.attend computes the
-        weights: one call per group of heads, for the caller to spread over the cores with the
-        groups of other layers (nn.parallel inside a pool thread would find no thread to help it)."""
+        weights: one call per block of rows and group of heads (as attend's, so that each one's
+        scores and their e^s stay in a core's cache), for the caller to spread over the cores with
+        those of other layers (nn.parallel inside a pool thread would find no thread to help it)."""
         h, n, d_k = q.shape
         scale = np.float32(1 / math.sqrt(d_k))
         kt = nn.keys_across(k)  # (h, d, n)
         hidden = ~visible(n) if self.mask == "causal" else None
-        step = max(1, _CHUNK_CELLS // (n * n))
 
-        def group(g: slice) -> None:
-            s = (q[g] * scale) @ kt[g]  # (g, n, n) scores, scaled
+        def group(g: slice, r: slice) -> None:
+            s = (q[g, r] * scale) @ kt[g]  # (g, rows, n) scores, scaled
             if hidden is not None:
-                s[:, hidden] = -np.inf
+                s[:, hidden[r]] = -np.inf
             e, sums, best = nn.exp_shifted(s, np.empty_like(s))
-            self.rows(g, 0, s, e, sums, best)
+            self.rows(g, r.start, s, e, sums, best)
 
-        return [partial(group, slice(i, min(i + step, h))) for i in range(0, h, step)]
+        work: list[Callable[[], None]] = []
+        for r in nn.row_blocks(n):
+            step = max(1, _CHUNK_CELLS // ((r.stop - r.start) * n))
+            work += [partial(group, slice(i, min(i + step, h)), r) for i in range(0, h, step)]
+        return work
 
     def result(self, top: int) -> tuple[np.ndarray, ...]:
         starts = self.edges[:-1]
