@@ -193,7 +193,7 @@ def by_rows(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
     return rows(lambda r: f(x[r]), x.shape[0])  # (n, ·)
 
 
-_CHUNK_CELLS = 256 * 1024  # h·r·n per step of attend(): a group's scores then stay in a core's cache (2 MB)
+CHUNK_CELLS = 256 * 1024  # h·r·n scores per step of attend(): 1 MB of float32, which with its e^s stays in a core's L2
 
 
 _scratches = threading.local()
@@ -243,15 +243,24 @@ def keys_across(k: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.swapaxes(k, -1, -2))  # (h, d, n)
 
 
-def exp_shifted(s: np.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Softmax's pieces for rows of scores s (…, n), without its division: s is shifted in place so
-    that each row's largest is 0; returns e^s (into `out`, or into s when None), each row's Σ e^s and
-    each row's argmax. The weights are e^s / Σ; a row's largest is 1 / Σ."""
-    best = s.argmax(axis=-1)  # (…,): as quick as max(), and the observer needs it
+def softmax_pieces(
+    q: np.ndarray, kt: np.ndarray, hidden: np.ndarray | None, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Softmax of q kᵀ/√d by rows, without its division, for queries q (g, r, d) and keys
+    kt (g, d, n) as keys_across gives them; hidden (r, n): True where the mask hides a key.
+
+    Returns the scores scaled, masked (−∞) and shifted so that each row's largest is 0; e^them
+    (into `out`, or into the scores' own array when None); each row's Σ e^s; each row's argmax
+    key. The weights are e^s / Σ, a row's largest 1 / Σ. q is scaled before the product (r × d
+    numbers, not r × n); Σ is a BLAS product, 6× quicker than e.sum(-1)."""
+    s = (q * np.float32(1 / math.sqrt(q.shape[-1]))) @ kt  # (g, r, n) scores, scaled
+    if hidden is not None:
+        s[:, hidden] = -np.inf
+    best = s.argmax(axis=-1)  # (g, r): as quick as max(), and the summaries need it
     s -= np.take_along_axis(s, best[..., None], axis=-1)
     e = np.exp(s, out=s if out is None else out)
-    sums = e @ np.ones(s.shape[-1], dtype=s.dtype)  # (…,): a BLAS product, 6× quicker than e.sum(-1)
-    return e, sums, best
+    sums = e @ np.ones(s.shape[-1], dtype=s.dtype)  # (g, r)
+    return s, e, sums, best
 
 
 def attend(
@@ -264,27 +273,23 @@ def attend(
     block of query rows needs every key but nothing of the other queries, so blocks of rows can
     run on different threads. The forward pass needs nothing more of attention, so it keeps no
     stage: the stages a view shows are app.attention's, in float64, recomputed from the trace's
-    q, k, v for the shown head. A few heads at a time, so that each group's scores stay in the
-    CPU cache; q is scaled before the product (r × d numbers, not r × n), and each row of e^s·v
-    divided by its Σ e^s after it (d numbers a row, not n).
+    q, k, v for the shown head. A few heads at a time (softmax_pieces), so that each group's
+    scores stay in the CPU cache, and each row of e^s·v divided by its Σ e^s after the product
+    (d numbers a row, not n).
     """
-    h, r, d_k = q.shape
+    h, r, _ = q.shape
     n = k.shape[1]
     kt = keys_across(k) if kt is None else kt  # (h, d, n)
     out = np.empty((h, r, v.shape[-1]), dtype=np.float32)  # (h, r, d_v)
-    scale = np.float32(1 / math.sqrt(d_k))
     hidden = ~visible(n)[first : first + r] if mask == "causal" else None  # (r, n)
-    step = max(1, _CHUNK_CELLS // (r * n))
+    step = max(1, CHUNK_CELLS // (r * n))
     observer = _observer.get()
     for i in range(0, h, step):
         g = slice(i, min(i + step, h))
-        s = (q[g] * scale) @ kt[g]  # (step, r, n) scores, scaled
-        if hidden is not None:
-            s[:, hidden] = -np.inf
         if observer is None:
-            e, sums, _ = exp_shifted(s)
+            _, e, sums, _ = softmax_pieces(q[g], kt[g], hidden)
         else:  # the same numbers, the shifted scores kept for the observer
-            e, sums, best = exp_shifted(s, _scratch(s.shape))
+            s, e, sums, best = softmax_pieces(q[g], kt[g], hidden, _scratch((g.stop - i, r, n)))
             observer(k, g, first, s, e, sums, best)
         np.matmul(e, v[g], out=out[g])  # (step, r, d_v)
         out[g] /= sums[..., None]

@@ -42,7 +42,6 @@ from app.model.trace import Trace
 
 BINS = 32  # blocks per side of a pooled map: 32 × 32 cells draw sharply in an overview thumbnail
 TOP = 8  # strongest links kept per head
-_CHUNK_CELLS = 256 * 1024  # heads · rows · n scores per step of a recompute: 1 MB of float32, and 1 MB of e^s
 
 
 @dataclass(frozen=True)
@@ -127,21 +126,17 @@ class _Layer:
         weights: one call per block of rows and group of heads (as attend's, so that each one's
         scores and their e^s stay in a core's cache), for the caller to spread over the cores with
         those of other layers (nn.parallel inside a pool thread would find no thread to help it)."""
-        h, n, d_k = q.shape
-        scale = np.float32(1 / math.sqrt(d_k))
+        h, n, _ = q.shape
         kt = nn.keys_across(k)  # (h, d, n)
         hidden = ~visible(n) if self.mask == "causal" else None
 
         def group(g: slice, r: slice) -> None:
-            s = (q[g, r] * scale) @ kt[g]  # (g, rows, n) scores, scaled
-            if hidden is not None:
-                s[:, hidden[r]] = -np.inf
-            e, sums, best = nn.exp_shifted(s, np.empty_like(s))
-            self.rows(g, r.start, s, e, sums, best)
+            exps = np.empty((g.stop - g.start, r.stop - r.start, n), dtype=np.float32)  # (g, rows, n)
+            self.rows(g, r.start, *nn.softmax_pieces(q[g, r], kt[g], None if hidden is None else hidden[r], exps))
 
         work: list[Callable[[], None]] = []
         for r in nn.row_blocks(n):
-            step = max(1, _CHUNK_CELLS // ((r.stop - r.start) * n))
+            step = max(1, nn.CHUNK_CELLS // ((r.stop - r.start) * n))
             work += [partial(group, slice(i, min(i + step, h)), r) for i in range(0, h, step)]
         return work
 
