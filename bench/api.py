@@ -211,6 +211,7 @@ def speed() -> None:
         return frame.decode(request(fresh, "POST", "/api/attention", body, headers))[1]["weights"]
 
     kept = memoryview(bytearray(64 << 20))  # a client's own memory, kept from one answer to the next
+    frame_headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
 
     def via_frame_kept() -> dict[str, np.ndarray]:
         """The same request, the answer read into memory the client keeps (http.client's readinto):
@@ -225,7 +226,6 @@ def speed() -> None:
         assert r.status == 200 and got == size, (r.status, got, size)
         return frame.decode(kept[:size])[1]
 
-    frame_headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
     got = via_frame()
     assert np.array_equal(got["weights"], bare_numpy(q, k, v)[3])
     assert np.array_equal(via_frame_kept()["weights"], got["weights"])
