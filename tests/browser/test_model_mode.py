@@ -327,7 +327,24 @@ def test_loading_indicator_on_a_cold_model(cold: Watched) -> None:
             }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
         })();"""
     )
-    w.goto(animal_url())
+    # the sentence's own requests wait until the page has had its first look at the model: sent
+    # at once, they can load it (a second or less) before that look is answered, and the page
+    # then rightly has no loading to show
+    held: list[Any] = []
+    looked = False
+
+    def hold(route: Any) -> None:
+        if looked:
+            route.continue_()
+        else:
+            held.append(route)
+
+    w.page.route("**/api/attention", hold)
+    with w.page.expect_response(lambda r: urlparse(r.url).path == "/api/model"):
+        w.page.goto(w.base + "/" + animal_url())
+    looked = True
+    for route in held:
+        route.continue_()
     w.wait_ready(mode="sentence", layer=3, head=1)
     seen: list[str] = w.page.evaluate("window.__status")
     assert any("Loading the model" in s for s in seen), seen
