@@ -38,7 +38,7 @@ SHOTS: list[tuple[str, str, tuple[int, int], bool | str]] = [
     # a phone (390 × 844): compact head, the 3D view on the first screen, Back / Next at the bottom
     ("12-phone-softmax", "?focus=3&step=softmax", (390, 844), False),
     ("13-phone-model", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), False),
-    ("14-phone-model-table", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), ".lesson"),
+    ("14-phone-model-table", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), ".lesson > .table-wrap"),
     ("15-phone-overview", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), "#overview"),
 ]
 
