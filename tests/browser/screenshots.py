@@ -18,6 +18,7 @@ from playwright.sync_api import FloatRect, sync_playwright
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
 ANIMAL = quote("The animal didn't cross the street because it was too tired.")
+PHONE_TABLE = ".lesson > .table-wrap"  # on a phone .lesson is display: contents: no box of its own
 PIECES = quote("Transformers read unbelievably long words in pieces.")
 
 SHOTS: list[tuple[str, str, tuple[int, int], bool | str]] = [
@@ -38,7 +39,7 @@ SHOTS: list[tuple[str, str, tuple[int, int], bool | str]] = [
     # a phone (390 × 844): compact head, the 3D view on the first screen, Back / Next at the bottom
     ("12-phone-softmax", "?focus=3&step=softmax", (390, 844), False),
     ("13-phone-model", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), False),
-    ("14-phone-model-table", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), ".lesson > .table-wrap"),
+    ("14-phone-model-table", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), PHONE_TABLE),
     ("15-phone-overview", f"?sentence={ANIMAL}&layer=3&head=1&step=softmax&focus=10", (390, 844), "#overview"),
 ]
 
