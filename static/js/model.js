@@ -94,13 +94,38 @@ export async function sentenceAttention(req, mask, signal) {
   return outcome.ok ? { ok: true, data: frameAsJson(outcome.frame) } : outcome;
 }
 
-/** The stages that depend on the mask; q, k, v, scores and scaled are the same under both. */
-export const MASKED_STAGES = ["masked", "weights", "output"];
+/**
+ * The stages asked for under the causal mask when the full mask's answer comes too: q, k, v,
+ * scores and scaled are the same under both, and `masked` is the full answer's `scaled` with −∞
+ * after each query's own token (causalMasked), so only weights and output need the server.
+ */
+export const CAUSAL_STAGES = ["weights", "output"];
+
+/**
+ * The causal mask's `masked` stage from the full mask's `scaled` (n × n, as frameAsJson gives it):
+ * the very same numbers where a query may see the key (key j ≤ query i) and null (−∞) after,
+ * which is how app/attention.py makes it (tests/model/test_service.py holds the server to it).
+ */
+export function causalMasked(scaled) {
+  const out = new Array(scaled.length);
+  for (let i = 0; i < scaled.length; i++) {
+    const row = scaled[i];
+    const masked = new Array(row.length);
+    for (let j = 0; j < row.length; j++) masked[j] = j <= i ? row[j] : null;
+    out[i] = masked;
+  }
+  return out;
+}
+
+/** The causal answer: the full one's fields and stages, its own weights and output, its masked made here. */
+function causalFrom(full, causalFrame) {
+  return { ...full, ...frameAsJson(causalFrame), masked: causalMasked(full.scaled) };
+}
 
 /**
  * The sentence under both masks, like the hand-set mode (the page shows one and compares), in
- * two frames asked at once: every stage under the full mask, and only the stages the mask
- * changes under the causal one (the server runs the model once for both). A decoder (GPT-2,
+ * two frames asked at once: every stage under the full mask, and under the causal one only the
+ * weights and the output (CAUSAL_STAGES; the server runs the model once for both). A decoder (GPT-2,
  * SmolLM2: `req.causal`) has only its causal mask: `full` is then null. `req.causal` null: not
  * known yet, so the model's own mask is asked first and its answer says which it is.
  */
@@ -109,8 +134,8 @@ export async function sentenceBothMasks(req, signal) {
     // a model whose facts have not arrived yet (a link naming it): its own mask first
     const own = await sentenceAttention(req, null, signal);
     if (!own.ok || own.data.mask === "causal") return own.ok ? { ok: true, data: { full: null, causal: own.data } } : own;
-    const causal = await sentenceFrame(req, "causal", { stages: MASKED_STAGES }, signal);
-    return causal.ok ? { ok: true, data: { full: own.data, causal: { ...own.data, ...frameAsJson(causal.frame) } } } : causal;
+    const causal = await sentenceFrame(req, "causal", { stages: CAUSAL_STAGES }, signal);
+    return causal.ok ? { ok: true, data: { full: own.data, causal: causalFrom(own.data, causal.frame) } } : causal;
   }
   if (req.causal || req.kind === "gpt2") {
     const causal = await sentenceAttention(req, "causal", signal);
@@ -118,12 +143,12 @@ export async function sentenceBothMasks(req, signal) {
   }
   const [full, causal] = await Promise.all([
     sentenceFrame(req, "full", {}, signal),
-    sentenceFrame(req, "causal", { stages: MASKED_STAGES }, signal),
+    sentenceFrame(req, "causal", { stages: CAUSAL_STAGES }, signal),
   ]);
   if (!full.ok) return full;
   if (!causal.ok) return causal;
   const fullData = frameAsJson(full.frame);
-  return { ok: true, data: { full: fullData, causal: { ...fullData, ...frameAsJson(causal.frame) } } };
+  return { ok: true, data: { full: fullData, causal: causalFrom(fullData, causal.frame) } };
 }
 
 /**

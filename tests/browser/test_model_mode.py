@@ -9,6 +9,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qs, quote, urlparse
 
+import httpx
 import numpy as np
 import pytest
 from playwright.sync_api import expect
@@ -117,6 +118,11 @@ def test_url_round_trip_and_pickers(watched: Watched) -> None:
     w.page.keyboard.press("m")
     w.wait_ready(step="mask", mask="causal")
     assert w.text(f"cell-{IT}-{IT + 1}") == "−∞"
+    # the page makes this stage from the full mask's scaled scores: the server's causal numbers, digit for digit
+    body = {"sentence": ANIMAL, "layer": 5, "head": 11, "mask": "causal"}
+    served = httpx.post(w.base + "/api/attention", json=body, timeout=60).json()["masked"][IT]
+    shown = [w.text(f"cell-{IT}-{j}") for j in range(N_ANIMAL)]
+    assert shown == [f"{x:.3f}".replace("-", "−") if x is not None else "−∞" for x in served], (shown, served)
     expect(w.page.get_by_test_id("model-note")).to_contain_text("recomputes")
     # the overview follows the mask: under causal, no query sees a later key (the lightest
     # colour above the diagonal; under full, this head gives a later key up to 0.358)

@@ -77,17 +77,18 @@ def test_a_new_sentence_costs_three_requests_of_bounded_size(watched: Watched) -
     assert others == [], others
     assert all(r["status"] == 200 for r in sent), sent
 
-    # the view: frames (binary float64, never compressed), every stage under one mask and only what
-    # the mask changes under the other; the model runs once for both (tests/model/test_overview.py)
+    # the view: frames (binary float64, never compressed), every stage under one mask and under the
+    # other only its weights and output (the page hides the full mask's scaled cells for its masked);
+    # the model runs once for both (tests/model/test_overview.py)
     assert len(views) == 2, views
     assert all(FRAME in r["accept"] and r["type"] == FRAME and r["encoding"] is None for r in views), views
     stages = sorted(tuple(r["body"].get("stages") or ["all"]) for r in views)
-    assert stages == [("all",), ("masked", "weights", "output")], stages
+    assert stages == [("all",), ("weights", "output")], stages
     d_k = 32
     every = 3 * n * n + 4 * n * d_k  # scores, scaled (= masked under the full mask), weights; q, k, v, output
-    masked_only = 2 * n * n + n * d_k  # masked, weights, output
+    causal = n * n + n * d_k  # weights, output
     header = 16_000  # tokens, words, spans and the array layout
-    assert sum(r["bytes"] for r in views) <= 8 * (every + masked_only) + 2 * header
+    assert sum(r["bytes"] for r in views) <= 8 * (every + causal) + 2 * header
 
     # the overview: one summary of every head (not every weight), compressed JSON
     assert len(overviews) == 1, overviews

@@ -98,6 +98,25 @@ def test_defaults_and_causal_toggle(api: TestClient) -> None:
     np.testing.assert_allclose(weights.sum(-1), 1, atol=1e-12)
 
 
+@pytest.mark.parametrize(("layer", "head"), [(3, 1), (2, "mean"), ("mean", 7), ("mean", "mean")])
+def test_causal_masked_is_the_full_scaled_hidden_after_the_query(api: TestClient, layer: Any, head: Any) -> None:
+    """The page asks the causal mask for its weights and output only and makes `masked` itself from
+    the full answer's `scaled` (static/js/model.js causalMasked): that must be the server's own
+    causal `masked`, bit for bit, for a head and for every kind of mean."""
+
+    def stages(mask: str) -> dict[str, np.ndarray]:
+        body = {"sentence": ANIMAL, "layer": layer, "head": head, "mask": mask}
+        r = api.post("/api/attention", json=body, headers={"accept": frame.FRAME_MEDIA_TYPE})
+        assert r.status_code == 200, r.text
+        return frame.decode(r.content)[1]
+
+    full, causal = stages("full"), stages("causal")
+    n = full["scaled"].shape[0]
+    hidden_after = np.triu(np.ones((n, n), dtype=bool), 1)  # key j > query i
+    np.testing.assert_array_equal(causal["masked"], np.where(hidden_after, -np.inf, full["scaled"]))
+    np.testing.assert_array_equal(causal["scaled"], full["scaled"])
+
+
 def test_frame_answer(api: TestClient) -> None:
     r = api.post(
         "/api/attention", json={"sentence": ANIMAL, "layer": 3, "head": 1}, headers={"accept": frame.FRAME_MEDIA_TYPE}
