@@ -35,8 +35,8 @@ Every stage of scaled dot-product self-attention, by name:
 Large tables travel faster as a binary frame: send or accept `application/x-attention-frame`
 (its layout is in POST /api/attention's request body and answer). Every limit is listed in the
 README and in each field's description. Every client error (4xx) has one shape:
-`{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`. Text answers are gzip-compressed
-for clients that accept it (frames never are); HEAD works on every GET route.
+`{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`. Text answers are compressed (zstd or
+gzip, as the client's Accept-Encoding prefers; frames never are); HEAD works on every GET route.
 """
 
 

@@ -1,9 +1,11 @@
-"""HTTP truthfulness: HEAD on every GET route, gzip for text but never for frames, Accept q-values,
+"""HTTP truthfulness: HEAD on every GET route, zstd or gzip for text but never for frames, Accept and
+Accept-Encoding q-values,
 an OpenAPI schema that documents what is sent, and one plain message per rule."""
 
 from __future__ import annotations
 
 import gzip
+import sys
 from collections.abc import AsyncIterator
 
 import numpy as np
@@ -12,8 +14,13 @@ from fastapi.testclient import TestClient
 
 from app import frame
 from app.examples import EXAMPLES
-from app.middleware import accepts_gzip
+from app.middleware import encoding_for
 from app.transport import preferred
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
 
 CAT = EXAMPLES["the-cat-ate-its-fish"]
 CAT_BODY = {"tokens": list(CAT.tokens), "q": CAT.q.tolist(), "k": CAT.k.tolist(), "v": CAT.v.tolist()}
@@ -83,10 +90,49 @@ def test_gzip_bytes_are_real_gzip(client: TestClient) -> None:
     assert raw[:2] == b"\x1f\x8b" and gzip.decompress(raw).startswith(b"{")
 
 
-def test_accept_encoding_q_values() -> None:
-    assert accepts_gzip("gzip") and accepts_gzip("br, gzip;q=0.5") and accepts_gzip("*")
-    assert not accepts_gzip("") and not accepts_gzip("identity") and not accepts_gzip("gzip;q=0")
-    assert not accepts_gzip("*, gzip;q=0") and not accepts_gzip("gzip;q=x")
+@pytest.mark.parametrize(
+    ("accept", "coding"),
+    [
+        ("gzip, deflate, br, zstd", "zstd"),  # Chromium's and Firefox's
+        ("gzip, deflate, br", "gzip"),  # Safari's
+        ("zstd", "zstd"),
+        ("gzip", "gzip"),
+        ("x-gzip", "gzip"),
+        ("br, gzip;q=0.5", "gzip"),
+        ("zstd;q=0.5, gzip", "gzip"),
+        ("zstd;q=0.5, gzip;q=0.5", "zstd"),
+        ("gzip, zstd;q=0", "gzip"),
+        ("*", "gzip"),  # a client that names neither gets what every client reads
+        ("*, zstd", "zstd"),
+        ("", None),
+        ("identity", None),
+        ("gzip;q=0", None),
+        ("*, gzip;q=0", None),
+        ("gzip;q=x", None),
+        ("zstd;q=nan", None),
+    ],
+)
+def test_accept_encoding_q_values(accept: str, coding: str | None) -> None:
+    assert encoding_for(accept) == coding
+
+
+def test_zstd_when_the_browser_offers_it(client: TestClient) -> None:
+    browser = {"accept-encoding": "gzip, deflate, br, zstd"}
+    for path in ("/", "/api/examples", static_file(client), static_file(client)):  # the bundle twice: once kept
+        plain = client.get(path, headers={"accept-encoding": "identity"})
+        with client.stream("GET", path, headers=browser) as r:
+            raw = b"".join(r.iter_raw())
+            assert r.headers["content-encoding"] == "zstd", path
+            assert int(r.headers["content-length"]) == len(raw) < len(plain.content)
+            assert "accept-encoding" in r.headers["vary"].lower()
+        assert zstd.decompress(raw) == plain.content, path
+    # the same versioned file, asked with gzip after zstd, is gzip (each coding kept apart)
+    gz = client.get(static_file(client), headers={"accept-encoding": "gzip"})
+    assert gz.headers["content-encoding"] == "gzip" and gz.content == client.get(static_file(client)).content
+    r = client.post("/api/attention", json=CAT_BODY, headers=browser)
+    assert r.headers["content-encoding"] == "zstd" and r.json()["d_k"] == 2  # httpx unpacks it
+    frames = client.post("/api/attention", json=CAT_BODY, headers={**browser, "accept": FRAME})
+    assert frames.headers["content-type"] == FRAME and "content-encoding" not in frames.headers
 
 
 @pytest.mark.parametrize(
