@@ -95,14 +95,14 @@ def _q_values(accept_encoding: str) -> dict[str, float]:
 
 
 def encoding_for(accept_encoding: str) -> Encoding | None:
-    """The coding to answer with: zstd or gzip, the one with the higher q-value (zstd on a tie),
-    each named or allowed by * (only gzip: a client that names neither gets what every client
-    reads); None when the client accepts neither."""
+    """The coding to answer with: zstd or gzip, whichever has the higher q-value (zstd on a tie);
+    None when the client accepts neither. zstd must be named; * stands for gzip only, so a client
+    that names neither gets the coding every client reads."""
     q_of = _q_values(accept_encoding)
     star = q_of.get("*")
-    zstd = q_of.get("zstd", 0.0)
+    zstd_q = q_of.get("zstd", 0.0)
     gzip_q = q_of.get("gzip", star if star is not None else 0.0)
-    if zstd > 0 and zstd >= gzip_q:
+    if zstd_q > 0 and zstd_q >= gzip_q:
         return "zstd"
     return "gzip" if gzip_q > 0 else None
 
