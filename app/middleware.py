@@ -24,6 +24,8 @@ from typing import Literal
 import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.transport import q_value
+
 if sys.version_info >= (3, 14):
     from compression import zstd
 else:  # the same module, backported (PEP 784)
@@ -76,21 +78,11 @@ class HeadAsGet:
 
 
 def _q_values(accept_encoding: str) -> dict[str, float]:
-    """Each coding an Accept-Encoding header names, with its q-value (1 when not given, 0 when unreadable)."""
+    """Each coding an Accept-Encoding header names, with its q-value (app.transport.q_value)."""
     q_of: dict[str, float] = {}
     for item in accept_encoding.split(","):
         name, *params = (p.strip().lower() for p in item.split(";"))
-        q = 1.0
-        for param in params:
-            key, _, value = param.partition("=")
-            if key.strip() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if q != q:  # NaN
-            q = 0.0
-        q_of["gzip" if name == "x-gzip" else name] = q
+        q_of["gzip" if name == "x-gzip" else name] = q_value(params)
     return q_of
 
 

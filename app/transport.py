@@ -21,7 +21,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -43,6 +43,20 @@ OVERVIEW_LANE = anyio.CapacityLimiter(1)
 T = TypeVar("T")
 
 
+def q_value(params: Iterable[str]) -> float:
+    """The q-value among the parameters of one item of an Accept or Accept-Encoding header ("q=0.5"):
+    1 when it has none, clamped to 0…1, and 0 when it is not a number (NaN included)."""
+    q = 1.0
+    for param in params:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "q":
+            try:
+                q = min(max(float(value), 0.0), 1.0)
+            except ValueError:
+                q = 0.0
+    return 0.0 if q != q else q
+
+
 def _quality(accept: str, media: str) -> tuple[float, int]:
     """The q-value the Accept header gives media, and how specific the range that gave it was
     (2: the type itself, 1: type/*, 0: */*, -1: not accepted at all)."""
@@ -54,16 +68,7 @@ def _quality(accept: str, media: str) -> tuple[float, int]:
         specific = 2 if rng == media else 1 if rng == f"{kind}/*" else 0 if rng == "*/*" else -1
         if specific < best[1] or specific < 0:
             continue
-        q = 1.0
-        for param in parts[1:]:
-            key, _, value = param.partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    q = min(max(float(value), 0.0), 1.0)
-                except ValueError:
-                    q = 0.0
-        if q != q:  # NaN
-            q = 0.0
+        q = q_value(parts[1:])
         best = (q, specific) if specific > best[1] else (max(q, best[0]), specific)
     return best
 
