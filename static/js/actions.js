@@ -11,6 +11,8 @@ import { STEP_IDS } from "./attention/stages.js";
 export const OPENING_WORD = { "the-cat-ate-its-fish": "its" };
 
 const tokenCount = (state) => (state.result?.full ?? state.result?.causal)?.tokens.length ?? state.input?.tokens.length ?? null;
+/** Whether the page can show `mask` for the answer it has (or will ask for: a mask left for later). */
+const hasMask = (state, mask) => !state.result || Boolean(state.result[mask]) || state.result.later === mask;
 const push = (state, on) => {
   if (on) state.history = "push";
 };
@@ -46,13 +48,13 @@ export const actions = {
   /** The attention view at `view` = { step, mask? } (an attention chapter's step). */
   showAttention(state, view, { keepMask = false, history = false } = {}) {
     if (STEP_IDS.includes(view.step)) state.step = view.step;
-    if (!keepMask && MASKS.includes(view.mask) && !(state.result && !state.result[view.mask])) state.mask = view.mask;
+    if (!keepMask && MASKS.includes(view.mask) && hasMask(state, view.mask)) state.mask = view.mask;
     push(state, history);
   },
 
   setMask(state, mask) {
     if (!MASKS.includes(mask) || mask === state.mask) return false;
-    if (state.result && !state.result[mask]) return false; // a decoder has no full mask
+    if (!hasMask(state, mask)) return false; // a decoder has no full mask
     state.mask = mask;
   },
 
@@ -216,7 +218,7 @@ export const actions = {
     }
     state.result = outcome.data;
     state.errors = [];
-    if (!state.result[state.mask]) state.mask = "causal"; // a decoder (GPT-2) has only its own mask
+    if (!hasMask(state, state.mask)) state.mask = "causal"; // a decoder (GPT-2) has only its own mask
     const tokens = (state.result.full ?? state.result.causal).tokens;
     if (state.wantWord) {
       const i = tokens.indexOf(state.wantWord);
@@ -225,6 +227,23 @@ export const actions = {
     }
     clampFocus(state);
     if (state.hover && (state.hover.row >= tokens.length || state.hover.col >= tokens.length)) state.hover = null;
+  },
+
+  /**
+   * The mask an answer left for later (`result.later`) has come: `outcome` of sentenceCausal for
+   * `result` (dropped if another answer has replaced it). If it failed, the page goes back to the
+   * mask it has, and says why.
+   */
+  laterReceived(state, result, outcome) {
+    if (state.result !== result) return false;
+    const { later, ...answers } = result;
+    if (outcome.ok) {
+      state.result = { ...answers, [later]: outcome.data };
+      return;
+    }
+    state.result = answers;
+    state.errors = outcome.errors;
+    if (!state.result[state.mask]) state.mask = later === "causal" ? "full" : "causal";
   },
 
   setNotice(state, text) {

@@ -94,12 +94,15 @@ function mark(ready) {
   if (ready) drawn.settle();
 }
 
-// After every change: the chapter on screen draws again, the overview follows the sentence and
-// mask, the URL and the classroom follow the view.
+// After every change: the chapter on screen draws again, the overview (and a mask left for later)
+// follows the sentence and mask, the URL and the classroom follow the view.
 store.subscribe((name) => {
   lesson.refresh();
   if (name === "setHover" || name === "setHoverToken") return; // a pointer over the view: nothing to tell
-  if (attentionOn() && state.sentence && attention.mounted) sentence.fetchHeads();
+  if (attentionOn() && state.sentence && attention.mounted) {
+    sentence.fetchHeads();
+    source.fetchLater(); // a long sentence's causal mask, once the page switches to it
+  }
   writeUrl(state, state.history === "push");
   act.urlWritten();
   viewChanged();

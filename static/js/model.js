@@ -122,24 +122,44 @@ function causalFrom(full, causalFrame) {
   return { ...full, ...frameAsJson(causalFrame), masked: causalMasked(full.scaled) };
 }
 
+/** The most rows (tokens, or words when pieces are merged) the full and causal tables are compared side by side. */
+export const COMPARE_MAX = 20;
+
+/**
+ * How many rows a sentence's comparison will have at the fewest, known before the model answers:
+ * every run of characters between spaces is a word or more, and BERT adds [CLS] and [SEP]. (A run
+ * the tokenizer drops, such as control characters alone, is why withCausal counts again.)
+ */
+export function fewestRows(sentence) {
+  return sentence.split(/\s+/).filter(Boolean).length + 2;
+}
+
 /**
  * The sentence under both masks, like the hand-set mode (the page shows one and compares), in
  * two frames asked at once: every stage under the full mask, and under the causal one only the
  * weights and the output (CAUSAL_STAGES; the server runs the model once for both). A decoder (GPT-2,
  * SmolLM2: `req.causal`) has only its causal mask: `full` is then null. `req.causal` null: not
  * known yet, so the model's own mask is asked first and its answer says which it is.
+ *
+ * A sentence too long to compare side by side, shown under the full mask (`req.mask`), gets its
+ * full answer alone: `later: "causal"` says the causal one is asked for when the page switches to
+ * it (attention/source.js fetchLater, sentenceCausal). For 345 tokens that is 1.05 MB the view no
+ * longer waits for, and a request fewer before the overview's.
  */
 export async function sentenceBothMasks(req, signal) {
   if (req.causal === null) {
     // a model whose facts have not arrived yet (a link naming it): its own mask first
     const own = await sentenceAttention(req, null, signal);
     if (!own.ok || own.data.mask === "causal") return own.ok ? { ok: true, data: { full: null, causal: own.data } } : own;
-    const causal = await sentenceFrame(req, "causal", { stages: CAUSAL_STAGES }, signal);
-    return causal.ok ? { ok: true, data: { full: own.data, causal: causalFrom(own.data, causal.frame) } } : causal;
+    return withCausal(req, own.data, signal);
   }
   if (req.causal || req.kind === "gpt2") {
     const causal = await sentenceAttention(req, "causal", signal);
     return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
+  }
+  if (req.mask === "full" && fewestRows(req.sentence) > COMPARE_MAX) {
+    const full = await sentenceFrame(req, "full", {}, signal);
+    return full.ok ? withCausal(req, frameAsJson(full.frame), signal) : full;
   }
   const [full, causal] = await Promise.all([
     sentenceFrame(req, "full", {}, signal),
@@ -149,6 +169,26 @@ export async function sentenceBothMasks(req, signal) {
   if (!causal.ok) return causal;
   const fullData = frameAsJson(full.frame);
   return { ok: true, data: { full: fullData, causal: causalFrom(fullData, causal.frame) } };
+}
+
+/**
+ * Both masks' answers once the full one is in: the causal one asked now when the comparison
+ * will show it (or the page shows that mask), else left for later ({ causal: null, later: "causal" }).
+ */
+async function withCausal(req, full, signal) {
+  if (req.mask !== "causal" && wordGroups(full).length > COMPARE_MAX) return { ok: true, data: { full, causal: null, later: "causal" } };
+  const causal = await sentenceCausal(req, full, signal);
+  return causal.ok ? { ok: true, data: { full, causal: causal.data } } : causal;
+}
+
+/**
+ * The causal answer for a sentence whose full answer `full` the page has: its weights and output
+ * from the server (CAUSAL_STAGES), at the layer and head of `full`; { ok, data } or { ok: false, errors }.
+ */
+export async function sentenceCausal(req, full, signal) {
+  const at = { ...req, layer: full.layer, head: full.head };
+  const causal = await sentenceFrame(at, "causal", { stages: CAUSAL_STAGES }, signal);
+  return causal.ok ? { ok: true, data: causalFrom(full, causal.frame) } : causal;
 }
 
 /**

@@ -1,16 +1,19 @@
 """What the page asks the server for a new sentence: how many requests, in which format, how many
 bytes, so that the page's requests cannot grow back (issue 20: they once were two float64 JSON
-answers of every stage, 6.9 MB gzipped for 300 tokens, and an overview refused above 64 tokens)."""
+answers of every stage, 6.9 MB gzipped for 300 tokens, and an overview refused above 64 tokens);
+and the causal mask of a sentence too long to compare, asked for only when the page shows it."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import httpx
+
 from tests.browser.conftest import Watched
 
 FRAME = "application/x-attention-frame"
-SENTENCE = " ".join(["the animal did not cross the street because it was too tired"] * 9)  # 111 tokens
+SENTENCE = " ".join(["the animal did not cross the street because it was too tired"] * 9)  # 110 tokens
 
 
 def sent_for(w: Watched, text: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -64,12 +67,12 @@ def sent_for(w: Watched, text: str) -> tuple[list[dict[str, Any]], list[str]]:
     return seen, events
 
 
-def test_a_new_sentence_costs_three_requests_of_bounded_size(watched: Watched) -> None:
+def test_a_new_sentence_costs_two_requests_of_bounded_size(watched: Watched) -> None:
     w = watched
     w.goto()
     w.wait_ready()
     sent, events = sent_for(w, SENTENCE)
-    n = 111
+    n = 110
     views = [r for r in sent if r["path"] == "attention"]
     overviews = [r for r in sent if r["path"] == "overview"]
     # besides: the model's status, and the model picker's list (GET /api/models, once per page)
@@ -77,18 +80,17 @@ def test_a_new_sentence_costs_three_requests_of_bounded_size(watched: Watched) -
     assert others == [], others
     assert all(r["status"] == 200 for r in sent), sent
 
-    # the view: frames (binary float64, never compressed), every stage under one mask and under the
-    # other only its weights and output (the page hides the full mask's scaled cells for its masked);
-    # the model runs once for both (tests/model/test_overview.py)
-    assert len(views) == 2, views
-    assert all(FRAME in r["accept"] and r["type"] == FRAME and r["encoding"] is None for r in views), views
-    stages = sorted(tuple(r["body"].get("stages") or ["all"]) for r in views)
-    assert stages == [("all",), ("weights", "output")], stages
+    # the view: one frame (binary float64, never compressed) of every stage under the mask shown;
+    # 110 rows are too many to compare the masks side by side, so the causal one waits until the
+    # page switches to it (the next test)
+    assert len(views) == 1, views
+    (view,) = views
+    assert FRAME in view["accept"] and view["type"] == FRAME and view["encoding"] is None, view
+    assert view["body"]["mask"] == "full" and "stages" not in view["body"], view
     d_k = 32
     every = 3 * n * n + 4 * n * d_k  # scores, scaled (= masked under the full mask), weights; q, k, v, output
-    causal = n * n + n * d_k  # weights, output
     header = 16_000  # tokens, words, spans and the array layout
-    assert sum(r["bytes"] for r in views) <= 8 * (every + causal) + 2 * header
+    assert view["bytes"] <= 8 * every + header
 
     # the overview: one summary of every head (not every weight), compressed JSON
     assert len(overviews) == 1, overviews
@@ -96,12 +98,44 @@ def test_a_new_sentence_costs_three_requests_of_bounded_size(watched: Watched) -
     assert ov["type"] == "application/json" and ov["encoding"] in ("gzip", "br", "zstd")
     assert ov["bytes"] <= 120_000, ov  # 72 heads × 32 × 32 blocks, in thousandths, compressed
 
-    # the overview is asked for once the view's frames are in: asked together, its forward through
+    # the overview is asked for once the view's frame is in: asked together, its forward through
     # every layer could take the sentence's turn and the view (one layer) waited behind it
-    assert events.count("read attention") == 2 and events.count("sent overview") == 1, events
-    last_frame = max(i for i, e in enumerate(events) if e == "read attention")
-    assert events.index("sent overview") > last_frame, events
+    assert events.count("read attention") == 1 and events.count("sent overview") == 1, events
+    assert events.index("sent overview") > events.index("read attention"), events
 
     # nothing else on the way but the model's status (polled while its weights load), a few bytes each
     assert all(r["bytes"] < 2_000 for r in sent if r["path"] in ("model", "models"))
     assert len([r for r in sent if r["path"] == "models"]) <= 1
+
+
+def test_the_causal_mask_of_a_long_sentence_comes_when_it_is_shown(watched: Watched) -> None:
+    w = watched
+    w.goto()
+    w.wait_ready()
+    sent_for(w, SENTENCE)
+    compare = w.page.locator("#compare-tables").inner_text()
+    assert "110 rows are too many to compare side by side" in compare, compare
+    assert not w.page.get_by_test_id("mask-causal").is_disabled()
+    w.page.get_by_test_id("step-softmax").click()
+    w.page.get_by_test_id("row-30").click()
+    w.wait_ready(step="softmax", mask="full", focus=30)
+
+    asked: list[dict[str, Any]] = []
+    w.page.on("request", lambda r: asked.append(json.loads(r.post_data)) if r.url.endswith("/api/attention") else None)
+    w.page.get_by_test_id("mask-causal").click()
+    w.wait_ready(step="softmax", mask="causal", focus=30)
+    # one frame, of the stages the full answer cannot give: the causal weights and output
+    got = [(a["mask"], a.get("stages"), a["layer"], a["head"]) for a in asked]
+    assert got == [("causal", ["weights", "output"], 0, 0)], got
+    body = {"sentence": SENTENCE, "layer": 0, "head": 0, "mask": "causal"}
+    served = httpx.post(w.base + "/api/attention", json=body, timeout=60).json()
+    shown = [w.text(f"cell-30-{j}") for j in range(40)]
+    assert shown == [f"{x:.3f}" for x in served["weights"][30][:40]], (shown, served["weights"][30][:40])
+    assert w.text("cell-30-31") == "0.000"  # a later key: hidden by the causal mask
+
+    # back and forth: both masks are there now, nothing more is asked
+    w.page.get_by_test_id("mask-full").click()
+    w.wait_ready(mask="full")
+    w.page.get_by_test_id("mask-causal").click()
+    w.wait_ready(mask="causal")
+    assert len(asked) == 1, asked

@@ -2,10 +2,8 @@
 // change between them. Both come from the server (the page asks for both masks).
 
 import { deltaRgb, fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
-import { mergeView } from "../model.js";
+import { COMPARE_MAX, mergeView } from "../model.js";
 import { drawingFor } from "./derive.js";
-
-const COMPARE_MAX = 20; // rows the side-by-side tables can show readably
 
 function cell(tag, text, props = {}) {
   const node = document.createElement(tag);
@@ -73,13 +71,14 @@ export function renderComparison(box, v, sentence, focus) {
     return;
   }
   const { full, causal, merged } = v.compare;
-  if (!full || !causal) {
+  if (!full) {
     box.replaceChildren(document.createTextNode("This model is a decoder: it only ever runs with its causal mask."));
     return;
   }
   const asShown = (d) => (merged ? mergeView(d, drawingFor(d), sentence) : d);
   const f = asShown(full);
-  if (f.tokens.length > COMPARE_MAX) {
+  if (f.tokens.length > COMPARE_MAX || !causal) {
+    // (the causal answer of so long a sentence comes when the page switches to it: model.js)
     box.replaceChildren(
       document.createTextNode(`${f.tokens.length} rows are too many to compare side by side; press M to switch the table between the masks.`),
     );

@@ -36,6 +36,9 @@ function evenScene(data, step) {
   return { data: { ...data, even }, step: { ...step, id: "withheld", stage: "even", links: "weight", masked: true, output: false } };
 }
 
+/** Whether an answer has `mask`, or has left it for later (model.js: a long sentence's causal mask). */
+const canShow = (result, mask) => Boolean(result[mask]) || result.later === mask;
+
 export function derive(state) {
   const step = stepById(state.step);
   const sentenceMode = Boolean(state.sentence);
@@ -114,6 +117,6 @@ export function derive(state) {
     sceneWindow,
     inspect,
     compare: withheld ? null : { full: state.result.full, causal: state.result.causal, merged: sentenceMode && state.merge },
-    masks: { full: !state.result.full, causal: !state.result.causal }, // disabled: the answer has no such mask
+    masks: { full: !canShow(state.result, "full"), causal: !canShow(state.result, "causal") }, // disabled: the answer has no such mask
   };
 }

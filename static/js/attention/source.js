@@ -5,7 +5,7 @@
 
 import { getExample, pageExample, Recomputer } from "../api.js";
 import { OPENING_WORD } from "../actions.js";
-import { ANIMAL, asInfo, isCausal, modelInfo, sentenceBothMasks } from "../model.js";
+import { ANIMAL, asInfo, isCausal, modelInfo, sentenceBothMasks, sentenceCausal } from "../model.js";
 import { createState, readUrl } from "../state.js";
 
 /** What the page can refuse before asking the server: cells that are not numbers, unnamed words. */
@@ -49,6 +49,7 @@ export class Source {
     };
     this.recomputer = new Recomputer(received);
     this.modelRecomputer = new Recomputer(received, 0, sentenceBothMasks);
+    this.laterFor = null; // the answer whose other mask is being fetched (fetchLater)
   }
 
   /**
@@ -157,8 +158,7 @@ export class Source {
     const state = this.store.state;
     if (state.sentence) {
       this.act.asked();
-      const req = { sentence: state.sentence, layer: state.layer, head: state.head, kind: state.model?.kind ?? "bert", model: state.modelId, causal: state.model || !state.modelId ? isCausal(state.model) : null };
-      this.modelRecomputer.schedule(req, immediate);
+      this.modelRecomputer.schedule(this.modelRequest(), immediate);
       clearTimeout(this.slowTimer);
       this.slowTimer = setTimeout(() => this.act.slowAnswer(), 400); // "Running the model…" only when it takes a while
       return;
@@ -172,6 +172,31 @@ export class Source {
     }
     this.act.asked();
     this.recomputer.schedule(state.input, immediate);
+  }
+
+  /** What sentenceBothMasks (model.js) is asked for the state as it is. */
+  modelRequest() {
+    const state = this.store.state;
+    const causal = state.model || !state.modelId ? isCausal(state.model) : null;
+    return { sentence: state.sentence, layer: state.layer, head: state.head, mask: state.mask, kind: state.model?.kind ?? "bert", model: state.modelId, causal };
+  }
+
+  /**
+   * After every change: when the page shows a mask its answer left for later (a long sentence's
+   * causal mask: model.js sentenceBothMasks), ask for it once; the store takes it (laterReceived)
+   * if that answer is still the one shown.
+   */
+  fetchLater() {
+    const state = this.store.state;
+    const result = state.result;
+    if (!state.sentence || !result?.later || result.later !== state.mask || this.laterFor === result) return;
+    this.laterFor = result;
+    sentenceCausal(this.modelRequest(), result.full)
+      .catch((err) => ({ ok: false, errors: [{ field: "body", msg: `Could not reach the server (${err.message}).` }] }))
+      .then((outcome) => {
+        if (this.laterFor === result) this.laterFor = null;
+        this.act.laterReceived(result, outcome);
+      });
   }
 
   /** Start loading the model's weights while the user types a sentence. */

@@ -102,7 +102,8 @@ async function exportJson() {
 /** Both masks' answers for the viewer, when the other one can be recomputed from the answer's q, k, v. */
 export async function bothMasks(v) {
   const a = v.answer;
-  const answers = { ...(v.answers ?? {}), [a.mask ?? v.mask ?? "full"]: a };
+  const given = Object.entries(v.answers ?? {}).filter(([mask, answer]) => (mask === "full" || mask === "causal") && answer);
+  const answers = { ...Object.fromEntries(given), [a.mask ?? v.mask ?? "full"]: a }; // (not a mask left for later: model.js)
   const other = answers.full ? "causal" : "full";
   if (!answers[other] && !a.mean_over?.length && !a.mistake && !(a.kind === "gpt2")) {
     const r = await postJson("/api/attention", { tokens: a.tokens, q: a.q, k: a.k, v: a.v, mask: other });
