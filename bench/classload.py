@@ -192,7 +192,7 @@ def main() -> None:
     sizes = [int(a) for a in sys.argv[1:]] or [30, 200]
     proc, base = start_server()
     try:
-        print(f"each user loops for {SECONDS:.0f} s: page load, 3 × 5-token request, a new sentence (3 requests)")
+        print(f"each user loops for {SECONDS:.0f} s: page load, 3 × 5-token request, a new sentence (2–3 requests)")
         print(
             f"{'users':>5} {'sentence p50':>13} {'p99':>7} {'+overview p99':>14} {'5-token p50':>12} {'p99':>7} "
             f"{'requests':>9} "
