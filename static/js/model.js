@@ -95,6 +95,42 @@ export async function sentenceAttention(req, mask, signal) {
 }
 
 /**
+ * The stages a view of one head asks for under the full mask: every one but `scaled` (and `masked`,
+ * the very same numbers under the full mask), which the page makes from `scores` (scaledFrom),
+ * 29% of the frame. A mean over heads or layers is the mean of each head's own scaled scores, not
+ * its mean score divided by √d_k, so a mean view asks for every stage.
+ */
+export const FULL_STAGES = ["q", "k", "v", "scores", "weights", "output"];
+
+/** Whether a view is one layer's one head (not a mean): its scaled scores are its scores / √d_k. */
+const oneHead = (req) => Number.isInteger(req.layer) && Number.isInteger(req.head);
+
+/**
+ * A head's scaled scores from its scores (n × n): each divided by √d_k, the very division
+ * app/attention.py does in float64 (IEEE division and square root are exact to the last bit in
+ * both), so the numbers are the server's own (tests/model/test_service.py holds it to that).
+ */
+export function scaledFrom(scores, dK) {
+  const root = Math.sqrt(dK);
+  return scores.map((row) => row.map((x) => x / root));
+}
+
+/** The full mask's view of one head in the JSON answer's form, its scaled (and masked) made here. */
+function fullFrom(frame) {
+  const data = frameAsJson(frame);
+  if (!data.scaled) {
+    data.scaled = scaledFrom(data.scores, data.d_k);
+    data.masked = data.scaled; // the full mask hides nothing (the same numbers, as the frame shares them)
+  }
+  return data;
+}
+
+/** The full mask's answer: one head's without its scaled scores (FULL_STAGES), a mean's whole. */
+function fullFrame(req, signal) {
+  return sentenceFrame(req, "full", { stages: oneHead(req) ? FULL_STAGES : null }, signal);
+}
+
+/**
  * The stages asked for under the causal mask when the full mask's answer comes too: q, k, v,
  * scores and scaled are the same under both, and `masked` is the full answer's `scaled` with −∞
  * after each query's own token (causalMasked), so only weights and output need the server.
@@ -136,7 +172,7 @@ export function fewestRows(sentence) {
 
 /**
  * The sentence under both masks, like the hand-set mode (the page shows one and compares), in
- * two frames asked at once: every stage under the full mask, and under the causal one only the
+ * two frames asked at once: the full mask's stages (FULL_STAGES), and under the causal one only the
  * weights and the output (CAUSAL_STAGES; the server runs the model once for both). A decoder (GPT-2,
  * SmolLM2: `req.causal`) has only its causal mask: `full` is then null. `req.causal` null: not
  * known yet, so the model's own mask is asked first and its answer says which it is.
@@ -158,16 +194,13 @@ export async function sentenceBothMasks(req, signal) {
     return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
   }
   if (req.mask === "full" && fewestRows(req.sentence) > COMPARE_MAX) {
-    const full = await sentenceFrame(req, "full", {}, signal);
-    return full.ok ? withCausal(req, frameAsJson(full.frame), signal) : full;
+    const full = await fullFrame(req, signal);
+    return full.ok ? withCausal(req, fullFrom(full.frame), signal) : full;
   }
-  const [full, causal] = await Promise.all([
-    sentenceFrame(req, "full", {}, signal),
-    sentenceFrame(req, "causal", { stages: CAUSAL_STAGES }, signal),
-  ]);
+  const [full, causal] = await Promise.all([fullFrame(req, signal), sentenceFrame(req, "causal", { stages: CAUSAL_STAGES }, signal)]);
   if (!full.ok) return full;
   if (!causal.ok) return causal;
-  const fullData = frameAsJson(full.frame);
+  const fullData = fullFrom(full.frame);
   return { ok: true, data: { full: fullData, causal: causalFrom(fullData, causal.frame) } };
 }
 

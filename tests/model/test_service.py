@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -115,6 +116,26 @@ def test_causal_masked_is_the_full_scaled_hidden_after_the_query(api: TestClient
     hidden_after = np.triu(np.ones((n, n), dtype=bool), 1)  # key j > query i
     np.testing.assert_array_equal(causal["masked"], np.where(hidden_after, -np.inf, full["scaled"]))
     np.testing.assert_array_equal(causal["scaled"], full["scaled"])
+
+
+@pytest.mark.parametrize(("layer", "head", "mask"), [(3, 1, "full"), (0, 0, "full"), (5, 11, "causal")])
+def test_scaled_is_the_scores_over_the_root_of_d_k(api: TestClient, layer: int, head: int, mask: str) -> None:
+    """A view of one head leaves `scaled` out of its frame and the page divides it out of `scores`
+    (static/js/model.js scaledFrom: x / Math.sqrt(d_k), IEEE-exact as NumPy's): that must be the
+    server's own `scaled`, bit for bit."""
+    body = {"sentence": ANIMAL, "layer": layer, "head": head, "mask": mask}
+    r = api.post("/api/attention", json=body, headers={"accept": frame.FRAME_MEDIA_TYPE})
+    fields, arrays = frame.decode(r.content)
+    np.testing.assert_array_equal(arrays["scaled"], arrays["scores"] / math.sqrt(fields["d_k"]))
+
+
+def test_a_mean_view_s_scaled_is_not_its_scores_over_the_root_of_d_k(api: TestClient) -> None:
+    """Why a mean view asks for its scaled scores: the mean of each head's scores / √d_k is not, to
+    the bit, the mean score / √d_k (so the page does not make it)."""
+    body = {"sentence": ANIMAL, "layer": 2, "head": "mean"}
+    r = api.post("/api/attention", json=body, headers={"accept": frame.FRAME_MEDIA_TYPE})
+    fields, arrays = frame.decode(r.content)
+    assert not np.array_equal(arrays["scaled"], arrays["scores"] / math.sqrt(fields["d_k"]))
 
 
 def test_frame_answer(api: TestClient) -> None:
