@@ -99,10 +99,7 @@ function mark(ready) {
 store.subscribe((name) => {
   lesson.refresh();
   if (name === "setHover" || name === "setHoverToken") return; // a pointer over the view: nothing to tell
-  if (attentionOn() && state.sentence && attention.mounted) {
-    sentence.fetchHeads();
-    source.fetchLater(); // a long sentence's causal mask, once the page switches to it
-  }
+  if (attentionOn() && state.sentence && attention.mounted) source.afterChange(); // the overview, a mask left for later
   writeUrl(state, state.history === "push");
   act.urlWritten();
   viewChanged();

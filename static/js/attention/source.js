@@ -181,8 +181,14 @@ export class Source {
     return { sentence: state.sentence, layer: state.layer, head: state.head, mask: state.mask, kind: state.model?.kind ?? "bert", model: state.modelId, causal };
   }
 
+  /** After every change of a sentence's view: its overview (sentence.js fetchHeads), and a mask left for later. */
+  afterChange() {
+    this.heads.fetchHeads();
+    this.fetchLater();
+  }
+
   /**
-   * After every change: when the page shows a mask its answer left for later (a long sentence's
+   * When the page shows a mask its answer left for later (a long sentence's
    * causal mask: model.js sentenceBothMasks), ask for it once; the store takes it (laterReceived)
    * if that answer is still the one shown.
    */
