@@ -3,7 +3,7 @@
 // the state: requests, timers and the DOM are the effects' business (attention/source.js,
 // lesson.js, main.js), which call these.
 
-import { ANIMAL, ANIMAL_VIEW } from "./model.js";
+import { ANIMAL, ANIMAL_VIEW, offers } from "./model.js";
 import { ATTENTION_CHAPTERS, createState, MASKS, MAX_SENTENCE, readUrl } from "./state.js";
 import { STEP_IDS } from "./attention/stages.js";
 
@@ -12,7 +12,7 @@ export const OPENING_WORD = { "the-cat-ate-its-fish": "its" };
 
 const tokenCount = (state) => (state.result?.full ?? state.result?.causal)?.tokens.length ?? state.input?.tokens.length ?? null;
 /** Whether the page can show `mask` for the answer it has (or will ask for: a mask left for later). */
-const hasMask = (state, mask) => !state.result || Boolean(state.result[mask]) || state.result.later === mask;
+const hasMask = (state, mask) => !state.result || offers(state.result, mask);
 const push = (state, on) => {
   if (on) state.history = "push";
 };

@@ -176,6 +176,11 @@ export async function attentionBothMasks(input, signal) {
  * flight when a newer one starts, and only ever delivers the newest answer (a slow old
  * response can never overwrite a newer one).
  */
+/** The outcome of a request that never reached the server (a network error): the page says so. */
+export function unreachable(err) {
+  return { ok: false, errors: [{ field: "body", msg: `Could not reach the server (${err.message}).` }] };
+}
+
 export class Recomputer {
   /** `fetcher(input, signal)` resolves to an outcome (default: the hand-set input under both masks). */
   constructor(onResult, delay = 180, fetcher = attentionBothMasks) {
@@ -214,7 +219,7 @@ export class Recomputer {
       outcome = await this.fetcher(input, controller.signal);
     } catch (err) {
       if (controller.signal.aborted) return;
-      outcome = { ok: false, errors: [{ field: "body", msg: `Could not reach the server (${err.message}).` }] };
+      outcome = unreachable(err);
     }
     if (seq !== this.seq) return; // a newer request has been scheduled since
     this.controller = null;

@@ -158,6 +158,11 @@ function causalFrom(full, causalFrame) {
   return { ...full, ...frameAsJson(causalFrame), masked: causalMasked(full.scaled) };
 }
 
+/** Whether both masks' answer `result` has `mask`, or has left it for later (`later`: sentenceBothMasks). */
+export function offers(result, mask) {
+  return Boolean(result[mask]) || result.later === mask;
+}
+
 /** The most rows (tokens, or words when pieces are merged) the full and causal tables are compared side by side. */
 export const COMPARE_MAX = 20;
 
@@ -166,7 +171,7 @@ export const COMPARE_MAX = 20;
  * every run of characters between spaces is a word or more, and BERT adds [CLS] and [SEP]. (A run
  * the tokenizer drops, such as control characters alone, is why withCausal counts again.)
  */
-export function fewestRows(sentence) {
+function fewestRows(sentence) {
   return sentence.split(/\s+/).filter(Boolean).length + 2;
 }
 

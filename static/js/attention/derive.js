@@ -9,7 +9,7 @@
 // no numbers, the output z, the comparison and the overview of every head are left out.
 
 import { arithmetic } from "../arithmetic.js";
-import { identityGroups, mergeView, sliceView } from "../model.js";
+import { identityGroups, mergeView, offers, sliceView } from "../model.js";
 import { questionId, verdict } from "../predictfirst.js";
 import { drawing } from "../projection.js";
 import { current } from "../state.js";
@@ -35,9 +35,6 @@ function evenScene(data, step) {
   const even = data.masked.map((row) => row.map((x) => (x === null ? null : 0.5)));
   return { data: { ...data, even }, step: { ...step, id: "withheld", stage: "even", links: "weight", masked: true, output: false } };
 }
-
-/** Whether an answer has `mask`, or has left it for later (model.js: a long sentence's causal mask). */
-const canShow = (result, mask) => Boolean(result[mask]) || result.later === mask;
 
 export function derive(state) {
   const step = stepById(state.step);
@@ -117,6 +114,6 @@ export function derive(state) {
     sceneWindow,
     inspect,
     compare: withheld ? null : { full: state.result.full, causal: state.result.causal, merged: sentenceMode && state.merge },
-    masks: { full: !canShow(state.result, "full"), causal: !canShow(state.result, "causal") }, // disabled: the answer has no such mask
+    masks: { full: !offers(state.result, "full"), causal: !offers(state.result, "causal") }, // disabled: the answer has no such mask
   };
 }

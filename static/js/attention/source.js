@@ -3,7 +3,7 @@
 // This is the attention view's effect: it asks the server and tells the store what came back
 // (actions.js); it keeps only its requests in flight and a timer, never what the page shows.
 
-import { getExample, pageExample, Recomputer } from "../api.js";
+import { getExample, pageExample, Recomputer, unreachable } from "../api.js";
 import { OPENING_WORD } from "../actions.js";
 import { ANIMAL, asInfo, isCausal, modelInfo, sentenceBothMasks, sentenceCausal } from "../model.js";
 import { createState, readUrl } from "../state.js";
@@ -198,7 +198,7 @@ export class Source {
     if (!state.sentence || !result?.later || result.later !== state.mask || this.laterFor === result) return;
     this.laterFor = result;
     sentenceCausal(this.modelRequest(), result.full)
-      .catch((err) => ({ ok: false, errors: [{ field: "body", msg: `Could not reach the server (${err.message}).` }] }))
+      .catch(unreachable)
       .then((outcome) => {
         if (this.laterFor === result) this.laterFor = null;
         this.act.laterReceived(result, outcome);
