@@ -90,6 +90,12 @@ export const actions = {
     state.head = head;
   },
 
+  /** The projector view on or off (classroom/presenter.js, through pageview.js). */
+  setPresenting(state, on) {
+    if (state.presenting === Boolean(on)) return false;
+    state.presenting = Boolean(on);
+  },
+
   // ---- predict first and withholding ----------------------------------------------------------
 
   setPredict(state, on) {

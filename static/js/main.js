@@ -186,6 +186,7 @@ provideView({
   withhold: (reason) => act.withhold(reason),
   release: () => act.release(),
   reframe: () => lesson.reframe(),
+  presenting: (on) => act.setPresenting(on),
 });
 
 // Back and Forward: the browser restores a view the page pushed (a chapter, example ↔ sentence)

@@ -13,6 +13,7 @@
 //   withhold(reason)       hide everything derived from the weights on this page ("quiz", "hidden", …)
 //   release()              show it again
 //   reframe()              fit the 3D view on screen to its content (the projector view, a resize)
+//   presenting(on)         the projector view on or off: the view draws fewer rows and words at once
 //   onViewChange(cb)       cb(viewState()) after every change of the view; returns an unsubscribe function
 //   whenReady(cb)          cb() once main.js has provided the view (at once if it already has)
 //
@@ -31,7 +32,7 @@ const changeListeners = new Set();
 const readyListeners = [];
 const impl = () => provided[0] ?? null;
 
-/** main.js only: { state(), apply(params), current(), withhold(reason), release(), reframe() }. */
+/** main.js only: { state(), apply(params), current(), withhold(reason), release(), reframe(), presenting(on) }. */
 export function provideView(view) {
   provided.splice(0, provided.length, view);
   for (const cb of readyListeners.splice(0)) cb();
@@ -96,6 +97,10 @@ export function release() {
 
 export function reframe() {
   impl()?.reframe();
+}
+
+export function presenting(on) {
+  impl()?.presenting(on);
 }
 
 // ---- what main.js uses to provide the view -------------------------------------------------

@@ -76,6 +76,8 @@ export function createState(defaultExample) {
     hoverToken: null, // a word hovered in the 3D view (sentence mode lists its numbers)
     slow: false, // the model's answer is taking a while ("Running the model…")
     history: "replace", // "push": the next URL write is a view a user would go back to
+    // how the page is shown (not in the URL or a room's snapshot)
+    presenting: false, // the projector view (classroom/presenter.js): fewer rows and words at once (attention/derive.js)
   };
 }
 

@@ -61,14 +61,16 @@ export class MatrixTable {
     // focused its row) gets it back in the new table, so the focus ring stays where it was used
     const active = table.contains(document.activeElement) ? document.activeElement.dataset.testid : null;
     table.replaceChildren();
-    table.classList.toggle("dense", n > 7);
-    table.classList.toggle("crowded", n > 14);
+    table.classList.toggle("dense", to - from > 7); // as many columns as are drawn (a window: fewer than n)
+    table.classList.toggle("crowded", to - from > 14);
     const notes = ["rows: queries", "columns: keys"];
     if (step.output) notes.push("z: each query's output");
     notes.push(`${data.mask} mask`);
-    if (win) notes.push(`rows and columns ${from + 1}–${to} of ${n}, around the focused word`);
     const caption = el("caption", {}, `${CAPTIONS[step.stage]} `);
     caption.append(el("span", { className: "notes" }, `(${notes.join(", ")})`));
+    // a window of a long sentence says which (the projector view shows this line alone)
+    table.classList.toggle("windowed", Boolean(win));
+    if (win) caption.append(el("span", { className: "window", dataset: { testid: "table-window" } }, `rows and columns ${from + 1}–${to} of ${n}, around the focused word`));
     table.append(caption);
 
     const head = el("thead");

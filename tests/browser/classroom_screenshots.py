@@ -19,7 +19,12 @@ from playwright.sync_api import sync_playwright
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 
-# chapter, step (None: its first), the query's extra parameters
+# a teacher's own sentence of 33 tokens: the projector shows 7 rows and columns of its table, 16 of its words in 3D
+LONG = (
+    "the+quick+brown+fox+jumps+over+the+lazy+dog+while+the+cat+sleeps+on+the+warm+mat"
+    "+and+the+bird+sings+a+song+in+the+old+tall+tree+by+the+river"
+)
+# chapter, step (None: its first), the query's extra parameters; the file is projector-CHAPTER-WIDTH.png
 VIEWS: list[tuple[str, str | None, str]] = [
     ("rnn", None, ""),
     ("projections", None, ""),
@@ -32,6 +37,7 @@ VIEWS: list[tuple[str, str | None, str]] = [
     ("mistakes", None, ""),
     ("writing", None, "&n=6"),
     ("today", None, ""),
+    ("sentence", "softmax", f"&sentence={LONG}&focus=12"),  # chapter steps: projector-sentence-WIDTH.png
 ]
 SIZES = [(1280, 720), (1920, 1080)]
 
@@ -45,7 +51,8 @@ def main(base: str, token: str, out: Path, only: list[str]) -> None:
                 continue
             for width, height in SIZES:
                 page = browser.new_page(viewport={"width": width, "height": height}, reduced_motion="reduce")
-                query = f"?token={token}&present=1&chapter={chapter}" + (f"&step={step}" if step else "") + extra
+                shown = "steps" if chapter == "sentence" else chapter
+                query = f"?token={token}&present=1&chapter={shown}" + (f"&step={step}" if step else "") + extra
                 page.goto(base + "/" + query)
                 page.wait_for_selector('#app[data-ready="true"]', timeout=60_000)
                 page.wait_for_selector('[data-testid="join-qr"]')

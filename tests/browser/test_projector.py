@@ -198,10 +198,11 @@ def look(w: Watched, chapter: str, step: str, width: int) -> list[str]:
     return problems
 
 
-def walk_chapter(w: Watched, chapter: str) -> list[str]:
-    """Every step of `chapter` in the projector view, at both sizes (make test: every other step at 1920×1080)."""
+def walk_chapter(w: Watched, chapter: str, query: str | None = None) -> list[str]:
+    """Every step of `chapter` in the projector view, at both sizes (make test: every other step at
+    1920×1080); `query`: the chapter's query (default: CHAPTERS')."""
     w.page.set_viewport_size({"width": 1280, "height": 720})
-    w.page.goto(f"{w.base}/?chapter={chapter}{CHAPTERS[chapter]}&present=1")
+    w.page.goto(f"{w.base}/?chapter={chapter}{CHAPTERS[chapter] if query is None else query}&present=1")
     w.page.wait_for_selector(
         f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=180_000
     )  # the decoder's first load
@@ -236,6 +237,48 @@ def test_every_step_of_every_chapter_is_whole_and_large_on_the_projector(project
     problems = walk_chapter(projector, chapter)
     print({k: v for k, v in SMALLEST.items() if k[0] == chapter})
     assert not problems, "\n".join(problems)
+
+
+# A teacher's own sentence: 15 tokens (the masks still compared side by side: COMPARE_MAX is 20) and 33
+LONG = {
+    15: "the quick brown fox jumps over the lazy dog while the cat sleeps",
+    33: "the quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat "
+    "and the bird sings a song in the old tall tree by the river",
+}
+
+
+@pytest.mark.parametrize(("chapter", "tokens"), [("steps", 33), ("masks", 15)])
+def test_a_long_typed_sentence_is_whole_on_the_projector(projector: Watched, chapter: str, tokens: int) -> None:
+    """A sentence the teacher typed, longer than a projector can show whole: the table shows the 7
+    rows and columns around the focused word and says which (the masks compared: 4), the 3D view
+    16 words, every step whole and as large as the lesson's example (the page, as a laptop shows
+    it, keeps its 64 and 32)."""
+    w = projector
+    query = f"&sentence={LONG[tokens].replace(' ', '+')}&focus=12"
+    problems = walk_chapter(w, chapter, query)
+    assert not problems, "\n".join(problems)
+    n = w.page.evaluate("document.querySelectorAll('#matrix tbody tr').length")
+    assert w.page.evaluate("document.querySelectorAll('#matrix thead th[data-col]').length") == n == 7
+    rows = "10–16" if tokens == 33 else "9–15"  # focus 12: 3 rows either side, where the sentence has them
+    assert w.text("table-window") == f"rows and columns {rows} of {tokens}, around the focused word"
+    assert w.page.get_by_test_id("table-window").is_visible() or chapter == "masks"  # the masks' step hides it
+    queries = "document.querySelectorAll('#scene .label-query').length"
+    assert w.page.evaluate(queries) == min(tokens, 16)
+    if chapter == "steps":  # a word at the window's edge, focused: the window moves to have it in its middle
+        w.page.get_by_test_id("row-9").click()
+        w.page.wait_for_selector('#app[data-ready="true"][data-focus="9"]')
+        assert w.text("table-window") == "rows and columns 7–13 of 33, around the focused word"
+        word = w.page.locator("[data-testid=row-9] .tok").inner_text()
+        assert w.page.locator("#scene .label-query.focused").inner_text() == word == "dog"
+    if chapter == "masks":  # the last step: the masks side by side, around the focused word
+        assert w.text("compare-window") == f"rows and columns 11–14 of {tokens}, around the focused word"
+        heads = w.page.locator("[data-testid=compare-full] thead th").all_inner_texts()
+        assert heads == ["while", "the", "cat", "sleeps"], heads
+        assert not w.page.locator("#matrix").is_visible()  # one of the two tables beside it
+    w.page.get_by_role("button", name="Exit presenting").click()
+    w.wait_ready()
+    assert w.page.evaluate("document.querySelectorAll('#matrix tbody tr').length") == tokens  # every row again
+    assert w.page.evaluate(queries) == min(tokens, 32)
 
 
 def test_the_projector_shows_the_whole_step_the_sums_and_its_menus(projector: Watched) -> None:

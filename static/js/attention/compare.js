@@ -3,6 +3,7 @@
 
 import { deltaRgb, fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
 import { COMPARE_MAX, mergeView } from "../model.js";
+import { el } from "../dom.js";
 import { drawingFor } from "./derive.js";
 
 function cell(tag, text, props = {}) {
@@ -40,10 +41,15 @@ function miniTable(title, tokens, rows, colour, testid, focus) {
   return table;
 }
 
-function renderCompare(container, result, focus) {
-  const full = result.full.weights;
-  const causal = result.causal.weights;
-  const tokens = result.full.tokens;
+/** Rows and columns from..to−1 of a square matrix (the whole of it without a window). */
+const windowOf = (m, win) => (win ? m.slice(win.from, win.to).map((row) => row.slice(win.from, win.to)) : m);
+
+/** `win` ({ from, to } or null): only those rows and columns (the projector view's, around the focus). */
+function renderCompare(container, result, focus, win) {
+  const full = windowOf(result.full.weights, win);
+  const causal = windowOf(result.causal.weights, win);
+  const tokens = win ? result.full.tokens.slice(win.from, win.to) : result.full.tokens;
+  focus -= win ? win.from : 0;
   const asCells = (m) => m.map((row) => row.map((x) => ({ value: x, text: fixed3(x) })));
   const delta = causal.map((row, i) =>
     row.map((x, j) => {
@@ -52,7 +58,10 @@ function renderCompare(container, result, focus) {
       return { value: d, text };
     }),
   );
+  const n = result.full.tokens.length;
+  const note = win ? [el("p", { className: "compare-window", dataset: { testid: "compare-window" } }, `rows and columns ${win.from + 1}–${win.to} of ${n}, around the focused word`)] : [];
   container.replaceChildren(
+    ...note,
     miniTable("Full (BERT-style)", tokens, asCells(full), heatRgb, "compare-full", focus),
     miniTable("Causal (GPT-style)", tokens, asCells(causal), heatRgb, "compare-causal", focus),
     miniTable("Change: causal − full (orange gains, blue loses)", tokens, delta, deltaRgb, "compare-delta", focus),
@@ -70,7 +79,7 @@ export function renderComparison(box, v, sentence, focus) {
     box.replaceChildren();
     return;
   }
-  const { full, causal, merged } = v.compare;
+  const { full, causal, merged, window: win } = v.compare;
   if (!full) {
     box.replaceChildren(document.createTextNode("This model is a decoder: it only ever runs with its causal mask."));
     return;
@@ -85,5 +94,5 @@ export function renderComparison(box, v, sentence, focus) {
     return;
   }
   const rowOf = merged ? Math.max(0, f.merged.groups.findIndex((g) => g.includes(focus))) : v.focusRow;
-  renderCompare(box, { full: f, causal: asShown(causal) }, rowOf);
+  renderCompare(box, { full: f, causal: asShown(causal) }, rowOf, win);
 }

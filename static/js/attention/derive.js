@@ -17,6 +17,18 @@ import { stepById } from "./stages.js";
 
 export const SCENE_MAX = 32; // the most tokens the 3D view draws at once (a window around the focus)
 export const TABLE_MAX = 64; // the most rows and columns the table draws at once (the same idea)
+// The projector view (state.presenting): as much as can be read from the back of a room, the
+// table's digits no smaller than classroom/fit.js's floor beside the step's words, for every step
+// of the attention chapters at 16:9 (the projector's root size is 1.5vw, so 1280 and 1920 alike).
+export const PRESENT_SCENE_MAX = 16;
+export const PRESENT_TABLE_MAX = 7;
+// the masks side by side, two tables abreast and their change under them: up to PRESENT_COMPARE_MAX
+// rows whole (the lesson's example), a longer sentence (longer words) a window of PRESENT_COMPARE_WINDOW
+export const PRESENT_COMPARE_MAX = 5;
+export const PRESENT_COMPARE_WINDOW = 4;
+
+/** The first of `count` rows shown out of `rows`, centred on `focus` where the ends allow. */
+const windowStart = (rows, count, focus) => Math.min(rows - count, Math.max(0, focus - Math.floor(count / 2)));
 
 const drawings = new WeakMap(); // a cache (response → its PCA drawing), not state: the same answer gives the same drawing
 
@@ -68,18 +80,23 @@ export function derive(state) {
   const withheld = state.withheld ?? (question ? { reason: "predict" } : null);
   const shownStep = withheld && step.stage === "weights" ? stepById("mask") : step;
 
-  // the table: every row, or a window of TABLE_MAX around the focus
-  const from = rows > TABLE_MAX ? Math.min(rows - TABLE_MAX, Math.max(0, focusRow - TABLE_MAX / 2)) : 0;
-  const tableWindow = rows > TABLE_MAX ? { from, to: from + TABLE_MAX } : null;
+  // the table: every row, or a window of TABLE_MAX (the projector: PRESENT_TABLE_MAX) around the focus
+  const tableMax = state.presenting ? PRESENT_TABLE_MAX : TABLE_MAX;
+  const from = rows > tableMax ? windowStart(rows, tableMax, focusRow) : 0;
+  const tableWindow = rows > tableMax ? { from, to: from + tableMax } : null;
+  // the masks compared (at most COMPARE_MAX rows): in the projector view, a window of PRESENT_COMPARE_WINDOW
+  const compareFrom = windowStart(rows, PRESENT_COMPARE_WINDOW, focusRow);
+  const compareWindow = state.presenting && rows > PRESENT_COMPARE_MAX ? { from: compareFrom, to: compareFrom + PRESENT_COMPARE_WINDOW } : null;
 
-  // the 3D view: every row, or a window of SCENE_MAX around the focus
+  // the 3D view: every row, or a window of SCENE_MAX (PRESENT_SCENE_MAX) around the focus
+  const sceneMax = state.presenting ? PRESENT_SCENE_MAX : SCENE_MAX;
   let offset = 0;
   let sceneData = shown;
   let sceneWindow = null;
-  if (rows > SCENE_MAX) {
-    offset = Math.min(rows - SCENE_MAX, Math.max(0, focusRow - Math.floor(SCENE_MAX / 2)));
-    sceneData = sliceView(shown, offset, offset + SCENE_MAX);
-    sceneWindow = { n: rows, count: SCENE_MAX, from: offset + 1, to: offset + SCENE_MAX };
+  if (rows > sceneMax) {
+    offset = windowStart(rows, sceneMax, focusRow);
+    sceneData = sliceView(shown, offset, offset + sceneMax);
+    sceneWindow = { n: rows, count: sceneMax, from: offset + 1, to: offset + sceneMax, tableAll: !tableWindow };
   }
   const inScene = (c) => (c && c.row - offset >= 0 && c.row - offset < sceneData.tokens.length && c.col - offset >= 0 && c.col - offset < sceneData.tokens.length ? { row: c.row - offset, col: c.col - offset } : null);
   const drawn = withheld ? evenScene(sceneData, shownStep) : { data: sceneData, step: shownStep };
@@ -113,7 +130,7 @@ export function derive(state) {
     sceneOffset: offset,
     sceneWindow,
     inspect,
-    compare: withheld ? null : { full: state.result.full, causal: state.result.causal, merged: sentenceMode && state.merge },
+    compare: withheld ? null : { full: state.result.full, causal: state.result.causal, merged: sentenceMode && state.merge, window: compareWindow },
     masks: { full: !offers(state.result, "full"), causal: !offers(state.result, "causal") }, // disabled: the answer has no such mask
   };
 }

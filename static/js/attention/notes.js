@@ -39,7 +39,7 @@ export function renderSceneNote(v) {
     if (v.merged) parts.push("A merged word's arrows are the means of its pieces'.");
     if (data.mean_over?.length) parts.push(`For a mean, q, k and v are the means of the ${data.mean_over.join(" and ")}' vectors (a summary for drawing).`);
     const w = v.sceneWindow;
-    if (w) parts.push(`The 3D view shows ${w.count} of the ${w.n} rows (${w.from}–${w.to}, around the focused one); the table has all.`);
+    if (w) parts.push(`The 3D view shows ${w.count} of the ${w.n} rows (${w.from}–${w.to}, around the focused one)${w.tableAll ? "; the table has all" : ""}.`);
     $("scene-note").textContent = parts.join(" ");
     return;
   }

@@ -9,7 +9,7 @@
 // Room menu (roommenu.js): the quiz summary and its CSV, reset the room, close it.
 
 import { el } from "../dom.js";
-import { applyViewState, currentView, onViewChange, reframe, viewState } from "../pageview.js";
+import { applyViewState, currentView, onViewChange, presenting, reframe, viewState } from "../pageview.js";
 import { call } from "./api.js";
 import { fitPanels, PANELS } from "./fit.js";
 import { answerOf, QuizPanel } from "./quiz.js";
@@ -110,6 +110,7 @@ export class Presenter {
   /** `adopt`: take up the kept room's view (a bare /?present=1 reload) instead of sending this page's. */
   async setPresenting(on, { adopt = false } = {}) {
     this.presenting = on;
+    presenting(on); // the view draws what a projector can show (attention/derive.js)
     document.body.classList.toggle("cr-presenting", on);
     document.documentElement.classList.toggle("cr-presenting-root", on);
     this.button.textContent = on ? "Exit presenting" : "Present";
