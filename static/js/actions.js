@@ -96,6 +96,12 @@ export const actions = {
     state.presenting = Boolean(on);
   },
 
+  /** A phone's screen, or a wider one (attention/view.js follows the screen's width). */
+  setNarrow(state, on) {
+    if (state.narrow === Boolean(on)) return false;
+    state.narrow = Boolean(on);
+  },
+
   // ---- predict first and withholding ----------------------------------------------------------
 
   setPredict(state, on) {

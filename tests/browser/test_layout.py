@@ -145,6 +145,38 @@ def test_phone_sentence_fits(browser: Any, server: str, size: tuple[int, int]) -
         assert w.page.evaluate("document.documentElement.scrollWidth") <= width
 
 
+LONG = (
+    "the quick brown fox jumps over the lazy dog while the cat sleeps on the warm mat "
+    "and the bird sings a song in the old tall tree by the river"
+)  # 33 tokens
+
+
+def test_phone_long_sentence_draws_16_whole_words(browser: Any, server: str) -> None:
+    """A 33-token sentence on a phone: its 3D view draws the 16 words around the focus (32 on a
+    wider screen), every one of them whole, inside the view, none over another; the table keeps
+    every row (it scrolls)."""
+    with watched_page(browser, server) as w:
+        w.page.set_viewport_size({"width": 390, "height": 844})
+        w.goto(f"?sentence={quote(LONG)}&step=softmax&focus=12")
+        w.wait_ready(mode="sentence")
+        queries = "() => [...document.querySelectorAll('.label-layer .label-query')].map((e) => e.textContent)"
+        words = w.page.evaluate(queries)
+        assert sorted(words) == sorted(LONG.split()[3:19]), words  # tokens 4–19 of [CLS] the quick brown fox …
+        assert w.page.locator(".label-layer .label-query.focused").inner_text() == "cat"
+        assert "16 of the 33 rows (5–20, around the focused one)" in w.text("scene-note")
+        seen = _labels(w)
+        assert seen["overlaps"] == [], seen["overlaps"]
+        assert seen["outside"] == [], seen["outside"]
+        cut = w.page.evaluate(
+            "() => [...document.querySelectorAll('.label-layer .label')]"
+            ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"
+        )
+        assert cut == [], cut
+        assert w.page.evaluate("document.querySelectorAll('#matrix tbody tr').length") == 33
+        w.page.set_viewport_size({"width": 1280, "height": 800})  # wider: 32 words again
+        w.page.wait_for_function(f"() => ({queries})().length === 32")
+
+
 # ---- a projector: 1280 × 720 -------------------------------------------------------------------
 
 FOLD = """() => {

@@ -21,6 +21,9 @@ export const TABLE_MAX = 64; // the most rows and columns the table draws at onc
 // table's digits no smaller than classroom/fit.js's floor beside the step's words, for every step
 // of the attention chapters at 16:9 (the projector's root size is 1.5vw, so 1280 and 1920 alike).
 export const PRESENT_SCENE_MAX = 16;
+// A phone (state.narrow, the width app.css lays out in one column): its 3D view's words, whole
+export const PHONE_MEDIA = "(max-width: 600px)";
+export const PHONE_SCENE_MAX = 16;
 export const PRESENT_TABLE_MAX = 7;
 // the masks side by side, two tables abreast and their change under them: up to PRESENT_COMPARE_MAX
 // rows whole (the lesson's example), a longer sentence (longer words) a window of PRESENT_COMPARE_WINDOW
@@ -88,8 +91,8 @@ export function derive(state) {
   const compareFrom = windowStart(rows, PRESENT_COMPARE_WINDOW, focusRow);
   const compareWindow = state.presenting && rows > PRESENT_COMPARE_MAX ? { from: compareFrom, to: compareFrom + PRESENT_COMPARE_WINDOW } : null;
 
-  // the 3D view: every row, or a window of SCENE_MAX (PRESENT_SCENE_MAX) around the focus
-  const sceneMax = state.presenting ? PRESENT_SCENE_MAX : SCENE_MAX;
+  // the 3D view: every row, or a window of SCENE_MAX (the projector's, a phone's: fewer) around the focus
+  const sceneMax = state.presenting ? PRESENT_SCENE_MAX : state.narrow ? PHONE_SCENE_MAX : SCENE_MAX;
   let offset = 0;
   let sceneData = shown;
   let sceneWindow = null;

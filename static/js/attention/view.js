@@ -15,7 +15,7 @@ import { renderInspect } from "../inspect.js";
 import { MatrixTable } from "../table.js";
 import { renderArithmetic } from "./arithpanel.js";
 import { renderComparison } from "./compare.js";
-import { derive } from "./derive.js";
+import { derive, PHONE_MEDIA } from "./derive.js";
 import { renderBanner, renderEditorNote, renderSceneNote, renderWithheld } from "./notes.js";
 import { PredictBox } from "./predictbox.js";
 
@@ -43,6 +43,10 @@ export class AttentionView {
     this.predict = new PredictBox(store.act, () => this.now?.question ?? null);
     this.scene = null;
     $("reset-view").addEventListener("click", () => this.reframe());
+    // a phone's screen (the width app.css lays out as one): the 3D view draws fewer words at once
+    const phone = window.matchMedia(PHONE_MEDIA);
+    this.act.setNarrow(phone.matches);
+    phone.addEventListener("change", (e) => this.act.setNarrow(e.matches));
   }
 
   /** Focus row `row` of the table as shown (a merged word: its first piece). */
