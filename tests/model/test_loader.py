@@ -80,6 +80,21 @@ def test_sentence_cache_is_bounded(tiny_gpt2_dir: Path) -> None:
     assert handle.trace(s, handle.encode(s), "numpy") is handle.trace(s, handle.encode(s), "numpy")
 
 
+def test_a_cached_sentence_is_not_tokenized_again(tiny_gpt2_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A view's layer or head, or the overview, of a sentence whose trace is cached reuses its tokens."""
+    handle = ModelHandle(tiny_gpt2_dir)
+    tokenizer = handle.model().tokenizer
+    calls: list[str] = []
+    real = tokenizer.encode
+    monkeypatch.setattr(tokenizer, "encode", lambda s: calls.append(s) or real(s))
+    first = handle.encode("a sentence")
+    assert calls == ["a sentence"] and handle.encode("a sentence") is not first  # not cached yet: tokenized again
+    handle.trace("a sentence", first, "numpy")
+    again = handle.encode("a sentence")
+    assert again is first and calls == ["a sentence"] * 2
+    assert handle.encode("another one").tokens != first.tokens and calls[-1] == "another one"
+
+
 def test_sentence_cache_is_bounded_in_bytes(tiny_gpt2_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A decoder's traces are large (SmolLM2 at 512 tokens: ~96 MB each): the cache holds the most
     recent ones that fit in MODEL_CACHE_BYTES, and always the newest."""
