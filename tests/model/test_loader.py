@@ -17,6 +17,7 @@ from app.main import create_app
 from app.model import loader
 from app.model.loader import ModelHandle
 from app.model.spec import ModelSpec
+from app.model.tokenizer import Encoded
 
 
 def test_loads_once_under_concurrent_first_requests(monkeypatch: pytest.MonkeyPatch, tiny_gpt2_dir: Path) -> None:
@@ -86,7 +87,12 @@ def test_a_cached_sentence_is_not_tokenized_again(tiny_gpt2_dir: Path, monkeypat
     tokenizer = handle.model().tokenizer
     calls: list[str] = []
     real = tokenizer.encode
-    monkeypatch.setattr(tokenizer, "encode", lambda s: calls.append(s) or real(s))
+
+    def counted(sentence: str) -> Encoded:
+        calls.append(sentence)
+        return real(sentence)
+
+    monkeypatch.setattr(tokenizer, "encode", counted)
     first = handle.encode("a sentence")
     assert calls == ["a sentence"] and handle.encode("a sentence") is not first  # not cached yet: tokenized again
     handle.trace("a sentence", first, "numpy")
