@@ -21,14 +21,14 @@ export const TABLE_MAX = 64; // the most rows and columns the table draws at onc
 // table's digits no smaller than classroom/fit.js's floor beside the step's words, for every step
 // of the attention chapters at 16:9 (the projector's root size is 1.5vw, so 1280 and 1920 alike).
 export const PRESENT_SCENE_MAX = 16;
-// A phone (state.narrow, the width app.css lays out in one column): its 3D view's words, whole
-export const PHONE_MEDIA = "(max-width: 600px)";
-export const PHONE_SCENE_MAX = 16;
 export const PRESENT_TABLE_MAX = 7;
 // the masks side by side, two tables abreast and their change under them: up to PRESENT_COMPARE_MAX
 // rows whole (the lesson's example), a longer sentence (longer words) a window of PRESENT_COMPARE_WINDOW
 export const PRESENT_COMPARE_MAX = 5;
 export const PRESENT_COMPARE_WINDOW = 4;
+// A phone (state.narrow, the width app.css lays out in one column): its 3D view's words, each whole
+export const PHONE_MEDIA = "(max-width: 600px)";
+export const PHONE_SCENE_MAX = 16;
 
 /** The first of `count` rows shown out of `rows`, centred on `focus` where the ends allow. */
 const windowStart = (rows, count, focus) => Math.min(rows - count, Math.max(0, focus - Math.floor(count / 2)));
