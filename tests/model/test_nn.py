@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import pytest
 
+from app.model import nn
 from app.model.nn import _tail, erf, gelu, gelu_tanh, layer_norm, merge_heads, split_heads
 
 
@@ -47,6 +50,22 @@ def test_gelu_takes_max_x_0_as_x_plus_abs_x_halved_to_the_bit() -> None:
         z = np.abs(x) * np.float32(1 / math.sqrt(2))
         plain = np.maximum(x, 0) - _tail(z, 1 / math.sqrt(2)) * z
         assert np.array_equal(gelu(x), plain)
+
+
+@pytest.mark.parametrize("n", [5, 300, 600])  # one block of rows; one per core; more than one per core
+def test_rows_each_joins_every_array_as_rows_does_in_one_hand_over(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    x = np.random.default_rng(n).standard_normal((n, 8)).astype(np.float32)
+    calls: list[int] = []
+    real = nn.parallel
+
+    def counted(f: Any, items: Any) -> Any:
+        calls.append(len(items))
+        return real(f, items)
+
+    monkeypatch.setattr(nn, "parallel", counted)
+    doubled, sums = nn.rows_each(lambda r: [x[r] * 2, x[r].sum(axis=1)], n)
+    assert len(calls) == 1 and calls[0] == len(nn.row_blocks(n))
+    assert np.array_equal(doubled, x * 2) and np.array_equal(sums, nn.rows(lambda r: x[r].sum(axis=1), n))
 
 
 def test_layer_norm() -> None:
