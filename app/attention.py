@@ -53,7 +53,7 @@ class Stages:
 
     def __post_init__(self) -> None:
         for name in STAGES:
-            getattr(self, name).flags.writeable = False
+            getattr(self, name).setflags(write=False)
 
     def as_dict(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in STAGES}
@@ -76,6 +76,19 @@ def check_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
         raise ValueError(f"q, k, v must not be empty, got q {q.shape} and v {v.shape}")
 
 
+def all_finite(a: np.ndarray) -> bool:
+    """Whether every number of a is finite (np.isfinite(a).all()), in one pass when it is: a sum is
+    ∞ or NaN whenever a holds an ∞ or a NaN, so a finite sum says all is well; only a sum that is not
+    (a NaN, an ∞, or finite numbers whose sum overflowed) is read number by number. One reduction,
+    not two calls: a small request's checks are most of its arithmetic's time (bench/api.py)."""
+    return math.isfinite(np.add.reduce(a, axis=None)) or bool(np.isfinite(a).all())
+
+
+def _float64(a: np.ndarray) -> np.ndarray:
+    """a as a float64 array: a itself when it is one already (the API's arrays always are)."""
+    return a if type(a) is np.ndarray and a.dtype == np.float64 else np.asarray(a, dtype=np.float64)
+
+
 def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask = "full", backend: Backend = "numpy") -> Stages:
     """All stages of softmax(q kᵀ / √d_k) v. See the module docstring for names and shapes."""
     return Stages(**dict(stages(q, k, v, mask, backend)))
@@ -89,7 +102,7 @@ def stages(
     Arguments are checked at the call; a stage is never changed after it has been yielded,
     so a caller may send it on while the next one is computed.
     """
-    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    q, k, v = (_float64(a) for a in (q, k, v))
     check_shapes(q, k, v)
     if mask not in MASKS:
         raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
@@ -108,9 +121,9 @@ def _stages_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask) -> It
     yield "masked", masked
     # Stable softmax: shift each row by its maximum, which is finite because the diagonal
     # is never hidden, so exp() only sees values <= 0 and hidden keys get exactly 0.
-    weights = masked - masked.max(axis=-1, keepdims=True)  # (..., n, n)
+    weights = masked - np.maximum.reduce(masked, axis=-1, keepdims=True)  # (..., n, n)
     np.exp(weights, out=weights)  # in place: one n×n buffer, not three
-    weights /= weights.sum(axis=-1, keepdims=True)
+    weights /= np.add.reduce(weights, axis=-1, keepdims=True)
     yield "weights", weights
     yield "output", weights @ v  # (..., n, d_v)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from app.attention import Backend, Mask, Mistake, Stages, attention, visible
+from app.attention import Backend, Mask, Mistake, Stages, all_finite, attention, visible
 from app.errors import InputError
 from app.lesson.mistakes import with_mistake
 from app.schemas import AttentionInput
@@ -55,9 +55,9 @@ def fields(inp: AttentionInput) -> dict[str, Any]:
 def check_finite(s: Stages, q: np.ndarray, k: np.ndarray) -> None:
     """A 422 naming the input to shrink when a stage overflowed float64."""
     check_scores(s.scores, q, k)
-    if not np.isfinite(s.weights).all():  # a mistake's softmax of overflowing scaled scores
+    if not all_finite(s.weights):  # a mistake's softmax of overflowing scaled scores
         raise InputError("q", "q·k scores are too large for the softmax in float64: make q or k smaller")
-    if not np.isfinite(s.output).all():
+    if not all_finite(s.output):
         raise InputError("v", "weights·v overflows float64 (beyond ±1.8e308): make v smaller")
 
 
@@ -66,7 +66,7 @@ def check_scores(scores: np.ndarray, q: np.ndarray, k: np.ndarray) -> None:
     rule it out; a few are read directly: quicker than the two norms."""
     if scores.size > _READ_CELLS and bounded(q, k):
         return
-    if not np.isfinite(scores).all():  # (scaled and weights are finite whenever scores are)
+    if not all_finite(scores):  # (scaled and weights are finite whenever scores are)
         raise InputError("q", "q·k scores overflow float64 (beyond ±1.8e308): make q or k smaller")
 
 

@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app import limits
-from app.attention import Mask, Mistake
+from app.attention import Mask, Mistake, all_finite
 from app.errors import InputError as InputError  # raised by checked(); defined in the leaf module app.errors
 
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
@@ -48,7 +48,9 @@ def _fast_array(value: list[Any], depth: int, info: ValidationInfo) -> np.ndarra
         arr = np.array(value)
     except ValueError:  # ragged
         return None
-    return arr.astype(np.float64, copy=False) if arr.dtype.kind in "fi" and arr.ndim == depth else None
+    if arr.ndim != depth or arr.dtype.kind not in "fi":
+        return None
+    return arr if arr.dtype.kind == "f" else arr.astype(np.float64)
 
 
 def _matrix(value: Any, info: ValidationInfo) -> np.ndarray:
@@ -77,7 +79,7 @@ def _matrix(value: Any, info: ValidationInfo) -> np.ndarray:
             arr = np.array(rows, dtype=np.float64)
         except ValueError:
             raise PydanticCustomError("matrix_ragged", f"{name}: {_ragged(rows)}") from None
-    if not np.isfinite(arr).all():
+    if not all_finite(arr):
         where = "".join(f"[{i}]" for i in np.argwhere(~np.isfinite(arr))[0])
         raise PydanticCustomError(
             "matrix_value", f"{name}{where}: Input should be a finite number (no NaN or ±Infinity)"

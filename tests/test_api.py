@@ -204,6 +204,19 @@ def test_nan_and_infinity_literals_are_refused(client: TestClient, raw: bytes, w
     assert r.json()["detail"][0]["loc"] == ["body", "q"] and words in r.json()["detail"][0]["msg"]
 
 
+def test_finite_numbers_whose_sum_overflows_are_accepted(client: TestClient) -> None:
+    """A matrix is checked for ∞ and NaN by its sum first (app.attention.all_finite): finite numbers
+    whose sum overflows are still finite, and are answered."""
+    body = {"q": [[1e308, 1e308]], "k": [[1e-300, 0.0]], "v": [[1.0]]}
+    r = client.post("/api/attention", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["scores"] == [[1e308 * 1e-300]]
+    raw = b'{"q": [[1e308, 1e308, NaN]], "k": [[1, 0, 0]], "v": [[1]]}'
+    r = client.post("/api/attention", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["msg"].startswith("q[0][2]: Input should be a finite number")
+
+
 @pytest.mark.parametrize(
     ("raw", "ctype", "status", "loc"),
     [

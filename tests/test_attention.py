@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from app.attention import STAGES, attention, default_backend, visible
+from app.attention import STAGES, all_finite, attention, default_backend, visible
 from app.examples import EXAMPLES
 from tests.budget import examples
 from tests.reference import attention_loops
@@ -153,8 +153,27 @@ def test_large_scores_do_not_overflow_softmax() -> None:
 
 def test_stages_are_read_only() -> None:
     s = attention(CAT.q, CAT.k, CAT.v)
-    with pytest.raises(ValueError):
-        s.weights[0, 0] = 1.0
+    for name in STAGES:
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(s, name)[0, 0] = 1.0
+
+
+@pytest.mark.parametrize(
+    "numbers",
+    [
+        [1.0, -2.0, 3.5],
+        [1e308, 1e308, -1e308],  # every number finite, though their sum overflows
+        [1.0, math.inf, 2.0],
+        [-math.inf, 1.0],
+        [math.inf, -math.inf],  # a sum of NaN
+        [1.0, math.nan],
+        [1e308, 1e308, math.nan],
+    ],
+)
+def test_all_finite_is_isfinite_all(numbers: list[float]) -> None:
+    for shape in ((len(numbers),), (1, len(numbers)), (len(numbers), 1, 1)):
+        a = np.array(numbers).reshape(shape)
+        assert all_finite(a) is bool(np.isfinite(a).all())
 
 
 @pytest.mark.parametrize(
