@@ -8,9 +8,11 @@
 2. n = 512, 8 heads, d_k = 64, delivered to a client  vs  the bare NumPy computation of the stages:
    only the weights, float32, as a binary frame                                   goal ≤ 1.2×
    every stage, float64, as a binary frame                                        goal ≤ 1.5×
-   (beside them: the same frame read into memory the client keeps, which leaves out the client's
-   own cost of a new 56 MiB object; the same bytes over a plain socket with no server work, into
-   kept memory and read as http.client reads, the floor under both; every stage as JSON)
+   (each frame read as the API's docs show a Python client: app.frame.read, into NumPy's memory;
+   beside them: the same frame as http.client's read() returns it, a new 56 MiB bytes object whose
+   4 KiB pages the client faults in one by one; read into memory the client keeps, which leaves
+   out the client's fresh memory altogether; the same bytes over a plain socket with no server
+   work, into kept memory and read as http.client reads, the floor under both; every stage as JSON)
 3. memory under a class's worst case: a real server process (uvicorn, its own process), 30 clients
    at once each POSTing 8 heads × 512 tokens × d 64 (as JSON, then as frames) and reading the whole
    answer; the server's resident memory (VmRSS in /proc, Linux) sampled every 10 ms: peak − rest.
@@ -200,11 +202,24 @@ def speed() -> None:
     q, k, v = (rng.standard_normal((h, n, d)) for _ in range(3))
     ref = best_of(lambda: bare_numpy(q, k, v), 7)
 
+    frame_headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
+
+    def read_frame(body: bytes) -> dict[str, np.ndarray]:
+        """A client's own connection, the answer read as docs/api.md shows (app.frame.read)."""
+        fresh = Connection("127.0.0.1", port)
+        fresh.request("POST", "/api/attention", body=body, headers=frame_headers)
+        r = fresh.getresponse()
+        assert r.status == 200, r.read()[:300]
+        return frame.read(r, int(r.headers["content-length"]))[1]
+
     def via_frame() -> dict[str, np.ndarray]:
+        return read_frame(frame.encode({"mask": "full"}, {"q": q, "k": k, "v": v}))
+
+    def via_frame_bytes() -> dict[str, np.ndarray]:
+        """The same, the answer as http.client's read() returns it: a new bytes object."""
         body = frame.encode({"mask": "full"}, {"q": q, "k": k, "v": v})
-        headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
-        fresh = Connection("127.0.0.1", port)  # a client's own connection
-        return frame.decode(request(fresh, "POST", "/api/attention", body, headers))[1]
+        fresh = Connection("127.0.0.1", port)
+        return frame.decode(request(fresh, "POST", "/api/attention", body, frame_headers))[1]
 
     def via_json() -> dict[str, object]:
         body = orjson.dumps({"q": q, "k": k, "v": v}, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -212,13 +227,10 @@ def speed() -> None:
         return dict(json.loads(request(fresh, "POST", "/api/attention", body, json_h)))
 
     def weights_f32() -> np.ndarray:
-        body = frame.encode({"mask": "full", "stages": ["weights"], "dtype": "float32"}, {"q": q, "k": k, "v": v})
-        headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
-        fresh = Connection("127.0.0.1", port)
-        return frame.decode(request(fresh, "POST", "/api/attention", body, headers))[1]["weights"]
+        fields = {"mask": "full", "stages": ["weights"], "dtype": "float32"}
+        return read_frame(frame.encode(fields, {"q": q, "k": k, "v": v}))["weights"]
 
     kept = memoryview(bytearray(64 << 20))  # a client's own memory, kept from one answer to the next
-    frame_headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
 
     def via_frame_kept() -> dict[str, np.ndarray]:
         """The same request, the answer read into memory the client keeps (http.client's readinto):
@@ -235,14 +247,16 @@ def speed() -> None:
 
     got = via_frame()
     assert np.array_equal(got["weights"], bare_numpy(q, k, v)[3])
+    assert np.array_equal(via_frame_bytes()["weights"], got["weights"])
     assert np.array_equal(via_frame_kept()["weights"], got["weights"])
     assert np.array_equal(weights_f32(), bare_numpy(q, k, v)[3].astype(np.float32))
     # the reference in the same rounds, by the same statistic (the median), as the rows it is compared with
-    t_f32, t_all, t_kept, ref = in_turn(
-        weights_f32, via_frame, via_frame_kept, lambda: bare_numpy(q, k, v), rounds=9, calls=1
+    t_f32, t_all, t_bytes, t_kept, ref = in_turn(
+        weights_f32, via_frame, via_frame_bytes, via_frame_kept, lambda: bare_numpy(q, k, v), rounds=9, calls=1
     )
     rows.append(("n=512, 8 heads, d_k=64, weights, float32 frame", t_f32, "bare NumPy stages", ref, 1.2))
     rows.append(("n=512, 8 heads, d_k=64, all stages, frame", t_all, "bare NumPy stages", ref, 1.5))
+    rows.append(("  the same, as http.client's read() returns it", t_bytes, "bare NumPy stages", ref, None))
     rows.append(("  the same, read into memory the client keeps", t_kept, "bare NumPy stages", ref, None))
     size = sum(
         len(p) for p in frame.parts({}, {"q": q, "k": k, "v": v, **dict(zip(STAGES, bare_numpy(q, k, v), strict=True))})

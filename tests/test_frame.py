@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import socket
 import struct
@@ -186,3 +187,47 @@ def test_answers_larger_than_a_request_body_decode() -> None:
     big = np.zeros((2, 1024, 1024, 2))  # 32 MiB: offsets past the request limit
     _, arrays = frame.decode(frame.encode({}, {"q": big, "weights": np.ones((1, 2))}))
     assert arrays["weights"].tolist() == [[1.0, 1.0]] and arrays["q"].shape == big.shape
+
+
+class Trickle(io.BytesIO):
+    """A stream that hands over at most `step` bytes a call, as a socket may."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        super().__init__(data)
+        self.step = step
+
+    def readinto(self, buffer: Any) -> int:
+        return super().readinto(memoryview(buffer)[: self.step])
+
+
+def test_read_takes_an_answer_from_its_stream_into_numpy_memory(conn: http.client.HTTPConnection) -> None:
+    """frame.read (what docs/api.md shows a Python client): the server's answer read from the
+    response itself gives what decode() gives of the same answer read whole, every array a
+    read-only view of one NumPy array."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 6, 4)) for _ in range(3))
+    body = frame.encode({"mask": "causal"}, {"q": q, "k": k, "v": v})
+    conn.request("POST", "/api/attention", body=body, headers=HEADERS)
+    r = conn.getresponse()
+    assert r.status == 200
+    fields, arrays = frame.read(r, int(r.headers["content-length"]))
+    conn.request("POST", "/api/attention", body=body, headers=HEADERS)
+    whole_fields, whole = frame.decode(conn.getresponse().read())
+    assert fields == whole_fields and fields["mask"] == "causal"
+    assert sorted(arrays) == sorted(whole)
+    for name, a in arrays.items():
+        np.testing.assert_array_equal(a, whole[name])
+        assert not a.flags.writeable
+        owner = a
+        while not isinstance(owner, np.ndarray) or owner.base is not None:
+            owner = owner.base if isinstance(owner, np.ndarray) else owner.obj
+        assert owner.dtype == np.uint8 and np.shares_memory(owner, arrays["q"])
+    assert np.isneginf(arrays["masked"][0, 0, 1:]).all()  # hidden keys, as the answer carries them
+
+
+def test_read_gathers_short_reads_and_refuses_a_stream_that_ends_early() -> None:
+    body = frame.encode({"x": 1}, {"q": np.arange(6.0).reshape(2, 3), "k": np.ones((2, 3))})
+    fields, arrays = frame.read(Trickle(body, 5), len(body))
+    assert fields == {"x": 1} and arrays["q"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    with pytest.raises(frame.FrameError, match=f"ended after {len(body) - 8:,} of its {len(body):,} bytes"):
+        frame.read(Trickle(body[:-8], 5), len(body))
