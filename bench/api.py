@@ -204,22 +204,28 @@ def speed() -> None:
 
     frame_headers = {"content-type": frame.FRAME_MEDIA_TYPE, "accept": frame.FRAME_MEDIA_TYPE}
 
-    def read_frame(body: bytes) -> dict[str, np.ndarray]:
-        """A client's own connection, the answer read as docs/api.md shows (app.frame.read)."""
+    def every_stage() -> bytes:  # encoded in each timed call, as the client of each answer would
+        return frame.encode({"mask": "full"}, {"q": q, "k": k, "v": v})
+
+    def answer(body: bytes) -> http.client.HTTPResponse:
+        """A frame request on a client's own connection: the answer, its body still to be read."""
         fresh = Connection("127.0.0.1", port)
         fresh.request("POST", "/api/attention", body=body, headers=frame_headers)
         r = fresh.getresponse()
         assert r.status == 200, r.read()[:300]
+        return r
+
+    def read_frame(body: bytes) -> dict[str, np.ndarray]:
+        """The answer read as docs/api.md shows a Python client (app.frame.read)."""
+        r = answer(body)
         return frame.read(r, int(r.headers["content-length"]))[1]
 
     def via_frame() -> dict[str, np.ndarray]:
-        return read_frame(frame.encode({"mask": "full"}, {"q": q, "k": k, "v": v}))
+        return read_frame(every_stage())
 
     def via_frame_bytes() -> dict[str, np.ndarray]:
         """The same, the answer as http.client's read() returns it: a new bytes object."""
-        body = frame.encode({"mask": "full"}, {"q": q, "k": k, "v": v})
-        fresh = Connection("127.0.0.1", port)
-        return frame.decode(request(fresh, "POST", "/api/attention", body, frame_headers))[1]
+        return frame.decode(answer(every_stage()).read())[1]
 
     def via_json() -> dict[str, object]:
         body = orjson.dumps({"q": q, "k": k, "v": v}, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -233,16 +239,12 @@ def speed() -> None:
     kept = memoryview(bytearray(64 << 20))  # a client's own memory, kept from one answer to the next
 
     def via_frame_kept() -> dict[str, np.ndarray]:
-        """The same request, the answer read into memory the client keeps (http.client's readinto):
-        a new 56 MiB bytes object per answer costs the client alone 10–28 ms of page faults on this
-        VM (writing a fresh 56 MiB array: 10–28 ms; writing it again: 2.5 ms)."""
-        body = frame.encode({"mask": "full"}, {"q": q, "k": k, "v": v})
-        fresh = Connection("127.0.0.1", port)
-        fresh.request("POST", "/api/attention", body=body, headers=frame_headers)
-        r = fresh.getresponse()
+        """The same request, the answer read into memory the client keeps (http.client's readinto),
+        which leaves out the client's fresh memory altogether."""
+        r = answer(every_stage())
         size = int(r.headers["content-length"])
         got = r.readinto(kept[:size])
-        assert r.status == 200 and got == size, (r.status, got, size)
+        assert got == size, (got, size)
         return frame.decode(kept[:size])[1]
 
     got = via_frame()
