@@ -53,8 +53,9 @@ def forward_of(
             prepare(weights, spec)
         o = ops(backend)
         p = parts(o.weights(weights), spec, o)
-        trace = start or Trace([], [], [], [o.numpy(p.embed(ids))])
-        stop = spec.layers if layers is None else layers
-        return extend(trace, stop, open_last, o, p.qkv, p.rest, p.shown)
+        with o.placed():  # the threads on CPUs of their own when nothing else runs (nn.placed)
+            trace = start or Trace([], [], [], [o.numpy(p.embed(ids))])
+            stop = spec.layers if layers is None else layers
+            return extend(trace, stop, open_last, o, p.qkv, p.rest, p.shown)
 
     return forward

@@ -9,11 +9,12 @@ References:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
@@ -128,6 +129,12 @@ PARALLEL_ROWS = 64  # sentences shorter than this run on one thread: splitting t
 WORKERS = max(1, os.cpu_count() or 1)
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+# Where the forward's threads run (see placed): the CPUs this process may use, where the OS lets a
+# thread be pinned (Linux); the pool's threads (native ids), and whether they are pinned now.
+_CPUS: list[int] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+_helper_ids: list[int] = []
+_helpers_pinned = False
+_in_pool = threading.local()  # .yes in the pool's threads
 
 
 def single_threaded_blas() -> None:
@@ -142,6 +149,74 @@ def single_threaded_blas() -> None:
     threadpool_limits(1, user_api="blas")
 
 
+def _set_cpus(thread: int, cpus: set[int]) -> None:
+    """Let a thread (a native id; 0: the calling one) run on `cpus` only, where the OS allows it."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or a CPU the process may not use (any more)
+        os.sched_setaffinity(thread, cpus)
+
+
+def _helper_cpus(i: int, pinned: bool) -> set[int]:
+    return {_CPUS[1 + i % (len(_CPUS) - 1)]} if pinned else set(_CPUS)
+
+
+def _pool_thread_start() -> None:
+    _in_pool.yes = True
+    with _pool_lock:
+        _helper_ids.append(threading.get_native_id())
+        if _helpers_pinned:
+            _set_cpus(0, _helper_cpus(len(_helper_ids) - 1, True))
+
+
+def _pin_helpers(pinned: bool) -> None:
+    """Each pool thread on a CPU of its own after the first (pinned), or on any CPU."""
+    global _helpers_pinned
+    with _pool_lock:
+        if pinned != _helpers_pinned:
+            for i, tid in enumerate(_helper_ids):
+                _set_cpus(tid, _helper_cpus(i, pinned))
+            _helpers_pinned = pinned
+
+
+def _quiet(loadavg: str = "/proc/loadavg") -> bool:
+    """Whether the machine is quiet (Linux): no thread running or ready to run but this one and at
+    most one other (the event loop that has just handed this thread its request, say)."""
+    try:
+        with open(loadavg, "rb") as f:  # "0.31 0.40 0.45 2/212 3456": 2 of 212 threads runnable
+            return int(f.read().split()[3].split(b"/")[0]) <= 2
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+@contextlib.contextmanager
+def placed() -> Iterator[None]:
+    """While the block runs, the calling thread on the first CPU and each pool thread on one of the
+    others (Linux), when the machine is quiet; one forward pass is one block.
+
+    OpenMP's OMP_PROC_BIND pins its threads so. A kernel that packs threads onto few CPUs while the
+    load is light may otherwise run them one after the other. On the 2-core VM of docs/speed.md
+    (/proc/sys/kernel/sched_vcpu_pack), for the first ~40 ms of work after a pause, a woken pool
+    thread went onto its caller's CPU or the caller onto the pool thread's: a 345-token sentence's
+    view and overview sent after 200 ms of quiet took 88 ms in process (92.8 ms from a server)
+    against 72 ms (79.6 ms) pinned, and 69–70 ms either way straight after another.
+    While other work runs, the threads are left to the kernel, which can move them away from it:
+    pinned even then, a class of 200 (bench.classload) waited 164–177 ms at p99 for a new
+    sentence's view against 92–106 ms. Pinned at each parallel() call instead of once a block, the
+    decoder's 32 tokens took 1.14× as long (a call for each matrix product of each token).
+    """
+    caller = len(_CPUS) > 1 and WORKERS > 1 and not getattr(_in_pool, "yes", False)
+    pinned = caller and _quiet()
+    if caller:
+        _pin_helpers(pinned)
+    if pinned:
+        _set_cpus(0, {_CPUS[0]})
+    try:
+        yield
+    finally:
+        if pinned:
+            _set_cpus(0, set(_CPUS))
+            _pin_helpers(False)
+
+
 def parallel(f: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """[f(item) for item in items], spread over this thread and up to WORKERS − 1 pool threads.
 
@@ -153,7 +228,7 @@ def parallel(f: Callable[[T], R], items: Sequence[T]) -> list[R]:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="forward")
+            _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="forward", initializer=_pool_thread_start)
         pool = _pool
     out: list[R | None] = [None] * len(items)
     todo = iter(range(len(items)))
@@ -338,6 +413,9 @@ class NumpyOps:
     def parallel(self, f: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return parallel(f, items)
 
+    def placed(self) -> contextlib.AbstractContextManager[None]:
+        return placed()
+
     def rows(self, f: Callable[[slice], Any], n: int) -> Any:
         return rows(f, n)
 
@@ -400,6 +478,9 @@ class TorchOps(NumpyOps):
 
     def parallel(self, f: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return [f(item) for item in items]  # torch threads its own kernels
+
+    def placed(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()  # torch places its own threads
 
     def rows(self, f: Callable[[slice], Any], n: int) -> Any:
         return f(slice(0, n))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,75 @@ def test_parallel_keeps_order_and_raises() -> None:
 
     with pytest.raises(ValueError, match="seven"):
         nn.parallel(boom, list(range(10)))
+
+
+pinnable = pytest.mark.skipif(
+    len(nn._CPUS) < 2 or not hasattr(os, "sched_setaffinity"), reason="one CPU, or no thread pinning"
+)
+
+
+def _where(items: int) -> list[tuple[bool, set[int]]]:
+    """parallel() over slow items: for each, whether a pool thread ran it, and that thread's CPUs."""
+
+    def f(_: int) -> tuple[bool, set[int]]:
+        time.sleep(0.02)  # long enough that the pool thread takes items too
+        return getattr(nn._in_pool, "yes", False), os.sched_getaffinity(0)
+
+    return nn.parallel(f, list(range(items)))
+
+
+@pinnable
+def test_placed_pins_each_thread_to_a_cpu_of_its_own_when_the_machine_is_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nn, "WORKERS", 2)
+    monkeypatch.setattr(nn, "_quiet", lambda: True)
+    with nn.placed():
+        seen = _where(6)
+    by_caller = {frozenset(cpus) for pool, cpus in seen if not pool}
+    by_pool = {frozenset(cpus) for pool, cpus in seen if pool}
+    assert by_caller == {frozenset({nn._CPUS[0]})}  # the caller on the first CPU while the block runs
+    assert by_pool and all(len(c) == 1 and nn._CPUS[0] not in c for c in by_pool)  # the pool's on others
+    assert {frozenset(cpus) for _, cpus in _where(6)} == {frozenset(nn._CPUS)}  # all free again after it
+    # while other work runs, every thread may go anywhere: the kernel can move it away from that work
+    monkeypatch.setattr(nn, "_quiet", lambda: False)
+    with nn.placed():
+        assert {frozenset(cpus) for _, cpus in _where(6)} == {frozenset(nn._CPUS)}
+
+
+@pinnable
+def test_a_forward_runs_placed(monkeypatch: pytest.MonkeyPatch) -> None:
+    handle = handle_for(None)
+    callers: list[set[int]] = []
+    real = nn.parallel
+
+    def seen(f: Any, items: Any) -> Any:
+        callers.append(os.sched_getaffinity(0))
+        return real(f, items)
+
+    monkeypatch.setattr(nn, "parallel", seen)
+    monkeypatch.setattr(nn, "_quiet", lambda: True)
+    handle.model().forward(handle.model().tokenizer.encode(LONG).ids)
+    assert callers and all(c == {nn._CPUS[0]} for c in callers)
+    assert os.sched_getaffinity(0) == set(nn._CPUS)
+
+
+@pinnable
+def test_parallel_runs_where_threads_cannot_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*_: Any) -> None:
+        raise PermissionError("not here")
+
+    monkeypatch.setattr(nn, "_quiet", lambda: True)
+    monkeypatch.setattr(os, "sched_setaffinity", refused)
+    with nn.placed():
+        assert nn.parallel(lambda i: i * i, list(range(20))) == [i * i for i in range(20)]
+
+
+def test_quiet_reads_how_many_threads_are_runnable(tmp_path: Path) -> None:
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.31 0.40 0.45 2/212 3456\n")  # the reader, and one more
+    assert nn._quiet(str(loadavg))
+    loadavg.write_text("1.92 1.40 0.45 3/212 3456\n")  # two more threads run or wait to
+    assert not nn._quiet(str(loadavg))
+    assert not nn._quiet(str(tmp_path / "missing"))  # not Linux: never pinned
 
 
 def _same(a: Any, b: Any, layers: int, atol: float = 0.0) -> None:
