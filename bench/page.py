@@ -19,6 +19,7 @@ A real server process (uvicorn, NumPy backend) and Debian's Chromium through Pla
    from the server's cache. Rounds alternate with one transformers forward (output_attentions,
    eager: what a notebook user would run) of the same sentence in this process:
        ~340 tokens: the page's requests  vs  one transformers forward             goal ≤ 1.2×
+       the same, each after 200 ms of quiet (as after typing), and the forward too
        512 tokens: the same requests (the overview included) answer, and their time beside a forward
 2. view: Enter → the first drawn 3D view of a ~300-token sentence (the page reports ready, and the
    frame after it has been painted), median of 7 new sentences             goal ≤ 0.5 s
@@ -51,6 +52,7 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"]
 BROWSER_ENCODING = "gzip, deflate, br, zstd"
 ROUNDS = 9
+QUIET_S = 0.2  # the pause before each request of the 'after quiet' rows: a user typing, or reading
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,30 @@ def requests_part(browser: Any, bases: dict[str, str]) -> None:
             print(f"  {name}, the same rounds: {other_m * 1e3:.1f} ms, {other_m / theirs_m:.2f}× a forward; "
                   f"this checkout / it: {ours_m / other_m:.2f}×")  # fmt: skip
     print(f"  load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+    # As a user meets it: the sentence is sent after a pause (typing), and so is the reference
+    quiet_t: dict[str, list[float]] = {name: [] for name in bases}
+    theirs_t = []
+    for i in range(ROUNDS):
+        new = f"Quiet {i} " + text
+        for name in list(bases) if i % 2 == 0 else list(bases)[::-1]:
+            time.sleep(QUIET_S)
+            seconds, answers = replay(bases[name], captured, text, new)
+            assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
+            quiet_t[name].append(seconds)
+        time.sleep(QUIET_S)
+        t0 = time.perf_counter()
+        theirs(new)
+        theirs_t.append(time.perf_counter() - t0)
+    ours_q, theirs_q = statistics.median(quiet_t["this checkout"]), statistics.median(theirs_t)
+    print(
+        f"{f'each after {QUIET_S * 1e3:.0f} ms of quiet (as after typing)':52} {ours_q * 1e3:8.1f} ms  "
+        f"vs {theirs_q * 1e3:.1f} ms, {ours_q / theirs_q:.2f}×"
+    )
+    for name, times in quiet_t.items():
+        if name != "this checkout":
+            other_q = statistics.median(times)
+            print(f"  {name}, the same rounds: {other_q * 1e3:.1f} ms; this checkout / it: {ours_q / other_q:.2f}×")
 
     long = sentence(600)
     ids = httpx.post(base + "/api/overview", json={"sentence": long}).json()
