@@ -134,7 +134,7 @@ _pool_lock = threading.Lock()
 _CPUS: list[int] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 _helper_ids: list[int] = []
 _helpers_pinned = False
-_in_pool = threading.local()  # .yes in the pool's threads
+_in_pool = threading.local()  # .yes in the pool's threads; .placing in a thread inside placed()
 
 
 def single_threaded_blas() -> None:
@@ -203,17 +203,21 @@ def placed() -> Iterator[None]:
     sentence's view against 92–106 ms. Pinned at each parallel() call instead of once a block, the
     decoder's 32 tokens took 1.14× as long (a call for each matrix product of each token).
     """
-    caller = len(_CPUS) > 1 and WORKERS > 1 and not getattr(_in_pool, "yes", False)
+    outer = not getattr(_in_pool, "placing", False)  # an inner block leaves the outer one's placing be
+    caller = outer and len(_CPUS) > 1 and WORKERS > 1 and not getattr(_in_pool, "yes", False)
     pinned = caller and _quiet()
     if caller:
         _pin_helpers(pinned)
+    before = os.sched_getaffinity(0) if pinned else None
     if pinned:
         _set_cpus(0, {_CPUS[0]})
+    _in_pool.placing = True
     try:
         yield
     finally:
-        if pinned:
-            _set_cpus(0, set(_CPUS))
+        _in_pool.placing = not outer
+        if before is not None:
+            _set_cpus(0, before)  # as it was: all of _CPUS, unless someone had pinned this thread
             _pin_helpers(False)
 
 

@@ -71,17 +71,26 @@ def _where(items: int) -> list[tuple[bool, set[int]]]:
     return nn.parallel(f, list(range(items)))
 
 
+def _pinned(seen: list[tuple[bool, set[int]]]) -> bool:
+    """Whether the caller ran on the first CPU only, and each pool thread on one other CPU only."""
+    by_caller = {frozenset(cpus) for pool, cpus in seen if not pool}
+    by_pool = {frozenset(cpus) for pool, cpus in seen if pool}
+    return by_caller == {frozenset({nn._CPUS[0]})} and all(len(c) == 1 and nn._CPUS[0] not in c for c in by_pool)
+
+
 @pinnable
 def test_placed_pins_each_thread_to_a_cpu_of_its_own_when_the_machine_is_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nn, "WORKERS", 2)
     monkeypatch.setattr(nn, "_quiet", lambda: True)
     with nn.placed():
         seen = _where(6)
-    by_caller = {frozenset(cpus) for pool, cpus in seen if not pool}
-    by_pool = {frozenset(cpus) for pool, cpus in seen if pool}
-    assert by_caller == {frozenset({nn._CPUS[0]})}  # the caller on the first CPU while the block runs
-    assert by_pool and all(len(c) == 1 and nn._CPUS[0] not in c for c in by_pool)  # the pool's on others
+    assert any(pool for pool, _ in seen) and _pinned(seen)  # both ran items, each on its own CPU
     assert {frozenset(cpus) for _, cpus in _where(6)} == {frozenset(nn._CPUS)}  # all free again after it
+    with nn.placed():  # a block inside another leaves the threads where the outer one put them
+        with nn.placed():
+            pass
+        seen = _where(6)
+    assert any(pool for pool, _ in seen) and _pinned(seen)
     # while other work runs, every thread may go anywhere: the kernel can move it away from that work
     monkeypatch.setattr(nn, "_quiet", lambda: False)
     with nn.placed():
