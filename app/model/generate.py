@@ -91,7 +91,8 @@ def advance(
     if first + n > cache.capacity:
         raise ValueError(f"the cache holds {cache.capacity} tokens; {first + n} asked for")
     if n > 8 and o.name == "numpy":
-        return _prefill(model, w, ids, cache, layer, head, o)
+        with o.placed():  # the threads on CPUs of their own when nothing else runs (nn.placed)
+            return _prefill(model, w, ids, cache, layer, head, o)
     one = n <= 8 and o.name == "numpy"
 
     def lin(a: Any, name: str) -> Any:  # a few rows: the weights' rows split over the cores

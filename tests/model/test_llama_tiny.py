@@ -3,6 +3,7 @@ weights written as a GGUF file, with and without grouped-query attention, agains
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from app.attention import attention
 from app.cli import main
-from app.model import generate
+from app.model import generate, nn
 from app.model.loader import handle_for
 from app.model.select import layer_heads
 from app.model.spec import ModelError, read_spec
@@ -192,3 +193,22 @@ def test_a_gguf_header_is_parsed_once_per_file(
     path.touch()  # a newer file is read again
     with pytest.raises(AssertionError, match="parsed again"):
         gguf.header_config(path)
+
+
+@pytest.mark.skipif(len(nn._CPUS) < 2 or not hasattr(os, "sched_setaffinity"), reason="one CPU, or no thread pinning")
+def test_a_prompt_is_prefilled_placed(tiny_llamas: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long prompt's prefill is one forward pass: its threads pinned while the machine is quiet (nn.placed)."""
+    model = handle_for(tiny_llamas["gqa"]).model()
+    ids = model.tokenizer.encode(" ".join(["the cat ate its fish"] * 30)).ids[:100]  # by blocks of rows
+    callers: list[set[int]] = []
+    real = nn.parallel
+
+    def seen(f: Any, items: Any) -> Any:
+        callers.append(os.sched_getaffinity(0))
+        return real(f, items)
+
+    monkeypatch.setattr(nn, "parallel", seen)
+    monkeypatch.setattr(nn, "_quiet", lambda: True)
+    generate.advance(model, ids, generate.new_cache(model, 128), 0, 0)
+    assert callers and all(c == {nn._CPUS[0]} for c in callers)
+    assert os.sched_getaffinity(0) == set(nn._CPUS)
