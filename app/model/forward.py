@@ -53,7 +53,7 @@ def forward_of(
             prepare(weights, spec)
         o = ops(backend)
         p = parts(o.weights(weights), spec, o)
-        with o.placed():  # the threads on CPUs of their own when nothing else runs (nn.placed)
+        with o.placed():  # the threads on CPUs of their own while the machine is quiet (nn.placed)
             trace = start or Trace([], [], [], [o.numpy(p.embed(ids))])
             stop = spec.layers if layers is None else layers
             return extend(trace, stop, open_last, o, p.qkv, p.rest, p.shown)

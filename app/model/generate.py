@@ -91,7 +91,7 @@ def advance(
     if first + n > cache.capacity:
         raise ValueError(f"the cache holds {cache.capacity} tokens; {first + n} asked for")
     if n > 8 and o.name == "numpy":
-        with o.placed():  # the threads on CPUs of their own when nothing else runs (nn.placed)
+        with o.placed():  # the threads on CPUs of their own while the machine is quiet (nn.placed)
             return _prefill(model, w, ids, cache, layer, head, o)
     one = n <= 8 and o.name == "numpy"
 
