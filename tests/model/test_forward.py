@@ -16,7 +16,7 @@ from app import frame
 from app.attention import attention, torch_available
 from app.model import nn
 from app.model.loader import ModelHandle, handle_for
-from tests.model.fixtures import SENTENCES
+from tests.model.fixtures import SENTENCES, parallel_callers, pinnable
 
 LONG = "the animal didn't cross the street because it was too tired, so it lay down. " * 8  # ~170 tokens
 needs_torch = pytest.mark.skipif(not torch_available(), reason="torch is not installed")
@@ -54,11 +54,6 @@ def test_parallel_keeps_order_and_raises() -> None:
 
     with pytest.raises(ValueError, match="seven"):
         nn.parallel(boom, list(range(10)))
-
-
-pinnable = pytest.mark.skipif(
-    len(nn._CPUS) < 2 or not hasattr(os, "sched_setaffinity"), reason="one CPU, or no thread pinning"
-)
 
 
 def _where(items: int) -> list[tuple[bool, set[int]]]:
@@ -100,16 +95,8 @@ def test_placed_pins_each_thread_to_a_cpu_of_its_own_when_the_machine_is_quiet(m
 @pinnable
 def test_a_forward_runs_placed(monkeypatch: pytest.MonkeyPatch) -> None:
     handle = handle_for(None)
-    callers: list[set[int]] = []
-    real = nn.parallel
-
-    def seen(f: Any, items: Any) -> Any:
-        callers.append(os.sched_getaffinity(0))
-        return real(f, items)
-
-    monkeypatch.setattr(nn, "parallel", seen)
-    monkeypatch.setattr(nn, "_quiet", lambda: True)
-    handle.model().forward(handle.model().tokenizer.encode(LONG).ids)
+    with parallel_callers(monkeypatch) as callers:
+        handle.model().forward(handle.model().tokenizer.encode(LONG).ids)
     assert callers and all(c == {nn._CPUS[0]} for c in callers)
     assert os.sched_getaffinity(0) == set(nn._CPUS)
 

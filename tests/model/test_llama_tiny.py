@@ -16,6 +16,7 @@ from app.model import generate, nn
 from app.model.loader import handle_for
 from app.model.select import layer_heads
 from app.model.spec import ModelError, read_spec
+from tests.model.fixtures import parallel_callers, pinnable
 
 TOL = 2e-4
 SENTENCES = ["The animal didn't cross the street because it was too tired.", "def add(a, b):", "a"]
@@ -195,20 +196,12 @@ def test_a_gguf_header_is_parsed_once_per_file(
         gguf.header_config(path)
 
 
-@pytest.mark.skipif(len(nn._CPUS) < 2 or not hasattr(os, "sched_setaffinity"), reason="one CPU, or no thread pinning")
+@pinnable
 def test_a_prompt_is_prefilled_placed(tiny_llamas: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """A long prompt's prefill is one forward pass: its threads pinned while the machine is quiet (nn.placed)."""
     model = handle_for(tiny_llamas["gqa"]).model()
     ids = model.tokenizer.encode(" ".join(["the cat ate its fish"] * 30)).ids[:100]  # by blocks of rows
-    callers: list[set[int]] = []
-    real = nn.parallel
-
-    def seen(f: Any, items: Any) -> Any:
-        callers.append(os.sched_getaffinity(0))
-        return real(f, items)
-
-    monkeypatch.setattr(nn, "parallel", seen)
-    monkeypatch.setattr(nn, "_quiet", lambda: True)
-    generate.advance(model, ids, generate.new_cache(model, 128), 0, 0)
+    with parallel_callers(monkeypatch) as callers:
+        generate.advance(model, ids, generate.new_cache(model, 128), 0, 0)
     assert callers and all(c == {nn._CPUS[0]} for c in callers)
     assert os.sched_getaffinity(0) == set(nn._CPUS)
