@@ -241,19 +241,30 @@ def requests_part(browser: Any, bases: dict[str, str]) -> None:
             f"{a.headers.get('content-type', '').split(';')[0]:31} {a.headers.get('content-encoding', '-'):5} "
             f"{wire_bytes(a) / 1e6:6.2f} MB"
         )
-    ours_t: dict[str, list[float]] = {name: [] for name in bases}
-    theirs_t, theirs1_t = [], []
-    for i in range(ROUNDS):
-        new = f"Round {i} " + text
-        names = list(bases) if i % 2 == 0 else list(bases)[::-1]
-        for name in names:
-            seconds, answers = replay(bases[name], captured, text, new)
-            assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
-            ours_t[name].append(seconds)
-        t0 = time.perf_counter()
-        theirs(new)
-        theirs_t.append(time.perf_counter() - t0)
-        theirs1_t.append(one_thread(theirs, new))
+
+    def rounds(label: str, pause: float = 0.0) -> tuple[dict[str, list[float]], list[float], list[float]]:
+        """ROUNDS new sentences: each server's replay (in turn first), then one transformers forward
+        on torch's threads and (without a pause) one on a single thread; `pause` seconds of quiet
+        before each replay and forward. The seconds of each."""
+        ours: dict[str, list[float]] = {name: [] for name in bases}
+        forward: list[float] = []
+        forward1: list[float] = []
+        for i in range(ROUNDS):
+            new = f"{label} {i} " + text
+            for name in list(bases) if i % 2 == 0 else list(bases)[::-1]:
+                time.sleep(pause)
+                seconds, answers = replay(bases[name], captured, text, new)
+                assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
+                ours[name].append(seconds)
+            time.sleep(pause)
+            t0 = time.perf_counter()
+            theirs(new)
+            forward.append(time.perf_counter() - t0)
+            if not pause:
+                forward1.append(one_thread(theirs, new))
+        return ours, forward, forward1
+
+    ours_t, theirs_t, theirs1_t = rounds("Round")
     ours_m = statistics.median(ours_t["this checkout"])
     theirs_m, theirs1_m = statistics.median(theirs_t), statistics.median(theirs1_t)
     ratio = ours_m / theirs_m
@@ -269,19 +280,7 @@ def requests_part(browser: Any, bases: dict[str, str]) -> None:
     print(f"  load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     # As a user meets it: the sentence is sent after a pause (typing), and so is the reference
-    quiet_t: dict[str, list[float]] = {name: [] for name in bases}
-    theirs_t = []
-    for i in range(ROUNDS):
-        new = f"Quiet {i} " + text
-        for name in list(bases) if i % 2 == 0 else list(bases)[::-1]:
-            time.sleep(QUIET_S)
-            seconds, answers = replay(bases[name], captured, text, new)
-            assert all(a.status_code == 200 for a in answers), [a.status_code for a in answers]
-            quiet_t[name].append(seconds)
-        time.sleep(QUIET_S)
-        t0 = time.perf_counter()
-        theirs(new)
-        theirs_t.append(time.perf_counter() - t0)
+    quiet_t, theirs_t, _ = rounds("Quiet", QUIET_S)
     ours_q, theirs_q = statistics.median(quiet_t["this checkout"]), statistics.median(theirs_t)
     print(
         f"{f'each after {QUIET_S * 1e3:.0f} ms of quiet (as after typing)':52} {ours_q * 1e3:8.1f} ms  "
