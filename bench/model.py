@@ -9,7 +9,10 @@ round after round, so that the machine's other work falls on all of them alike:
 
 1. our forward: tokenize, then every layer's per-head Q, K, V and each head's output
    (what transformers' forward computes)                                          goal ≤ 1.1×
-   and the same forward with ATTENTION_BACKEND=torch (here on the CPU)
+   and the same forward with ATTENTION_BACKEND=torch (here on the CPU); then its matrix
+   products alone (every layer's six linear layers, nothing else), in NumPy as our forward
+   makes them and in torch as transformers' does, and the rest of each forward: how much of
+   the gap is the matrix library (OpenBLAS against torch's MKL or oneDNN) and how much ours
 2. POST /api/attention end to end (in-process client, JSON out, not compressed), a sentence
    never seen before, every stage of one head in float64:  layer 2                goal ≤ 0.8×
                                                            the last layer          goal ≤ 1.3×
@@ -42,7 +45,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -114,6 +119,57 @@ def student_sentence(rng: random.Random) -> str:
 
 
 CPU_TIMES: dict[str, float] = {}  # interleaved()'s last run: the calling thread's median CPU seconds per row
+
+
+def products(model: Any, n: int, backend: str) -> Callable[[], object]:
+    """The forward's matrix products alone: every layer's six linear layers on the model's own
+    weights, for an input of n tokens, and nothing else of the forward. NumPy (OpenBLAS): split
+    over blocks of rows as our forward splits them (app.model.bert: q, k, v in one hand-over, the
+    output projection and the feed-forward in another), in nn.placed as it runs; torch (MKL): whole
+    matrices on torch's threads, as transformers' forward makes them. The numbers in them do not
+    change the time (random inputs); what is left of each forward beside them is the rest of it."""
+    import numpy as np
+    import torch
+
+    from app.model import bert, nn
+
+    spec, w = model.spec, model.weights
+    bert.column_major(w, spec)  # the layout our forward multiplies by (done at its first run)
+    x = np.random.default_rng(0).standard_normal((n, spec.hidden), dtype=np.float32)  # (n, C)
+    prefixes = [f"encoder.layer.{i}." for i in range(spec.layers)]
+    qkv, rest = bert.LINEARS[:3], bert.LINEARS[3:]
+
+    def three(r: slice, p: str) -> list[np.ndarray]:
+        return [bert.linear(x[r], w, p + name) for name in qkv]
+
+    def block(r: slice, p: str) -> np.ndarray:
+        y = x[r]
+        for name in rest:  # (rows, C) → (rows, C) → (rows, 4C) → (rows, C)
+            y = bert.linear(y, w, p + name)
+        return y
+
+    def ours() -> object:
+        with nn.placed():
+            for p in prefixes:
+                nn.rows_each(partial(three, p=p), n)
+                nn.rows(partial(block, p=p), n)
+        return None
+
+    tw = {p + name + s: torch.from_numpy(np.array(w[p + name + s], order="C")) for p in prefixes
+          for name in bert.LINEARS for s in (".weight", ".bias")}  # fmt: skip
+    tx = torch.from_numpy(x)
+
+    def theirs() -> object:
+        with torch.no_grad():
+            for p in prefixes:
+                for name in qkv:
+                    torch.nn.functional.linear(tx, tw[p + name + ".weight"], tw[p + name + ".bias"])
+                y = tx
+                for name in rest:
+                    y = torch.nn.functional.linear(y, tw[p + name + ".weight"], tw[p + name + ".bias"])
+        return None
+
+    return ours if backend == "numpy" else theirs
 
 
 def interleaved(fns: dict[str, Callable[[], object]], rounds: int, warmup: int = 2) -> dict[str, float]:
@@ -347,6 +403,8 @@ def main() -> None:
         "theirs": ("transformers forward, output_attentions (reference)", theirs, None),
         "ours": ("our forward: all layers and heads (NumPy)", ours("numpy"), 1.1),
         "ours_torch": ("our forward on torch (ATTENTION_BACKEND=torch, CPU)", ours("torch"), None),
+        "products": ("  its matrix products alone (NumPy: OpenBLAS)", products(model, n, "numpy"), None),
+        "products_torch": ("  the same products in torch (MKL), as transformers'", products(model, n, "torch"), None),
         "api_l2": ("POST /api/attention layer 2 head 1, new sentence", api(2, 1, True), 0.8),
         "api_last": (f"POST /api/attention layer {last} head 11, new sentence", api(last, 11, True), 1.3),
         "api_cached": (f"POST /api/attention layer {last} head 11, seen sentence", api(last, 11, False), None),
@@ -374,6 +432,12 @@ def main() -> None:
     for key, (name, _, goal) in rows.items():
         t, ref = measured[key], measured["theirs_1" if key.endswith("_1") else "theirs"]
         print(f"{name:62} {t * 1e3:8.1f} {t / ref:6.2f}×  {verdict(t / ref, goal)}")
+    rest_ours, rest_theirs = measured["ours"] - measured["products"], measured["theirs"] - measured["products_torch"]
+    ref = measured["theirs"]
+    print(
+        f"{'  the rest of our forward (the forward − its products)':62} {rest_ours * 1e3:8.1f} {rest_ours / ref:6.2f}×"
+        f"  (of transformers': {rest_theirs * 1e3:.1f} ms, {rest_theirs / ref:.2f}×)"
+    )
     cpu_theirs, cpu_ours = CPU_TIMES["theirs_1"], CPU_TIMES["ours_1"]
     print(
         f"{'1 thread each, CPU time: transformers forward / ours':62} {cpu_theirs * 1e3:8.1f} "
