@@ -121,37 +121,35 @@ def student_sentence(rng: random.Random) -> str:
 CPU_TIMES: dict[str, float] = {}  # interleaved()'s last run: the calling thread's median CPU seconds per row
 
 
-def products(model: Any, n: int, backend: str) -> Callable[[], object]:
-    """The forward's matrix products alone: every layer's six linear layers on the model's own
-    weights, for an input of n tokens, and nothing else of the forward. NumPy (OpenBLAS): split
-    over blocks of rows as our forward splits them (app.model.bert: q, k, v in one hand-over, the
-    output projection and the feed-forward in another), in nn.placed as it runs; torch (MKL): whole
-    matrices on torch's threads, as transformers' forward makes them. The numbers in them do not
-    change the time (random inputs); what is left of each forward beside them is the rest of it."""
+def products(model: Any, n: int) -> tuple[Callable[[], object], Callable[[], object]]:
+    """The forward's matrix products alone, ours and torch's: every layer's six linear layers on the
+    model's own weights, for an input of n tokens, and nothing else of the forward. Ours (NumPy,
+    OpenBLAS): split over blocks of rows as our forward splits them (app.model.bert: q, k, v in one
+    hand-over, the output projection and the feed-forward in another), in nn.placed as it runs;
+    torch's (MKL): whole matrices on torch's threads, as transformers' forward makes them. The
+    numbers in them do not change the time (random inputs); what is left of each forward beside
+    them is the rest of it."""
     import numpy as np
     import torch
 
     from app.model import bert, nn
 
-    spec, w = model.spec, model.weights
+    spec, w, o = model.spec, model.weights, nn.ops("numpy")
     bert.column_major(w, spec)  # the layout our forward multiplies by (done at its first run)
     x = np.random.default_rng(0).standard_normal((n, spec.hidden), dtype=np.float32)  # (n, C)
     prefixes = [f"encoder.layer.{i}." for i in range(spec.layers)]
-    qkv, rest = bert.LINEARS[:3], bert.LINEARS[3:]
-
-    def three(r: slice, p: str) -> list[np.ndarray]:
-        return [bert.linear(x[r], w, p + name) for name in qkv]
+    rest = bert.LINEARS[3:]  # output projection, then the feed-forward: (n, C) → (n, C) → (n, 4C) → (n, C)
 
     def block(r: slice, p: str) -> np.ndarray:
         y = x[r]
-        for name in rest:  # (rows, C) → (rows, C) → (rows, 4C) → (rows, C)
+        for name in rest:
             y = bert.linear(y, w, p + name)
         return y
 
     def ours() -> object:
         with nn.placed():
             for p in prefixes:
-                nn.rows_each(partial(three, p=p), n)
+                bert.projections(x, w, p, o)
                 nn.rows(partial(block, p=p), n)
         return None
 
@@ -162,14 +160,14 @@ def products(model: Any, n: int, backend: str) -> Callable[[], object]:
     def theirs() -> object:
         with torch.no_grad():
             for p in prefixes:
-                for name in qkv:
+                for name in bert.LINEARS[:3]:
                     torch.nn.functional.linear(tx, tw[p + name + ".weight"], tw[p + name + ".bias"])
                 y = tx
                 for name in rest:
                     y = torch.nn.functional.linear(y, tw[p + name + ".weight"], tw[p + name + ".bias"])
         return None
 
-    return ours if backend == "numpy" else theirs
+    return ours, theirs
 
 
 def interleaved(fns: dict[str, Callable[[], object]], rounds: int, warmup: int = 2) -> dict[str, float]:
@@ -399,12 +397,13 @@ def main() -> None:
         return call
 
     last = model.spec.layers - 1
+    products_ours, products_theirs = products(model, n)
     rows = {
         "theirs": ("transformers forward, output_attentions (reference)", theirs, None),
         "ours": ("our forward: all layers and heads (NumPy)", ours("numpy"), 1.1),
         "ours_torch": ("our forward on torch (ATTENTION_BACKEND=torch, CPU)", ours("torch"), None),
-        "products": ("  its matrix products alone (NumPy: OpenBLAS)", products(model, n, "numpy"), None),
-        "products_torch": ("  the same products in torch (MKL), as transformers'", products(model, n, "torch"), None),
+        "products": ("  its matrix products alone (NumPy: OpenBLAS)", products_ours, None),
+        "products_torch": ("  the same products in torch (MKL), as transformers'", products_theirs, None),
         "api_l2": ("POST /api/attention layer 2 head 1, new sentence", api(2, 1, True), 0.8),
         "api_last": (f"POST /api/attention layer {last} head 11, new sentence", api(last, 11, True), 1.3),
         "api_cached": (f"POST /api/attention layer {last} head 11, seen sentence", api(last, 11, False), None),

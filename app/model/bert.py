@@ -88,15 +88,18 @@ def embed(ids: list[int], w: W, spec: ModelSpec, o: NumpyOps) -> Any:
     return norm(x, w, EMB + "LayerNorm", spec, o)  # (n, C)
 
 
+def projections(x: Any, w: W, p: str, o: NumpyOps) -> list[Any]:
+    """The query, key and value projections of layer prefix p: 3 × (n, C). The rows are split over
+    the cores, each block of rows making all three of its projections in one piece of work
+    (nn.rows_each): one hand-over to the other core a layer where a projection each made three,
+    the same numbers in 0.93× the forward's time (345 tokens; three whole projections on two cores
+    would leave one core idle a third of the time)."""
+    return o.rows_each(lambda r: [linear(x[r], w, p + name) for name in LINEARS[:3]], x.shape[0])  # 3 × (n, C)
+
+
 def qkv(x: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps) -> list[Any]:
-    """Per-head q, k, v of layer prefix p: 3 × (h, n, d). The rows are split over the cores, each
-    block of rows making all three of its projections in one piece of work (nn.rows_each): one
-    hand-over to the other core a layer where a projection each made three, the same numbers in
-    0.93× the forward's time (345 tokens; three whole projections on two cores would leave one
-    core idle a third of the time)."""
-    names = ("attention.self.query", "attention.self.key", "attention.self.value")
-    projected = o.rows_each(lambda r: [linear(x[r], w, p + name) for name in names], x.shape[0])  # 3 × (n, C)
-    return [o.split_heads(y, spec.heads) for y in projected]  # 3 × (h, n, d)
+    """Per-head q, k, v of layer prefix p: 3 × (h, n, d)."""
+    return [o.split_heads(y, spec.heads) for y in projections(x, w, p, o)]  # 3 × (h, n, d)
 
 
 def rest_of_layer(x: Any, q: Any, k: Any, v: Any, kt: Any, w: W, p: str, spec: ModelSpec, o: NumpyOps, r: slice) -> Any:
