@@ -12,8 +12,8 @@ from typing import Any
 
 import uvicorn
 
-from app import server
 from app.classroom import cli as classroom_cli
+from app.web import server
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,8 +3,9 @@
   ClientError   a 4xx answer whose detail names the field (loc) and the rule
   InputError    a request that is well-formed but asks for what cannot be done (422, in the body)
   ModelError    a model directory that cannot be used (503: a server set-up problem)
+  in_range()    a model's layer or head checked (an InputError naming the field)
 
-app.http maps each of them to its answer once, for every route; the math and model modules
+app.web.http maps each of them to its answer once, for every route; the math and model modules
 raise them without knowing about HTTP. Every client error has one shape:
 {"detail": [{"loc": [...], "msg": "...", "type": "..."}]}.
 """
@@ -37,13 +38,25 @@ class ClientError(Exception):
 
 
 class InputError(ValueError):
-    """A request that is well-formed JSON but asks for something the API cannot do (422, loc body.field)."""
+    """A request that is well-formed but asks for something the API cannot do (422, loc [where, field]).
 
-    def __init__(self, field: str, message: str) -> None:
+    A ValueError, so that the notebook's callers can catch it as one; `type_` is the error's type in
+    the answer, `where` the part of the request the field is in ("body", "query").
+    """
+
+    def __init__(self, field: str, message: str, type_: str = "value_error", where: str = "body") -> None:
         super().__init__(message)
-        self.field = field
-        self.message = message
+        self.field, self.message, self.type, self.where = field, message, type_, where
 
 
 class ModelError(Exception):
     """The model directory cannot be used; the message says why (a server set-up problem: 503)."""
+
+
+def in_range(field: str, value: object, count: int, model: str, others: str = "") -> None:
+    """A 422 naming `field` unless a whole-number value is 0 … count − 1 (a model's layer or head).
+
+    Other values ("mean", None) are the caller's to read; `others` names them in the message.
+    """
+    if isinstance(value, int) and not 0 <= value < count:
+        raise InputError(field, f"{field} must be 0 … {count - 1}{others} ({model} has {count})")

@@ -1,6 +1,6 @@
 """The hand-set mode of POST /api/attention as plain functions: q, k and v in, every stage out.
 
-Shared by the API (app.api, which encodes the answer as JSON, a frame or CSV) and the notebook
+Shared by the API (app.web.attention, which encodes the answer as JSON, a frame or CSV) and the notebook
 (app.notebook.numbers, which draws it), so both refuse the same input with the same words:
 
   compute(inp, backend, mistake)  the answer's fields and arrays (q, k, v and the stages), checked

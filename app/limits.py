@@ -25,7 +25,7 @@ MODEL_CACHE_SENTENCES = 8  # recent sentences whose per-layer Q, K, V are kept (
 # at 300 tokens, ~96 MB at 512), and 8 long ones would hold ~770 MB; the newest is always kept
 MODEL_CACHE_BYTES = 192 << 20
 
-# The server on a school's LAN (app/server.py; docs/security.md): what one device may hold or ask for.
+# The server on a school's LAN (app/web/server.py; docs/security.md): what one device may hold or ask for.
 # Each can be changed with the environment variable named beside it (a whole number of seconds or a count).
 HEADER_TIMEOUT_SECONDS = 5  # ATTENTION_HEADER_TIMEOUT: a request's headers, from its first byte (or the connection)
 BODY_WINDOW_SECONDS = 5  # a request body must bring BODY_MIN_BYTES_PER_SECOND over each window of this length
@@ -35,3 +35,8 @@ CONNECTIONS_PER_ADDRESS = 64  # ATTENTION_CONNECTIONS_PER_ADDRESS: open at once 
 CONNECTION_RATE = 20  # ATTENTION_CONNECTION_RATE: new connections a second per address (bursts of 3x)
 REQUEST_RATE = 50  # ATTENTION_REQUEST_RATE: requests a second per address (bursts of 4x); 429 past it
 WS_MAX_MESSAGE_BYTES = 4096  # any WebSocket frame past this is refused while its header is read (never buffered)
+
+# Writing with a decoder (POST /api/generate, the notebook's write()).
+MAX_PROMPT_CHARS = 20_000  # characters of a prompt, checked before tokenizing
+MAX_PROMPT_TOKENS = 512  # the prompt after the chat template, in tokens (and within the model's context)
+MAX_NEW_TOKENS = 256  # tokens one writing may add

@@ -14,18 +14,15 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from app import __version__, api, http
-from app.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
+from app import __version__
 from app.attention import Backend, default_backend, torch_available
-from app.classroom import lesson_routes as saved_lessons
-from app.classroom import room_routes
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
-from app.lesson import routes as lesson_routes
-from app.middleware import Compress, HeadAsGet
-from app.model import generate_routes, overview_routes
-from app.model import routes as model_routes
 from app.schemas import ErrorResponse
-from app.security import SecurityHeaders, csp, script_hash
+from app.web import http
+from app.web.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
+from app.web.middleware import Compress, HeadAsGet
+from app.web.routers import ROUTERS
+from app.web.security import SecurityHeaders, csp, script_hash
 
 DESCRIPTION = """
 Every stage of scaled dot-product self-attention, by name:
@@ -53,13 +50,8 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
     app.state.backend = _backend(backend or os.environ.get("ATTENTION_BACKEND") or default_backend())
     app.state.model_dir = model or os.environ.get("ATTENTION_MODEL") or None
     http.install(app)
-    app.include_router(api.router)
-    app.include_router(model_routes.router)
-    app.include_router(overview_routes.router)
-    app.include_router(generate_routes.router)
-    app.include_router(lesson_routes.router)
-    app.include_router(room_routes.router)
-    app.include_router(saved_lessons.router)
+    for router in ROUTERS:
+        app.include_router(router)
     app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(SecurityHeaders)
     app.add_middleware(Compress)
@@ -102,7 +94,7 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
 
 
 def _one_error_schema(app: FastAPI) -> None:
-    """The schema documents the error body the app really sends (app.http.install): FastAPI's default
+    """The schema documents the error body the app really sends (app.web.http.install): FastAPI's default
     HTTPValidationError (with "input" and "ctx") is replaced by ErrorResponse everywhere."""
     make = app.openapi
 

@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 from app import limits
 from app.attention import Mask, Mistake, all_finite
 from app.errors import InputError as InputError  # raised by checked(); defined in the leaf module app.errors
+from app.model import registry
 
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 _LEAVES: dict[int, TypeAdapter[Any]] = {2: TypeAdapter(list[list[Number]]), 3: TypeAdapter(list[list[list[Number]]])}
@@ -248,15 +249,6 @@ def checked(req: AttentionRequest) -> AttentionInput:
     return AttentionInput(tokens, q, k, v, req.mask or "full")
 
 
-def in_range(field: str, value: object, count: int, model: str, others: str = "") -> None:
-    """A 422 naming `field` unless a whole-number value is 0 … count − 1 (a model's layer or head).
-
-    Other values ("mean", None) are the caller's to read; `others` names them in the message.
-    """
-    if isinstance(value, int) and not 0 <= value < count:
-        raise InputError(field, f"{field} must be 0 … {count - 1}{others} ({model} has {count})")
-
-
 class AttentionResponse(BaseModel):
     """Every stage, by name. 3-D input (heads first) gives 3-D stages."""
 
@@ -311,3 +303,35 @@ class ErrorItem(BaseModel):
 
 class ErrorResponse(BaseModel):
     detail: list[ErrorItem]
+
+
+# ---- POST /api/generate (and the notebook's write()) ---------------------------------------------
+
+ModelId = Annotated[str, StringConstraints(max_length=64)]
+
+
+class GenerateRequest(BaseModel):
+    """What to write after, and how to choose each next token."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: ModelId | None = Field(None, description=f"A model id of GET /api/models (default {registry.DECODER_ID}).")
+    prompt: Annotated[str, StringConstraints(max_length=limits.MAX_PROMPT_CHARS)] = Field(
+        description=f"The text to go on from; ≤ {limits.MAX_PROMPT_CHARS:,} characters and "
+        f"≤ {limits.MAX_PROMPT_TOKENS} tokens."
+    )
+    max_new_tokens: int = Field(
+        32, ge=1, le=limits.MAX_NEW_TOKENS, description=f"Tokens to write, 1 … {limits.MAX_NEW_TOKENS}."
+    )
+    temperature: float = Field(
+        0.0, ge=0.0, le=5.0, allow_inf_nan=False, description="0: always the most likely token (greedy); 0 … 5."
+    )
+    top_k: int = Field(0, ge=0, le=1000, description="Draw only from the k most likely tokens (0: no limit).")
+    top_p: float = Field(
+        1.0, gt=0.0, le=1.0, allow_inf_nan=False, description="Draw only from the likeliest tokens whose "
+        "probabilities add up to p (1: no limit).",
+    )  # fmt: skip
+    seed: int | None = Field(None, ge=0, le=2**32 - 1, description="Makes sampling repeatable.")
+    layer: int | None = Field(None, ge=0, description="The layer whose attention each line shows (default: the last).")
+    head: int = Field(0, ge=0, description="The query head whose attention each line shows.")
+    chat: bool = Field(False, description="Wrap the prompt in the model's chat template (a user's message).")

@@ -1,4 +1,4 @@
-"""app.assets: the page is served from the bundle while it matches the sources, from the sources
+"""app.web.assets: the page is served from the bundle while it matches the sources, from the sources
 (an import map) once one changes, and the check is not repeated on every page load."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.assets import STATIC_DIR, Assets
+from app.web.assets import STATIC_DIR, Assets
 
 
 @pytest.fixture

@@ -2,8 +2,12 @@
 
 - No cycle: a module never imports, through any chain, a module that imports it.
 - Errors live in a leaf: app.errors imports nothing from app and nothing from the web.
-- The math imports nothing from the web: the attention engine, the model's forward pass and the
-  lesson's math know nothing of HTTP, pydantic or the routes.
+- The web layer is app/web/ and nothing else: every HTTP route and its plumbing live there, and every
+  other module of app/ (the domains: attention, model, lesson, classroom, notebook, …) is pure — it
+  imports no web framework and nothing from app.web. Only the entry points (app.main, app.cli,
+  app.__main__) sit above the web layer. "Pure" is read from the layout, not from a list.
+- The math (app.attention, app.model, app.lesson) imports no pydantic either: it takes and gives
+  arrays and plain values.
 """
 
 from __future__ import annotations
@@ -14,35 +18,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-WEB = ("fastapi", "starlette", "pydantic", "pydantic_core", "uvicorn", "app.http", "app.schemas", "app.api")
-PURE = (
-    "app.attention",
-    "app.errors",
-    "app.limits",
-    "app.model.spec",
-    "app.model.nn",
-    "app.model.weights",
-    "app.model.tokenizer",
-    "app.model.bert",
-    "app.model.gpt2",
-    "app.model.trace",
-    "app.model.forward",
-    "app.model.select",
-    "app.model.loader",
-    "app.model.llama",
-    "app.model.llama_config",
-    "app.model.llama_weights",
-    "app.model.gguf",
-    "app.model.generate",
-    "app.model.registry",
-    "app.lesson.rnn",
-    "app.lesson.projections",
-    "app.lesson.scaling",
-    "app.lesson.positions",
-    "app.lesson.multihead",
-    "app.lesson.block",
-    "app.lesson.mistakes",
-)
+FRAMEWORKS = ("fastapi", "starlette", "uvicorn")
+WEB_LAYER = "app.web"
+ENTRY_POINTS = ("app.main", "app.cli", "app.__main__")
+MATH = ("app.attention", "app.model", "app.lesson")
+VALIDATION = ("pydantic", "pydantic_core", "app.schemas", "app.frame", "app.classroom.schemas")
+
+
+def _is(name: str, prefixes: tuple[str, ...] | str) -> bool:
+    """Whether the dotted `name` is one of `prefixes` or inside one of them."""
+    return any(name == p or name.startswith(p + ".") for p in ((prefixes,) if isinstance(prefixes, str) else prefixes))
 
 
 def _modules() -> dict[str, Path]:
@@ -129,12 +114,23 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+DOMAIN = sorted(m for m in MODULES if not _is(m, WEB_LAYER) and m not in ENTRY_POINTS and m != "app")
+
+
 def test_the_graph_is_read_from_the_source() -> None:
     # a few arrows known to exist: if the reader broke, the cycle test below would pass on an empty graph
-    assert "app.attention" in GRAPH["app.api"]
+    assert "app.attention" in GRAPH["app.web.attention"]
     assert "app.model.nn" in GRAPH["app.model.bert"]
-    assert "app.errors" in GRAPH["app.http"]
+    assert "app.errors" in GRAPH["app.web.http"]
     assert len(MODULES) > 40 and sum(map(len, GRAPH.values())) > 100
+
+
+def test_the_layout_names_the_layers() -> None:
+    # the web layer holds every route module; the domains are most of app/
+    routes = [m for m in MODULES if "router = APIRouter(" in MODULES[m].read_text(encoding="utf-8")]
+    assert routes and all(_is(m, WEB_LAYER) for m in routes), routes
+    assert {"app.attention", "app.model.llama", "app.lesson.rnn", "app.classroom.broker"} <= set(DOMAIN)
+    assert len(DOMAIN) > 40
 
 
 def test_cycles_are_found_when_there_are_some() -> None:
@@ -149,10 +145,16 @@ def test_app_has_no_import_cycle() -> None:
 def test_errors_are_a_leaf() -> None:
     inside, names = imports("app.errors")
     assert inside == set()
-    assert not [n for n in names if n.startswith(WEB)]
+    assert not [n for n in names if _is(n, (*FRAMEWORKS, *VALIDATION, WEB_LAYER))]
 
 
-@pytest.mark.parametrize("module", PURE)
-def test_math_imports_nothing_from_the_web(module: str) -> None:
+@pytest.mark.parametrize("module", DOMAIN)
+def test_domains_import_nothing_from_the_web(module: str) -> None:
     _, names = imports(module)
-    assert [n for n in names if n.startswith(WEB)] == []
+    assert [n for n in names if _is(n, (*FRAMEWORKS, WEB_LAYER))] == []
+
+
+@pytest.mark.parametrize("module", [m for m in DOMAIN if _is(m, MATH)])
+def test_math_imports_no_validation_layer(module: str) -> None:
+    _, names = imports(module)
+    assert [n for n in names if _is(n, VALIDATION)] == []

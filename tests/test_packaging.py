@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app import cli
-from app.server import GuardedHttp
+from app.web.server import GuardedHttp
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,7 +46,7 @@ def test_installed_wheel_serves_the_page_from_its_own_folder(wheel: Path, tmp_pa
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)], check=True
     )
     probe = (
-        "import app.assets as a, app.main as m; from fastapi.testclient import TestClient;"
+        "import app.web.assets as a, app.main as m; from fastapi.testclient import TestClient;"
         "c = TestClient(m.app); print(a.STATIC_DIR);"
         "print(c.get('/').status_code, c.get('/static/vendor/three/three.module.js').status_code)"
     )

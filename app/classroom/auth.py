@@ -1,4 +1,5 @@
-"""The teacher token and the presenter keys: Bearer headers, compared in constant time, never logged.
+"""The teacher token and the presenter keys: compared in constant time, never logged (app.web.auth reads
+them from a request's Bearer header).
 
 The teacher token (as Jupyter's) unlocks everything that changes the server's state: opening rooms
 and writing lessons. `attention3d` takes it from --teacher-token-file or $ATTENTION_TEACHER_TOKEN
@@ -16,10 +17,6 @@ import os
 import re
 import secrets
 from urllib.parse import unquote_plus
-
-from fastapi import Request
-
-from app.errors import ClientError
 
 TOKEN_ENV = "ATTENTION_TEACHER_TOKEN"
 MIN_TOKEN_CHARS = 16
@@ -52,25 +49,9 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def bearer(request: Request, what: str) -> str:
-    """The Bearer credential of a request; 401 without one."""
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
-        msg = f"send the {what} as 'Authorization: Bearer …'"
-        raise ClientError(401, ["header", "authorization"], msg, "unauthorized")
-    return value.strip()
-
-
 def same(given: str, expected: str) -> bool:
     """Constant-time comparison of two secrets."""
     return hmac.compare_digest(given.encode(), expected.encode())
-
-
-def require_teacher(request: Request) -> None:
-    """401 without a token, 403 with a wrong one."""
-    if not same(bearer(request, "teacher token"), teacher_token()):
-        raise ClientError(403, ["header", "authorization"], "that is not this server's teacher token", "forbidden")
 
 
 def key_matches(given: str, key_digest: str) -> bool:

@@ -1,23 +1,19 @@
-"""Rooms: their codes, the address followers join by, and one follower's (or presenter's) socket."""
+"""Rooms: their codes, the address followers join by, who presents, and the socket's close codes.
+
+The socket itself (accepting it, the room's messages out, votes and pings in) is app.web.socket.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-import json
 import os
 import secrets
 import socket
-import time
-from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import Request, WebSocket, WebSocketDisconnect
-
-from app.classroom import auth, limits, quiz
-from app.classroom.broker import Broker, Subscriber
+from app.classroom import auth
+from app.classroom.broker import Broker
 from app.errors import ClientError
-from app.security import same_origin
 
 # easy to read aloud and to type: no 0/O, 1/I/L (the code is upper case; lower case is accepted)
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
@@ -64,29 +60,24 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def join_base(request: Request) -> str:
+def join_base(host: str, scheme: str) -> str:
     """The address students reach this server by: $ATTENTION_PUBLIC_URL, else the Host the teacher
-    used, except that a loopback Host (127.0.0.1, localhost) becomes the LAN address when the server
-    listens on every interface (--host 0.0.0.0)."""
+    used (`host`, as the request's Host header has it), except that a loopback Host (127.0.0.1,
+    localhost) becomes the LAN address when the server listens on every interface (--host 0.0.0.0)."""
     public = os.environ.get(PUBLIC_ENV)
     if public:
         return public.rstrip("/")
-    parts = urlsplit(f"//{request.headers.get('host') or request.url.netloc}")
-    host, port = parts.hostname or "127.0.0.1", parts.port
-    if _loopback(host) and os.environ.get(BIND_ENV) in ("0.0.0.0", "::"):
-        host = lan_address() or host
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{request.url.scheme}://{host}" + (f":{port}" if port else "")
+    parts = urlsplit(f"//{host}")
+    name, port = parts.hostname or "127.0.0.1", parts.port
+    if _loopback(name) and os.environ.get(BIND_ENV) in ("0.0.0.0", "::"):
+        name = lan_address() or name
+    if ":" in name:
+        name = f"[{name}]"
+    return f"{scheme}://{name}" + (f":{port}" if port else "")
 
 
-def join_url(request: Request, code: str) -> str:
-    return f"{join_base(request)}/?room={code}"
-
-
-async def presenter_room(request: Request, broker: Broker, code: str) -> None:
-    """401/403/404: the request must carry this room's presenter key (or the teacher token)."""
-    given = auth.bearer(request, "presenter key")
+async def check_presenter(broker: Broker, code: str, given: str) -> None:
+    """404 when there is no room `code`; 403 unless `given` is its presenter key (or the teacher token)."""
     digest = await broker.room_key(code)
     if digest is None:
         raise ClientError(404, ["path", "code"], f"no room {code[:12]!r} (closed, expired or never opened)", "no_room")
@@ -94,91 +85,8 @@ async def presenter_room(request: Request, broker: Broker, code: str) -> None:
         raise ClientError(403, ["header", "authorization"], "that is not this room's presenter key", "forbidden")
 
 
-def _presenter_socket(ws: WebSocket, digest: str) -> bool:
-    offered: list[str] = list(ws.scope.get("subprotocols") or [])
+def presenter_socket(offered: list[str], digest: str) -> bool:
+    """Whether a socket offering these subprotocols is the room's presenter: it offers
+    "attention3d.presenter" and "key.<the room's presenter key>"."""
     keys = [p[len(KEY_PROTOCOL) :] for p in offered if p.startswith(KEY_PROTOCOL)]
     return PRESENTER_PROTOCOL in offered and any(auth.key_matches(k, digest) for k in keys)
-
-
-async def _refuse(ws: WebSocket, code: int, error: dict[str, Any]) -> None:
-    await ws.accept()
-    await ws.send_text(json.dumps(error))
-    await ws.close(code=code)
-
-
-async def serve_socket(ws: WebSocket, broker: Broker, code: str) -> None:
-    """One socket of a room: the room's messages out, in order; votes and pings in (nothing else)."""
-    if not same_origin(ws.headers):  # another site's page may not join on its visitor's behalf
-        await ws.close(code=CLOSE_ORIGIN)
-        return
-    digest = await broker.room_key(code)
-    if digest is None:
-        await _refuse(ws, CLOSE_NO_ROOM, {"closed": f"there is no room {code[:12]} (closed, expired or never opened)"})
-        return
-    address = ws.client.host if ws.client else ""
-    sub = Subscriber(presenter=_presenter_socket(ws, digest), address=address)
-    refused = await broker.join(code, sub)
-    if refused:
-        await _refuse(ws, CLOSE_FULL, {"error": refused})
-        return
-    try:
-        await ws.accept(subprotocol=PRESENTER_PROTOCOL if sub.presenter else None)
-        await ws.send_text(await broker.hello(code, sub.presenter, sub.id))
-        sender = asyncio.create_task(_send(ws, sub))
-        try:
-            close = await _receive(ws, broker, code, sub)
-        finally:
-            sender.cancel()
-        if close is not None:
-            await ws.close(code=close[0], reason=close[1])
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        pass  # the client went away (RuntimeError, OSError: it went while we were sending)
-    finally:
-        await broker.leave(code, sub)
-
-
-async def _send(ws: WebSocket, sub: Subscriber) -> None:
-    try:
-        while True:
-            text = await sub.queue.get()
-            if sub.overflow:
-                await ws.close(code=CLOSE_SLOW, reason="too far behind: reconnect to catch up")
-                return
-            await ws.send_text(text)
-            if text.startswith('{"closed"'):
-                await ws.close(code=CLOSE_NO_ROOM, reason="room closed")
-                return
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        return
-
-
-async def _receive(ws: WebSocket, broker: Broker, code: str, sub: Subscriber) -> tuple[int, str] | None:
-    """Read the client's messages until it leaves; (close code, reason) when it broke a rule."""
-    tokens, last = float(limits.SOCKET_BURST), time.monotonic()
-    while True:
-        message = await ws.receive()
-        if message["type"] == "websocket.disconnect":
-            return None
-        data = message.get("text") or message.get("bytes") or ""
-        if len(data) > limits.MAX_SOCKET_MESSAGE_BYTES:
-            return CLOSE_TOO_BIG, f"messages are at most {limits.MAX_SOCKET_MESSAGE_BYTES} bytes"
-        now = time.monotonic()
-        tokens = min(limits.SOCKET_BURST, tokens + (now - last) * limits.MAX_SOCKET_MESSAGES_PER_SECOND)
-        last = now
-        if tokens < 1:
-            return CLOSE_RATE, f"at most {limits.MAX_SOCKET_MESSAGES_PER_SECOND} messages a second"
-        tokens -= 1
-        try:
-            body = json.loads(data)
-        except ValueError:
-            sub.put(json.dumps({"error": {"type": "json", "msg": "send JSON objects"}}))
-            continue
-        if not isinstance(body, dict):
-            sub.put(json.dumps({"error": {"type": "json", "msg": "send JSON objects"}}))
-        elif "ping" in body:
-            sub.put('{"pong":1}')
-        elif "vote" in body and not sub.presenter:
-            sub.put(await quiz.vote(broker, code, sub, body["vote"]))
-        else:
-            msg = "a follower's socket only votes and pings; the presenter drives the room over HTTP"
-            sub.put(json.dumps({"error": {"type": "read_only", "msg": msg}}))

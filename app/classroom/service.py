@@ -11,8 +11,6 @@ from contextlib import asynccontextmanager
 from functools import cached_property
 from typing import Any
 
-from starlette.types import ASGIApp
-
 from app.classroom import limits
 from app.classroom.broker import Broker, MemoryBroker, RedisBroker
 from app.classroom.store import Store, database_url, default_data_dir
@@ -87,7 +85,8 @@ def classroom(app: Any) -> Classroom:
 
 
 @asynccontextmanager
-async def lifespan(app: ASGIApp) -> AsyncIterator[None]:
+async def lifespan(app: Any) -> AsyncIterator[None]:
+    """The app's lifespan: its classroom (if it made one) closed at shutdown."""
     yield
     state = getattr(app, "state", None)
     found = getattr(state, "classroom", None) if state is not None else None

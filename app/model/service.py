@@ -25,7 +25,7 @@ import numpy as np
 
 from app import limits
 from app.attention import Backend, Mask
-from app.errors import ClientError, InputError
+from app.errors import ClientError, InputError, in_range
 from app.model import nn
 from app.model.loader import ModelHandle
 from app.model.select import HeadChoice, LayerChoice, all_weights, layers_needed, mean_over, select
@@ -33,7 +33,6 @@ from app.model.spec import ModelSpec
 from app.model.summary import Collector, Summary
 from app.model.tokenizer import Encoded
 from app.model.trace import Trace
-from app.schemas import in_range
 
 QKV = ("q", "k", "v")
 
@@ -58,7 +57,7 @@ def is_sentence_request(req: Any) -> bool:
 
 
 def spec_of(handle: ModelHandle) -> ModelSpec:
-    """The model's spec (a ModelError, answered 503 by app.http, when its folder cannot be used)."""
+    """The model's spec (a ModelError, answered 503 by app.web.http, when its folder cannot be used)."""
     return handle.spec()
 
 

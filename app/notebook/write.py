@@ -20,11 +20,11 @@ import ipywidgets as widgets
 from pydantic import ValidationError
 
 from app.errors import InputError
-from app.model import generate, registry
+from app.model import generate, prompt, registry
 from app.model.generate import Done, Sampling, Written
-from app.model.generate_routes import GenerateRequest, prepare
 from app.notebook.markup import heat_rgb
 from app.notebook.numbers import backend
+from app.schemas import GenerateRequest
 
 BARS = generate.CANDIDATES
 
@@ -34,7 +34,8 @@ class WriteView(widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, req: GenerateRequest, backend: str = "numpy") -> None:
         model_id = req.model or registry.DECODER_ID
-        model, encoded, layer = prepare(registry.handle(model_id, None), req)
+        handle = registry.handle(model_id, None)
+        model, encoded, layer = prompt.prepare(handle, req.prompt, req.layer, req.head, req.chat)
         self.model, self.layer, self.head = model, layer, req.head
         self.prompt_tokens: list[str] = encoded.tokens
         sampling = Sampling(req.temperature, req.top_k, req.top_p)

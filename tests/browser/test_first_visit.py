@@ -51,7 +51,7 @@ def test_text_is_compressed_and_frames_are_not(watched: Watched) -> None:
           };
         }"""
     )
-    # Chromium offers "gzip, deflate, br, zstd": zstd is the server's choice then (app.middleware)
+    # Chromium offers "gzip, deflate, br, zstd": zstd is the server's choice then (app.web.middleware)
     assert got["js"] == "zstd", got
     assert got["json"] == "zstd", got
     assert got["frame"] is None, got

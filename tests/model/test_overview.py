@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app import transport
 from app.attention import Mask, attention
 from app.main import create_app
 from app.model import nn, service, summary
 from app.model.loader import Model, ModelHandle
 from app.model.trace import Trace
+from app.web import transport
 from tests.asyncrun import run_async
 
 ANIMAL = "The animal didn't cross the street because it was too tired."

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 
 from app import frame
 from app.examples import EXAMPLES
-from app.middleware import encoding_for
-from app.transport import preferred
+from app.web.middleware import encoding_for
+from app.web.transport import preferred
 
 CAT = EXAMPLES["the-cat-ate-its-fish"]
 CAT_BODY = {"tokens": list(CAT.tokens), "q": CAT.q.tolist(), "k": CAT.k.tolist(), "v": CAT.v.tolist()}

@@ -15,17 +15,7 @@ from app import export, frame, handset, limits
 from app.attention import STAGES, Backend, stages
 from app.errors import ClientError, InputError
 from app.examples import EXAMPLES, Example
-from app.http import (
-    DirectRoute,
-    body_error,
-    declared_size,
-    error_docs,
-    is_json,
-    json_bytes,
-    media_type,
-    model_handle,
-    read_body,
-)
+from app.model import registry
 from app.model import service as model_service
 from app.schemas import (
     ARRAY_NAMES,
@@ -36,7 +26,17 @@ from app.schemas import (
     ExampleOut,
     checked,
 )
-from app.transport import (
+from app.web.http import (
+    DirectRoute,
+    body_error,
+    declared_size,
+    error_docs,
+    is_json,
+    json_bytes,
+    media_type,
+    read_body,
+)
+from app.web.transport import (
     PARSE_SLOTS,
     Answer,
     Body,
@@ -320,7 +320,7 @@ def _encode(fields: dict[str, Any], arrays: dict[str, np.ndarray], wanted: Wante
 
 def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) -> Body:
     """Run in a worker thread, in a compute slot: the model's stages, encoded (JSON can take a second)."""
-    handle = model_handle(request, req.model)
+    handle = registry.handle(req.model, request.app.state.model_dir)
     backend: Backend = request.app.state.backend
     fields, arrays = model_service.sentence_attention(
         handle, req.sentence or "", req.layer, req.head, req.mask, req.mask is not None, backend

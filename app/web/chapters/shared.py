@@ -1,7 +1,7 @@
 """What several chapters' routes share: request fields, the real model's layer, its checks.
 
-Breaking a limit is a 422 naming the field (app.http answers it); a model that cannot be loaded
-is a 503 (ModelError, answered by app.http too).
+Breaking a limit is a 422 naming the field (app.web.http answers it); a model that cannot be loaded
+is a 503 (ModelError, answered by app.web.http too).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints
 
 from app import limits
 from app.attention import Backend
-from app.errors import InputError
-from app.http import body_doc, error_docs, json_body, model_handle
+from app.errors import InputError, in_range
 from app.lesson import block as blocks
+from app.model import registry
 from app.model.loader import Model, ModelHandle
 from app.model.service import encode_sentence, spec_of
 from app.model.spec import ModelSpec
 from app.model.tokenizer import Encoded
-from app.schemas import in_range
-from app.transport import in_slot
+from app.web.http import body_doc, error_docs, json_body
+from app.web.transport import in_slot
 
 MAX_WORD_CHARS = 24
 MAX_LESSON_TOKENS = limits.MAX_OVERVIEW_TOKENS  # tokens of a sentence for /api/block and /api/multihead/model
@@ -116,7 +116,12 @@ async def layer_answer(request: Request, compute: Callable[[ModelHandle, str, in
     req = await json_body(request, SentenceLayerRequest)
     backend: Backend = request.app.state.backend
     return await in_slot(
-        "application/json", compute, model_handle(request, req.model), req.sentence, req.layer, backend
+        "application/json",
+        compute,
+        registry.handle(req.model, request.app.state.model_dir),
+        req.sentence,
+        req.layer,
+        backend,
     )
 
 

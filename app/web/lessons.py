@@ -20,13 +20,14 @@ from typing import Any, TypeVar
 import anyio
 from fastapi import APIRouter, Path, Query, Request, Response
 
-from app.classroom import auth, limits
+from app.classroom import limits
 from app.classroom.database import Unavailable
 from app.classroom.schemas import Lesson, LessonCreated, LessonIn, LessonOrder, LessonSummary
 from app.classroom.service import classroom
 from app.classroom.store import Store
 from app.errors import ClientError
-from app.http import body_doc, error_docs, json_body
+from app.web import auth as web_auth
+from app.web.http import body_doc, error_docs, json_body
 
 router = APIRouter(prefix="/api", tags=["lessons"])
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def _views(body: LessonIn) -> list[dict[str, Any]]:
     openapi_extra=body_doc(LessonIn),
 )
 async def create_lesson(request: Request) -> LessonCreated:
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     body = await json_body(request, LessonIn, limits.MAX_LESSON_BYTES)
     if await _store(request, Store.count_lessons) >= limits.MAX_LESSONS:
         raise ClientError(429, ["body"], f"{limits.MAX_LESSONS} lessons are saved: delete one first", "lesson_limit")
@@ -86,7 +87,7 @@ async def list_lessons(
     offset: int = Query(0, ge=0, le=limits.MAX_LESSONS, description="lessons to skip"),
     limit: int = Query(limits.LESSONS_PAGE, ge=1, le=limits.MAX_LESSONS_PAGE, description="lessons in this page"),
 ) -> list[dict[str, Any]]:
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     return await _store(request, lambda s: s.lessons(offset, limit))
 
 
@@ -98,7 +99,7 @@ async def list_lessons(
     openapi_extra=body_doc(LessonOrder),
 )
 async def order_lessons(request: Request) -> Response:
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     body = await json_body(request, LessonOrder, 64 * 1024)
     missing = await _store(request, lambda s: s.order_lessons(body.ids))
     if missing:
@@ -110,7 +111,7 @@ async def order_lessons(request: Request) -> Response:
     "/lessons/{lesson_id}", response_model=Lesson, summary="One lesson", responses={**_AUTH, **_LESSON, **_DOWN}
 )
 async def get_lesson(request: Request, lesson_id: int = LessonId) -> dict[str, Any]:
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     lesson = await _store(request, lambda s: s.lesson(lesson_id))
     if lesson is None:
         raise _no_lesson(lesson_id)
@@ -125,7 +126,7 @@ async def get_lesson(request: Request, lesson_id: int = LessonId) -> dict[str, A
     openapi_extra=body_doc(LessonIn),
 )
 async def replace_lesson(request: Request, lesson_id: int = LessonId) -> Response:
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     body = await json_body(request, LessonIn, limits.MAX_LESSON_BYTES)
     if not await _store(request, lambda s: s.replace_lesson(lesson_id, body.title, _views(body))):
         raise _no_lesson(lesson_id)
@@ -136,7 +137,7 @@ async def replace_lesson(request: Request, lesson_id: int = LessonId) -> Respons
     "/lessons/{lesson_id}", status_code=204, summary="Delete a lesson", responses={**_AUTH, **_LESSON, **_DOWN}
 )
 async def delete_lesson(request: Request, lesson_id: int = LessonId) -> Response:
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     if not await _store(request, lambda s: s.delete_lesson(lesson_id)):
         raise _no_lesson(lesson_id)
     return Response(status_code=204)

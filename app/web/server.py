@@ -261,7 +261,7 @@ def uvicorn_options() -> dict[str, Any]:
         "proxy_headers": bool(proxies()),
         "forwarded_allow_ips": ",".join(proxies()) or "",
         "http": GuardedHttp,
-        "loop": "app.server:new_loop",
+        "loop": "app.web.server:new_loop",
         "ws_max_size": limits.WS_MAX_MESSAGE_BYTES,
         # 20 s, not uvicorn's 5: a page's next request then rarely races the close of its idle connection
         "timeout_keep_alive": setting("IDLE_TIMEOUT", limits.IDLE_TIMEOUT_SECONDS),

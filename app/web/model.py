@@ -1,5 +1,6 @@
-"""Routes of the model API besides the sentence mode of POST /api/attention (see app.api).
+"""Routes of the model API besides the sentence mode of POST /api/attention (see app.web.attention).
 
+GET  /api/models  every model the server offers, by id (the "model" field of the sentence routes)
 POST /api/heads   {"sentence", "mask"?} → every layer × head of attention weights, for an overview
 GET  /api/model   the model's name, kind and sizes, and whether its weights are loaded yet
 """
@@ -16,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app import limits
 from app.errors import ModelError
-from app.http import body_doc, error_docs, json_body, json_response, model_handle
-from app.model import service
+from app.model import registry, service
 from app.model.loader import ModelHandle
-from app.transport import SLOTS
+from app.web.http import body_doc, error_docs, json_body, json_response
+from app.web.transport import SLOTS
 
 router = APIRouter(prefix="/api", tags=["model"])
 Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
@@ -57,6 +58,29 @@ class HeadsResponse(BaseModel):
     weights: list[Any] = Field(description="[layer][head][query][key], layers × heads × n × n.")
 
 
+class ModelEntry(BaseModel):
+    id: str = Field(description="What the sentence routes' and POST /api/generate's 'model' field takes.")
+    name: str
+    architecture: Literal["bert", "gpt2", "llama"] | None = None
+    layers: int | None = None
+    heads: int | None = Field(None, description="Query heads per layer.")
+    kv_heads: int | None = Field(None, description="Key/value heads per layer (fewer than heads: grouped-query).")
+    d_k: int | None = Field(None, description="Each head's size.")
+    causal: bool | None = Field(None, description="A decoder: no token sees a later one.")
+    context: int | None = Field(None, description="The model's own context length, in tokens.")
+    max_tokens: int | None = Field(None, description="Longest sentence, in tokens, for POST /api/attention.")
+    generates: bool = Field(False, description="Whether POST /api/generate can write with it.")
+    default: bool
+    available: bool = Field(description="false when its files cannot be used (then 'error' says why).")
+    loaded: bool = False
+    loading: bool = False
+    error: str | None = None
+
+
+class ModelsResponse(BaseModel):
+    models: list[ModelEntry]
+
+
 class ModelInfo(BaseModel):
     name: str
     kind: Literal["bert", "gpt2", "llama"]
@@ -87,7 +111,13 @@ async def post_heads(request: Request) -> Response:
     mask = body.mask or "full"
     backend = request.app.state.backend
     out = await anyio.to_thread.run_sync(
-        service.heads_overview, model_handle(request, body.model), body.sentence, mask, given, backend, limiter=SLOTS
+        service.heads_overview,
+        registry.handle(body.model, request.app.state.model_dir),
+        body.sentence,
+        mask,
+        given,
+        backend,
+        limiter=SLOTS,
     )
     return json_response(out)
 
@@ -97,7 +127,7 @@ async def post_heads(request: Request) -> Response:
 async def get_model(
     request: Request, load: Annotated[bool, Query(description="Start loading the weights in the background.")] = False
 ) -> Response:
-    h = model_handle(request)
+    h = registry.handle(None, request.app.state.model_dir)
     info = await anyio.to_thread.run_sync(service.model_info, h)
     if load and not h.loaded and not h.loading:
         threading.Thread(target=_load_quietly, args=(h,), daemon=True, name="model-load").start()
@@ -108,3 +138,23 @@ async def get_model(
 def _load_quietly(h: ModelHandle) -> None:
     with contextlib.suppress(ModelError):  # the next request that needs the model reports it (503)
         h.model()
+
+
+@router.get("/models", summary="The models this server offers", response_model=ModelsResponse)
+async def get_models(
+    request: Request,
+    load: Annotated[
+        str | None, Query(max_length=64, description="A model id whose weights to start loading in the background.")
+    ] = None,
+) -> Response:
+    default_dir = request.app.state.model_dir
+    if load is not None:
+        h = registry.handle(load, default_dir, "load", "query")  # an unknown id: a 422 naming it
+        if not h.loaded and not h.loading:
+            threading.Thread(target=_load_quietly, args=(h,), daemon=True, name="model-load").start()
+    listed = await anyio.to_thread.run_sync(registry.models, default_dir)
+    if load is not None:
+        for m in listed:
+            if m["id"] == load and not m.get("loaded"):
+                m["loading"] = True
+    return json_response({"models": listed})

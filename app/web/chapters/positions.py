@@ -10,13 +10,12 @@ import anyio
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
-from app.errors import InputError
-from app.http import body_doc, json_body, json_response, model_handle
+from app.errors import InputError, in_range
 from app.lesson import positions
-from app.lesson.routes.shared import MAX_WORD_CHARS, MODEL_ERRORS, Int, Word
-from app.model import service
-from app.schemas import in_range
-from app.transport import SLOTS
+from app.model import registry, service
+from app.web.chapters.shared import MAX_WORD_CHARS, MODEL_ERRORS, Int, Word
+from app.web.http import body_doc, json_body, json_response
+from app.web.transport import SLOTS
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 POSITIONS_MAX_WORDS = 12  # two n × n tables side by side must fit a phone
@@ -66,7 +65,7 @@ def _positions(request: Request, req: PositionsRequest, order: list[int]) -> dic
     t = positions.toy(req.words, order)
     real = None
     if req.model:
-        handle = model_handle(request)
+        handle = registry.handle(None, request.app.state.model_dir)
         spec = service.spec_of(handle)
         in_range("layer", req.layer, spec.layers, spec.name)
         in_range("head", req.head, spec.heads, spec.name)

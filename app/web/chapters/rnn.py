@@ -6,9 +6,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.http import body_doc, json_body, json_response
 from app.lesson import rnn
-from app.lesson.routes.shared import ERRORS, MAX_WORD_CHARS, Word
+from app.web.chapters.shared import ERRORS, MAX_WORD_CHARS, Word
+from app.web.http import body_doc, json_body, json_response
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 RNN_MAX_WORDS = 64  # the chain is drawn in 3D; past 64 links the influence is ~0 anyway

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
-from app.http import json_response
 from app.lesson import projections
+from app.web.http import json_response
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 

@@ -13,9 +13,9 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app import limits
-from app.http import JSON, body_doc, error_docs, json_body, json_bytes, model_handle
-from app.model import service, summary
-from app.transport import OVERVIEW_LANE, in_slot
+from app.model import registry, service, summary
+from app.web.http import JSON, body_doc, error_docs, json_body, json_bytes
+from app.web.transport import OVERVIEW_LANE, in_slot
 
 router = APIRouter(prefix="/api", tags=["model"])
 Sentence = Annotated[str, StringConstraints(max_length=limits.MAX_SENTENCE_CHARS)]
@@ -77,7 +77,13 @@ async def post_overview(request: Request) -> Response:
     """Block-pooled weights, entropy, distance and strongest links of every head of every layer."""
     body = await json_body(request, OverviewRequest)
     given = "mask" in body.model_fields_set and body.mask is not None
-    args = (model_handle(request, body.model), body.sentence, body.mask or "full", given, request.app.state.backend)
+    args = (
+        registry.handle(body.model, request.app.state.model_dir),
+        body.sentence,
+        body.mask or "full",
+        given,
+        request.app.state.backend,
+    )
     return await in_slot(JSON, _answer, *args, lane=OVERVIEW_LANE)  # one overview at a time: views go first
 
 

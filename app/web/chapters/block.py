@@ -10,10 +10,10 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from app.attention import Backend
-from app.http import json_bytes
 from app.lesson import block as blocks
-from app.lesson.routes.shared import finite, layer_answer, post_layer, run_layer
 from app.model.loader import ModelHandle
+from app.web.chapters.shared import finite, layer_answer, post_layer, run_layer
+from app.web.http import json_bytes
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 

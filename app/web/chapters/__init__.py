@@ -1,7 +1,7 @@
 """The routes of the lesson's chapters, one module per chapter, registered from one list.
 
 Each module owns its chapter's request and answer models and its router; the arithmetic stays in
-the chapter's pure module one level up (app.lesson.rnn, app.lesson.scaling, …), which imports
+the chapter's pure module (app.lesson.rnn, app.lesson.scaling, …), which imports
 nothing from the web. A new chapter with routes adds its module here and one line to CHAPTERS.
 
   rnn          POST /api/rnn                  a small RNN beside attention on the same words
@@ -10,15 +10,16 @@ nothing from the web. A new chapter with routes adds its module here and one lin
   positions    POST /api/positions            word order without and with positions, toy and real
   multihead    POST /api/multihead, GET /api/multihead/example, POST /api/multihead/model
   block        POST /api/block                one transformer block of the real model, by name
+  today        POST /api/decoder/today        RoPE, grouped-query heads, the attention sink (the decoder)
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.lesson.routes import block, multihead, positions, projections, rnn, scaling
+from app.web.chapters import block, multihead, positions, projections, rnn, scaling, today
 
-CHAPTERS = (rnn, projections, scaling, positions, multihead, block)  # in the lesson's order
+CHAPTERS = (rnn, projections, scaling, positions, multihead, block, today)  # in the lesson's order
 
 router = APIRouter()
 for chapter in CHAPTERS:

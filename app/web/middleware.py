@@ -24,7 +24,7 @@ from typing import Literal
 import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.transport import q_value
+from app.web.transport import q_value
 
 if sys.version_info >= (3, 14):
     from compression import zstd
@@ -78,7 +78,7 @@ class HeadAsGet:
 
 
 def _q_values(accept_encoding: str) -> dict[str, float]:
-    """Each coding an Accept-Encoding header names, with its q-value (app.transport.q_value)."""
+    """Each coding an Accept-Encoding header names, with its q-value (app.web.transport.q_value)."""
     q_of: dict[str, float] = {}
     for item in accept_encoding.split(","):
         name, *params = (p.strip().lower() for p in item.split(";"))

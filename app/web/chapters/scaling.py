@@ -11,10 +11,10 @@ import numpy as np
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.http import body_doc, json_body, json_response
 from app.lesson import scaling
-from app.lesson.routes.shared import ERRORS, Int
-from app.transport import SLOTS
+from app.web.chapters.shared import ERRORS, Int
+from app.web.http import body_doc, json_body, json_response
+from app.web.transport import SLOTS
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 

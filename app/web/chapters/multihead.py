@@ -16,13 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from app import limits
 from app.attention import Backend
 from app.errors import InputError
-from app.http import body_doc, json_body, json_bytes, json_response
 from app.lesson import block as blocks
 from app.lesson.multihead import HEAD_STAGES, ShapeError, check_shapes, example, multihead
-from app.lesson.routes.shared import ERRORS, finite, layer_answer, post_layer, run_layer
 from app.model.loader import ModelHandle
 from app.schemas import MaskField, Matrix, Token
-from app.transport import in_slot
+from app.web.chapters.shared import ERRORS, finite, layer_answer, post_layer, run_layer
+from app.web.http import body_doc, json_body, json_bytes, json_response
+from app.web.transport import in_slot
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 EXAMPLE_HEADS = (1, 4)  # heads of the worked example

@@ -1,4 +1,4 @@
-"""How big answers go out (bodies come in through app.http).
+"""How big answers go out (bodies come in through app.web.http).
 
 - preferred: which of the offered media types the Accept header prefers (q-values honoured).
 - PARSE_SLOTS: PARSE_SLOTS large bodies may be parsed into numbers at once (parsing JSON is most of

@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 
 from app.attention import attention
+from app.errors import InputError
+from app.model import registry
 from app.model.loader import Model
 from app.model.select import layer_heads
 
+MAX_TOKENS = 64  # tokens of the chapter's sentence (its tables are n × n)
 SHIFTS = 8  # places the same pair of tokens is moved to, keeping its distance
 DISTANCES = 16  # distances the same query and key are put at
 
@@ -96,3 +99,20 @@ def as_json(t: Today) -> dict[str, Any]:
         "shift_scores": t.shift_scores, "distance_scores": t.distance_scores,
         "cache_bytes_per_token": t.cache_bytes_per_token, "cache_bytes_per_token_mha": t.cache_bytes_per_token_mha,
     }  # fmt: skip
+
+
+def for_sentence(model: Model, sentence: str, layer: int, head: int) -> Today:
+    """The chapter's numbers for a typed sentence, or an InputError naming the field (a 422 on the web)."""
+    s = model.spec
+    if s.kind != "llama":
+        raise InputError("model", f"{s.name} is not a Llama-family decoder: use {registry.DECODER_ID!r}")
+    if layer >= s.layers:
+        raise InputError("layer", f"layer must be 0 … {s.layers - 1} ({s.name} has {s.layers} layers)")
+    if head >= s.heads:
+        raise InputError("head", f"head must be 0 … {s.heads - 1} ({s.name} has {s.heads} query heads)")
+    if not sentence.strip():
+        raise InputError("sentence", "sentence is empty: type at least one word")
+    enc = model.tokenizer.encode(sentence)
+    if not 2 <= len(enc) <= MAX_TOKENS:
+        raise InputError("sentence", f"sentence is {len(enc)} tokens; this chapter takes 2 … {MAX_TOKENS}")
+    return today(model, enc.ids, enc.tokens, layer, head)

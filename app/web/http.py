@@ -4,7 +4,6 @@
   json_body(request, Model, limit)  the body as a pydantic Model: 415 if not JSON, 413 past the limit,
                                     422 whose detail names the field and the rule it broke
   json_response(obj) / json_bytes   JSON out (orjson; NumPy arrays as nested lists)
-  model_handle(request, model_id)   the loaded-on-demand model a request is about (422 naming an unknown id)
   body_doc(Model) / error_docs(…)   the OpenAPI text for a hand-read body and its error answers
   install(app)                      the one mapping from the app's errors (app.errors) to answers
   DirectRoute                       a route class for handlers that take the Request and return a Response
@@ -28,9 +27,8 @@ from starlette.exceptions import HTTPException
 
 from app import limits
 from app.errors import ClientError, InputError, ModelError, detail
-from app.model.loader import ModelHandle, handle_for
 from app.schemas import ErrorResponse
-from app.security import hide_paths
+from app.web.security import hide_paths
 
 M = TypeVar("M", bound=BaseModel)
 JSON = "application/json"
@@ -145,27 +143,6 @@ class DirectRoute(APIRoute):
         return self.endpoint
 
 
-# ---- the model a request is about -----------------------------------------------------------
-
-
-def model_handle(request: Request, model_id: str | None = None, loc: Iterable[str] = ("body", "model")) -> ModelHandle:
-    """The handle of the model a request names (None: the server's own, --model or the default).
-
-    Other ids are the ones GET /api/models lists (app.model.registry); an id not there is a 422
-    naming it and the ids there are. The handle loads the weights on first need (ModelError → 503).
-    """
-    from app.model import registry
-
-    default_dir = getattr(request.app.state, "model_dir", None)
-    if model_id is None:
-        return handle_for(default_dir)
-    ids = [e.id for e in registry.entries(default_dir)]
-    if model_id not in ids:
-        shown = model_id if len(model_id) <= 40 else model_id[:37] + "…"
-        raise ClientError(422, list(loc), f"no model {shown!r}: the models are {', '.join(ids)}", "unknown_model")
-    return registry.handle(model_id, default_dir)
-
-
 # ---- the OpenAPI text of hand-read bodies -----------------------------------------------------
 
 
@@ -238,7 +215,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(InputError)
     async def _input(_: Request, exc: InputError) -> Response:
-        return _answer([detail(["body", exc.field], exc.message, "value_error")], 422)
+        return _answer([detail([exc.where, exc.field], exc.message, exc.type)], 422)
 
     @app.exception_handler(ClientError)
     async def _client(_: Request, exc: ClientError) -> Response:

@@ -1,4 +1,4 @@
-"""app.http: the one body reader, JSON out, the model handle and the one error mapping.
+"""app.web.http: the one body reader, JSON out, the model handle and the one error mapping.
 
 A small app with routes of its own exercises each piece the way the real routes use it.
 """
@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import Message
 
 from app.errors import ClientError, InputError, ModelError
-from app.http import DirectRoute, body_doc, install, json_body, json_response, model_handle, read_body
 from app.model import registry
 from app.model.loader import handle_for
+from app.web.http import DirectRoute, body_doc, install, json_body, json_response, read_body
 from tests.asyncrun import run_async
 
 
@@ -56,7 +56,7 @@ def make_app() -> FastAPI:
 
     @app.post("/model/{name}")
     async def model(request: Request, name: str) -> Response:
-        return json_response({"path": str(model_handle(request, None if name == "default" else name).path)})
+        return json_response({"path": str(registry.handle(None if name == "default" else name, None).path)})
 
     @app.get("/raise/{what}")
     async def raise_(what: str) -> Response:
@@ -153,7 +153,7 @@ def test_the_limit_holds_while_reading_not_after() -> None:
     assert run_async(read_body, request, LIMIT) == b"abcd"
 
 
-def test_the_model_handle_names_an_unknown_id(client: TestClient) -> None:
+def test_an_unknown_model_id_is_a_422_naming_it(client: TestClient) -> None:
     assert client.post("/model/default").json() == {"path": str(handle_for(None).path)}
     r = client.post("/model/llama-9000")
     assert r.status_code == 422

@@ -10,9 +10,10 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from app import frame, transport
+from app import frame
 from app.attention import attention
 from app.schemas import InputError
+from app.web import transport
 from tests.asyncrun import run_async
 
 

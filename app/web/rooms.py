@@ -14,7 +14,7 @@ GET    /api/rooms/{code}/quiz/summary.csv   presenter key → the same as CSV (a
 WS     /api/rooms/{code}/ws              {state, followers} then every change; followers may only vote
 GET    /api/teacher                      teacher token → 204 (is this token right?)
 
-Saved lessons have their own routes (app.classroom.lesson_routes); bodies are read by app.http.
+Saved lessons have their own routes (app.web.lessons); bodies are read by app.web.http.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from app.classroom.broker import Broker, RoomLimit
 from app.classroom.schemas import CreatedRoom, QuizCreated, QuizReveal, QuizStart, QuizSummary, RoomInfo, ViewState
 from app.classroom.service import classroom, lifespan
 from app.errors import ClientError
-from app.http import body_doc, error_docs, json_body
+from app.web import auth as web_auth
+from app.web import socket
+from app.web.http import body_doc, error_docs, json_body
 
 router = APIRouter(prefix="/api", tags=["classroom"], lifespan=lifespan)
 auth.hide_tokens_in_logs()  # the teacher link's ?token= never reaches uvicorn's access log
@@ -48,13 +50,18 @@ async def _presenters_room(request: Request, code: str) -> tuple[Broker, str]:
     """The broker and the normalised code of a room this request presents (401/403/404 otherwise)."""
     code = rooms.normal_code(code)
     broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    await web_auth.require_presenter(request, broker, code)
     return broker, code
+
+
+def _join_url(request: Request, code: str) -> str:
+    """The address a room's followers open, as the teacher's own request reached this server."""
+    return f"{rooms.join_base(request.headers.get('host') or request.url.netloc, request.url.scheme)}/?room={code}"
 
 
 @router.get("/teacher", status_code=204, summary="Check a teacher token", responses=_AUTH)
 def check_teacher(request: Request) -> Response:
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     return Response(status_code=204)
 
 
@@ -67,7 +74,7 @@ def check_teacher(request: Request) -> Response:
 )
 async def create_room(request: Request) -> CreatedRoom:
     """Needs the teacher token. The presenter key drives this room only: keep it in the presenter's tab."""
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     broker = classroom(request.app).broker
     key = auth.new_secret()
     try:
@@ -80,7 +87,7 @@ async def create_room(request: Request) -> CreatedRoom:
     except RoomLimit:
         msg = f"{limits.MAX_ROOMS} rooms are open on this server: close one first"
         raise ClientError(429, ["body"], msg, "room_limit") from None
-    return CreatedRoom(code=code, presenter_key=key, join_url=rooms.join_url(request, code))
+    return CreatedRoom(code=code, presenter_key=key, join_url=_join_url(request, code))
 
 
 async def _existing(request: Request, code: str) -> str:
@@ -109,7 +116,7 @@ async def put_state(request: Request, code: str = Code) -> Response:
     """The page's URL state (≤ 32 kB); every follower gets it at once, in order."""
     code = rooms.normal_code(code)
     room = classroom(request.app)
-    await rooms.presenter_room(request, room.broker, code)
+    await web_auth.require_presenter(request, room.broker, code)
     state = await json_body(request, ViewState, limits.MAX_STATE_BYTES)
     room.count_put(code)
     await room.broker.set_state(code, json.dumps(state.plain(), ensure_ascii=False, separators=(",", ":")))
@@ -131,7 +138,7 @@ async def close_room(request: Request, code: str = Code) -> Response:
 )
 async def room_qr(request: Request, code: str = Code) -> Response:
     code = await _existing(request, code)
-    svg = await anyio.to_thread.run_sync(qr.svg, rooms.join_url(request, code))
+    svg = await anyio.to_thread.run_sync(qr.svg, _join_url(request, code))
     return Response(svg, media_type="image/svg+xml", headers={"cache-control": "no-cache"})
 
 
@@ -208,4 +215,4 @@ async def quiz_summary_csv(request: Request, code: str = Code) -> Response:
 @router.websocket("/rooms/{code}/ws")
 async def room_socket(websocket: WebSocket, code: str) -> None:
     broker = await classroom(websocket.app).ready_broker()
-    await rooms.serve_socket(websocket, broker, rooms.normal_code(code))
+    await socket.serve_socket(websocket, broker, rooms.normal_code(code))

@@ -24,8 +24,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 
 def _find(name: str) -> Path:
-    """templates/ and static/ next to the package (a source checkout) or inside it (a wheel)."""
-    here = Path(__file__).resolve().parent
+    """templates/ and static/ next to the package `app` (a source checkout) or inside it (a wheel)."""
+    here = Path(__file__).resolve().parent.parent  # app/
     for base in (here, here.parent):
         if (base / name).is_dir():
             return base / name

@@ -1,0 +1,17 @@
+"""Every route module of the app, in the order the app includes them (app.main.create_app)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.web import attention, chapters, generate, lessons, model, overview, rooms
+
+ROUTERS: tuple[APIRouter, ...] = (
+    attention.router,
+    model.router,
+    overview.router,
+    generate.router,
+    chapters.router,
+    rooms.router,
+    lessons.router,
+)

@@ -1,0 +1,103 @@
+"""A room's WebSocket: accepted for the room's presenter or a follower, the room's messages out in order,
+votes and pings in (nothing else), each client held to the classroom's limits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from fastapi import WebSocket, WebSocketDisconnect
+
+from app.classroom import limits, quiz, rooms
+from app.classroom.broker import Broker, Subscriber
+from app.web.security import same_origin
+
+
+async def _refuse(ws: WebSocket, code: int, error: dict[str, Any]) -> None:
+    await ws.accept()
+    await ws.send_text(json.dumps(error))
+    await ws.close(code=code)
+
+
+async def serve_socket(ws: WebSocket, broker: Broker, code: str) -> None:
+    """One socket of a room: the room's messages out, in order; votes and pings in (nothing else)."""
+    if not same_origin(ws.headers):  # another site's page may not join on its visitor's behalf
+        await ws.close(code=rooms.CLOSE_ORIGIN)
+        return
+    digest = await broker.room_key(code)
+    if digest is None:
+        await _refuse(
+            ws, rooms.CLOSE_NO_ROOM, {"closed": f"there is no room {code[:12]} (closed, expired or never opened)"}
+        )
+        return
+    address = ws.client.host if ws.client else ""
+    sub = Subscriber(
+        presenter=rooms.presenter_socket(list(ws.scope.get("subprotocols") or []), digest), address=address
+    )
+    refused = await broker.join(code, sub)
+    if refused:
+        await _refuse(ws, rooms.CLOSE_FULL, {"error": refused})
+        return
+    try:
+        await ws.accept(subprotocol=rooms.PRESENTER_PROTOCOL if sub.presenter else None)
+        await ws.send_text(await broker.hello(code, sub.presenter, sub.id))
+        sender = asyncio.create_task(_send(ws, sub))
+        try:
+            close = await _receive(ws, broker, code, sub)
+        finally:
+            sender.cancel()
+        if close is not None:
+            await ws.close(code=close[0], reason=close[1])
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass  # the client went away (RuntimeError, OSError: it went while we were sending)
+    finally:
+        await broker.leave(code, sub)
+
+
+async def _send(ws: WebSocket, sub: Subscriber) -> None:
+    try:
+        while True:
+            text = await sub.queue.get()
+            if sub.overflow:
+                await ws.close(code=rooms.CLOSE_SLOW, reason="too far behind: reconnect to catch up")
+                return
+            await ws.send_text(text)
+            if text.startswith('{"closed"'):
+                await ws.close(code=rooms.CLOSE_NO_ROOM, reason="room closed")
+                return
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        return
+
+
+async def _receive(ws: WebSocket, broker: Broker, code: str, sub: Subscriber) -> tuple[int, str] | None:
+    """Read the client's messages until it leaves; (close code, reason) when it broke a rule."""
+    tokens, last = float(limits.SOCKET_BURST), time.monotonic()
+    while True:
+        message = await ws.receive()
+        if message["type"] == "websocket.disconnect":
+            return None
+        data = message.get("text") or message.get("bytes") or ""
+        if len(data) > limits.MAX_SOCKET_MESSAGE_BYTES:
+            return rooms.CLOSE_TOO_BIG, f"messages are at most {limits.MAX_SOCKET_MESSAGE_BYTES} bytes"
+        now = time.monotonic()
+        tokens = min(limits.SOCKET_BURST, tokens + (now - last) * limits.MAX_SOCKET_MESSAGES_PER_SECOND)
+        last = now
+        if tokens < 1:
+            return rooms.CLOSE_RATE, f"at most {limits.MAX_SOCKET_MESSAGES_PER_SECOND} messages a second"
+        tokens -= 1
+        try:
+            body = json.loads(data)
+        except ValueError:
+            sub.put(json.dumps({"error": {"type": "json", "msg": "send JSON objects"}}))
+            continue
+        if not isinstance(body, dict):
+            sub.put(json.dumps({"error": {"type": "json", "msg": "send JSON objects"}}))
+        elif "ping" in body:
+            sub.put('{"pong":1}')
+        elif "vote" in body and not sub.presenter:
+            sub.put(await quiz.vote(broker, code, sub, body["vote"]))
+        else:
+            msg = "a follower's socket only votes and pings; the presenter drives the room over HTTP"
+            sub.put(json.dumps({"error": {"type": "read_only", "msg": msg}}))
