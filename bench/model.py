@@ -17,7 +17,7 @@ round after round, so that the machine's other work falls on all of them alike:
    never seen before, every stage of one head in float64:  layer 2                goal ≤ 0.8×
                                                            the last layer          goal ≤ 1.3×
    and a sentence seen before (the cache answers); and layer 2 again from a client that
-   accepts gzip, as browsers do (app.middleware compresses JSON answers up to 16 MB)
+   accepts gzip, as browsers do (app.web.middleware compresses JSON answers up to 16 MB)
    The goal rows again with one thread each (torch.set_num_threads(1), nn.WORKERS = 1): on a
    busy machine a spinning thread pool (torch's) stalls whenever another process holds a core,
    so these rows compare the work itself

@@ -1,6 +1,6 @@
 // Bundle and minify the page with esbuild (pinned in package-lock.json): one script (the page's
 // modules and the parts of three.js they use) and one style sheet, named by a hash of their
-// content, listed in static/dist/manifest.json for app/assets.py. `node scripts/build.mjs`.
+// content, listed in static/dist/manifest.json for app/web/assets.py. `node scripts/build.mjs`.
 // Entries that are not the page (e.g. the standalone viewer of the HTML export) are listed in EXTRA.
 import { build } from "esbuild";
 import { createHash } from "node:crypto";
@@ -17,7 +17,7 @@ const EXTRA = [["viewer", "js/export/standalone.js", "iife"]]; // built only whe
 const template = readFileSync(join(root, "templates/index.html"), "utf8");
 const sheets = [...template.matchAll(/static\('(css\/[^']+\.css)'\)/g)].map((m) => m[1]);
 
-// the sources' hash, as app/assets.py computes it: "path:sha256" lines sorted by path
+// the sources' hash, as app/web/assets.py computes it: "path:sha256" lines sorted by path
 function sourcesHash() {
   const files = [];
   const walk = (dir, ext) => {
