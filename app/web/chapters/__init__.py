@@ -11,15 +11,16 @@ nothing from the web. A new chapter with routes adds its module here and one lin
   multihead    POST /api/multihead, GET /api/multihead/example, POST /api/multihead/model
   block        POST /api/block                one transformer block of the real model, by name
   today        POST /api/decoder/today        RoPE, grouped-query heads, the attention sink (the decoder)
+  tiles        POST /api/lesson/tiles         attention in blocks of keys with an online softmax
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.web.chapters import block, multihead, positions, projections, rnn, scaling, today
+from app.web.chapters import block, multihead, positions, projections, rnn, scaling, tiles, today
 
-CHAPTERS = (rnn, projections, scaling, positions, multihead, block, today)  # in the lesson's order
+CHAPTERS = (rnn, projections, scaling, positions, multihead, block, today, tiles)  # in the lesson's order
 
 router = APIRouter()
 for chapter in CHAPTERS:
