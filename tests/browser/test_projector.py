@@ -173,7 +173,7 @@ def look(w: Watched, chapter: str, step: str, width: int) -> list[str]:
     problems: list[str] = []
     at = f"{chapter}/{step} at {width}"
     where = w.text("projector-where")
-    if not (re.match(r"Chapter \d+ of 11: ", where) and " · " in where):
+    if not (re.match(r"Chapter \d+ of \d+: ", where) and " · " in where):
         problems.append(f"{at}: the where line says {where!r}")
     if chapter in ("steps", "masks") and not where.endswith(" mask"):
         problems.append(f"{at}: the where line has no mask: {where!r}")

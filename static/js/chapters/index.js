@@ -14,6 +14,7 @@ export const CHAPTERS = [
   { id: "mistakes", title: "Common mistakes", load: () => import("./mistakes.js") },
   { id: "writing", title: "Writing one token at a time", load: () => import("./writing.js") },
   { id: "today", title: "Attention in today's models", load: () => import("./today.js") },
+  { id: "tiles", title: "Attention without the n×n table", load: () => import("./tiles.js") },
 ];
 
 export const CHAPTER_IDS = CHAPTERS.map((c) => c.id);
