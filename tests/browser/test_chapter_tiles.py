@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from tests.browser.chapters import ANIMAL, fits, num, open_at_step, param, wait
 from tests.browser.conftest import Watched, watched_page
-from tests.browser.helpers import close, drawn_pixels, f3, next_frames, post, run_python
+from tests.browser.helpers import chapter_violations, close, drawn_pixels, f3, next_frames, post, run_python
 from tests.browser.test_layout import FIRST_SCREEN, PHONE_CHECK, _walk
 from tests.browser.test_projector import projector, walk_chapter  # noqa: F401 (projector: a fixture)
 
@@ -244,3 +244,9 @@ def test_a_typed_sentence_on_the_projector(projector: Watched) -> None:  # noqa:
     problems = walk_chapter(projector, "tiles", f"&text={ANIMAL.replace(' ', '+')}&block=4")
     shot(projector, "tiles-projector-sentence-last")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("step", ["blocks", "rescale", "finish", "memory"])
+def test_no_accessibility_violations(browser: Any, server: str, step: str) -> None:
+    """axe-core at WCAG 2.x A and AA (the grey cells that never exist, the pickers, the tables)."""
+    assert chapter_violations(browser, server, f"?chapter=tiles&step={step}") == []
