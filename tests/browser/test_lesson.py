@@ -19,9 +19,8 @@ pytestmark = pytest.mark.browser
 
 CHAPTERS = ["rnn", "projections", "steps", "scaling", "masks", "heads", "positions", "block", "mistakes"]
 ATTENTION = {"steps", "masks"}
-REGISTERED = (
-    (ROOT / "static/js/chapters/index.js").read_text().count('load: () => import("./')
-)  # chapters in the lesson
+REGISTRY = (ROOT / "static/js/chapters/index.js").read_text()
+TOTAL = REGISTRY.count('load: () => import("./')  # chapters in the lesson, as the stepper counts them
 VIEWPORTS = {"desktop": (1280, 720), "tablet": (768, 1024), "phone": (390, 844)}
 SEED_INPUT = {  # the-cat-ate-its-fish, as app/examples.py serves it
     "tokens": ["the", "cat", "ate", "its", "fish"],
@@ -78,7 +77,7 @@ def test_every_chapter_opens_by_url_and_by_the_contents_list(watched: Watched, c
         expect(title).to_be_visible()
         assert title.inner_text().strip(), f"{chapter} has no title on the {name}"
         expect(w.page.get_by_test_id("chapter-name")).to_contain_text(
-            f"Chapter {CHAPTERS.index(chapter) + 1} of {REGISTERED}"
+            f"Chapter {CHAPTERS.index(chapter) + 1} of {TOTAL}"
         )
         assert w.page.locator("#lesson-numbers li").count() >= 1, f"{chapter}: no numbers on the {name}"
         assert "import numpy as np" in w.text("numpy-code")
