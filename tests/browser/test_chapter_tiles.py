@@ -52,6 +52,7 @@ def test_every_step_of_the_example(watched: Watched) -> None:
     # the blocks: only the block's 10 cells have numbers, the other 15 never exist; the block moves along
     w.page.get_by_test_id("step-blocks").click()
     wait(w, "blocks")
+    assert "dropped" not in w.text("chapter-text")  # the question's answer is not in the words
     assert w.page.locator("[data-testid=tiles-table] td.tl-never").count() == 15
     assert w.text("tiles-at") == "block 1 of 3: “the”, “cat”"
     assert w.text("tiles-s-3-1") == "4.243" and w.page.get_by_test_id("tiles-s-3-2").count() == 0
@@ -82,8 +83,11 @@ def test_every_step_of_the_example(watched: Watched) -> None:
     assert w.text("tiles-arith-alpha") == "α = e^(m_old − m) = e^(−∞ − 4.243) = 0.000"
     assert w.text("tiles-arith-l").endswith(f"= {f3(first['l'][ITS])}")
     assert w.text("tiles-m") == "4.243"
+    assert "overflow" not in w.text("chapter-text")  # the question's answer is not in the words
     w.page.get_by_test_id("tiles-ask-0").click()
-    assert w.text("tiles-ask-result").startswith("Right!")
+    assert w.text("tiles-ask-result").startswith("Right!") and "(m = 4.243 for “its” after block 1)" in w.text(
+        "tiles-ask-result"
+    )
     shot(w, "tiles-read")
 
     # rescale: "fish" meets "ate" (3.182 > 0) in block 2; l and o only after the guess
@@ -109,6 +113,9 @@ def test_every_step_of_the_example(watched: Watched) -> None:
     # finish: the finished row is the plain softmax row; o / l is the plain output
     w.page.get_by_test_id("step-finish").click()
     wait(w, "finish")
+    assert "another order" not in w.text("chapter-text")
+    w.page.get_by_test_id("tiles-ask-1").click()
+    assert w.text("tiles-ask-result").startswith("Not quite: it is “the same terms, added in another order”")
     plain = [0.013, 0.895, 0.013, 0.026, 0.053]
     for c in range(5):
         assert w.text(f"tiles-tiles-w-{c}") == w.text(f"tiles-plain-w-{c}") == f"{plain[c]:.3f}"
@@ -126,8 +133,8 @@ def test_every_step_of_the_example(watched: Watched) -> None:
         and w.text("tiles-here-running") == "20"
     )
     assert w.text("tiles-long-tile") == "524,288 (2 MiB)" and w.text("tiles-long-table") == "16,777,216 (64 MiB)"
-    w.page.get_by_test_id("tiles-ask-1").click()
-    assert "4,096 / 128 = 32" in w.text("tiles-ask-result")
+    w.page.get_by_test_id("tiles-ask-0").click()
+    assert w.text("tiles-ask-result").startswith("Right!") and "n / b = 32 times fewer" in w.text("tiles-ask-result")
     shot(w, "tiles-memory")
 
 

@@ -147,12 +147,12 @@ const STEPS = [
     short: "blocks",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-nav]",
     ask: {
-      q: "Blocks of b keys: how many scores exist at once?",
-      options: ["n × n", "n × b", "b"],
+      q: "The block moves on. What happens to its scores?",
+      options: ["kept for the end", "dropped: the next block makes its own", "added into the next block's"],
       answer: 1,
       why: (a) =>
-        `Every query against the b keys of one block: n × b = ${held(a)}, however long the rest of the prompt. ` +
-        `They are used, then dropped before the next block is read.`,
+        `Dropped: only what the running m, l and o took from them stays. So n × b = ${held(a)} scores exist at ` +
+        "once, however long the rest of the prompt.",
     },
     text: (a) => {
       const T = a.steps.length;
@@ -160,7 +160,7 @@ const STEPS = [
       const cut = last.stop - last.start < a.block ? ` (the last is shorter: ${a.block} does not divide ${a.tokens.length})` : "";
       return (
         `Cut the keys and their values into blocks of b = ${a.block}: ${a.steps.map((s) => `[${words(a, s)}]`).join(" ")}${cut}. ` +
-        `Each block is read once: every query's scores against it, used, then dropped. The grey cells never exist. ` +
+        `Each block is read once: every query's scores against its keys only. The grey cells never exist. ` +
         `The arrows move the block along the keys.`
       );
     },
@@ -171,13 +171,16 @@ const STEPS = [
     short: "read",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-arith]",
     ask: {
-      q: "After the first block, what is m?",
-      options: ["the largest score in the block", "the sum of its scores", "its last score"],
+      q: "Why e^(s − m) and not e^s?",
+      options: ["no e^ is above 1", "scores become positive", "it changes the answer"],
       answer: 0,
       why: (a, ctx) => {
         const f = focusOf(a, ctx, "read");
-        return `m is the largest score read so far: ${num(a.steps[0].m[f])} for ${quote(a.tokens[f])} after block 1. ` +
-          "Every e^(s − m) is then at most 1, so nothing can grow too large for the computer.";
+        return (
+          "A score of 1,000 would make e^1000, far past the largest number a computer holds (about 1.8e308): it " +
+          "overflows. Measured from m every e^(s − m) is at most 1, and m cancels in o / l, so the answer is the same " +
+          `(m = ${num(a.steps[0].m[f])} for ${quote(a.tokens[f])} after block 1).`
+        );
       },
     },
     text: (a, ctx) => {
@@ -245,12 +248,13 @@ const STEPS = [
     short: "finish",
     figure: "#chapter-stage, [data-testid=tiles-finish]",
     ask: {
-      q: "After the last block, is o / l exactly attention's output?",
-      options: ["yes, to the last digits", "only roughly", "no"],
+      q: "Why is o / l the plain way's output?",
+      options: ["the same terms, added in another order", "it is a close guess", "the model was trained for it"],
       answer: 0,
       why: (a) =>
-        `Yes: o / l = Σ e^(s − m)·v / Σ e^(s − m) = Σ softmax(s)·v, only added up in another order. Over every query ` +
-        `the largest difference from the plain way is ${tiny(gap(a.output, a.plain.output))}, the size of the computer's rounding.`,
+        `o / l = Σ e^(s − m)·v / Σ e^(s − m) = Σ softmax(s)·v: the same terms, only added up block by block. Over ` +
+        `every query the largest difference from the plain way is ${tiny(gap(a.output, a.plain.output))}, the size of ` +
+        "the computer's rounding. It is exact, not an approximation.",
     },
     text: (a, ctx) => {
       if (ctx.withheld) return HIDDEN;
@@ -266,16 +270,18 @@ const STEPS = [
   },
   {
     id: "memory",
-    title: "What it saves: memory that grows with n, not n²",
+    title: "What it saves",
     short: "memory",
     figure: "#chapter-stage, [data-testid=tiles-memory]",
     ask: {
-      q: "4,096 tokens in blocks of 128: how many times fewer scores?",
-      options: ["2", "32", "4,096"],
-      answer: 1,
+      q: "Twice the tokens, the same b: how many more scores held at once?",
+      options: ["twice as many", "four times as many", "the same"],
+      answer: 0,
       why: (a) =>
-        `n × n / (n × b) = n / b = 4,096 / 128 = ${a.long.table / a.long.tile}: ${mib(a.long.tile * a.long.bytes_per_number)} ` +
-        `instead of ${mib(a.long.table * a.long.bytes_per_number)} per head. Twice the tokens: twice the memory, not four times.`,
+        "n × b grows with n: twice the tokens, twice the scores. The plain table grows with n²: four times. For " +
+        `4,096 tokens in blocks of 128: ${grouped(a.long.tile)} instead of ${grouped(a.long.table)} ` +
+        `(${mib(a.long.tile * a.long.bytes_per_number)} instead of ${mib(a.long.table * a.long.bytes_per_number)} per ` +
+        `head in float32), n / b = ${a.long.table / a.long.tile} times fewer.`,
     },
     text: (a) =>
       `Held at once: one block of scores (n × b = ${held(a)}) and each query's m, l and o ` +
