@@ -7,9 +7,9 @@
 import * as THREE from "three";
 import { el } from "../dom.js";
 import { pyNum, pyStr } from "../pycode.js";
+import { DECODER } from "../write/params.js";
 import { cacheBytes, headGroups } from "../write/sampling.js";
 import { predictBox } from "./widgets.js";
-import { DECODER } from "./writing.js";
 
 const THETA = 100000; // SmolLM2's RoPE base (llama.rope.freq_base in its GGUF file)
 const POSITIONS = 8;

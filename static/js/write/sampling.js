@@ -1,5 +1,5 @@
 // Write mode's pure parts: how the next token is chosen from the model's candidates, the KV
-// cache's size, the query heads grouped by the KV head they share, and reading an NDJSON stream.
+// cache's size, and the query heads grouped by the KV head they share (reading the stream: stream.js).
 // No DOM, no three.js: the tests (and the chapters) call these directly.
 
 /**
@@ -43,24 +43,9 @@ export function headGroups(heads, kvHeads) {
   return Array.from({ length: kvHeads }, (_, g) => Array.from({ length: per }, (_, i) => g * per + i));
 }
 
-/** Read an NDJSON response body line by line: `onLine(object)` for each; resolves at the end. */
-export async function readLines(body, onLine) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let rest = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (value) rest += decoder.decode(value, { stream: true });
-    let nl = rest.indexOf("\n");
-    while (nl >= 0) {
-      const line = rest.slice(0, nl).trim();
-      rest = rest.slice(nl + 1);
-      if (line) onLine(JSON.parse(line));
-      nl = rest.indexOf("\n");
-    }
-    if (done) break;
-  }
-  if (rest.trim()) onLine(JSON.parse(rest));
+/** A token as text a reader can see: a newline as ↵, a tab as ⇥, nothing as ∅. */
+export function visible(token) {
+  return token.replace(/\n/g, "↵").replace(/\t/g, "⇥") || "∅";
 }
 
 /** A number of bytes for people: "47.2 MB". */

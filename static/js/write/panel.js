@@ -1,0 +1,368 @@
+// The Write chapter's panel (chapters/writing.js mounts it): the prompt and its buttons, the
+// written text (a button per token), the ten candidates as bars under the sampling knobs, the
+// layer and head pickers, the cache's size table, the cache's rows with the newest query's
+// attention, and the 3D cache (cachescene.js). Writing streams here (stream.js): each token is
+// drawn as it comes, and the whole answer is kept (answers.js) under the parameters set at the end.
+
+import { el } from "../dom.js";
+import { predictBox } from "../chapters/widgets.js";
+import { keepAnswer } from "./answers.js";
+import { CacheScene } from "./cachescene.js";
+import { decodeLive, encodeLive } from "./live.js";
+import { MAX_TOKENS, atOf, cacheTokens, int, num, paramsOfRequest, requestOf } from "./params.js";
+import { cacheBytes, chances, headGroups, megabytes, visible } from "./sampling.js";
+import { FOLLOW_EVENT, TOKEN_EVENT, addLine, emptyAnswer, streamWriting } from "./stream.js";
+
+const pct = (p) => `${(100 * p).toFixed(1)}%`;
+
+/** The Write panel and the 3D cache: built once per visit, redrawn by update(). */
+export class WritePanel {
+  /** @param steps the chapter's steps (their questions, and which comes before the size step) */
+  constructor(ctx, steps) {
+    this.ctx = ctx;
+    this.steps = steps;
+    this.answer = null;
+    this.live = null; // the answer being streamed
+    this.controller = null;
+    this.scene = ctx.stage ? new CacheScene(ctx.stage) : null;
+    const p = ctx.panel;
+    p.classList.add("wr-panel");
+    this.ask = el("div", { className: "wr-ask", dataset: { testid: "write-ask" } });
+    this.status = el("p", { className: "wr-status", role: "status", dataset: { testid: "write-status" } });
+    const form = el("form", { className: "wr-form", dataset: { testid: "write-form" } });
+    this.prompt = el("input", { type: "text", maxlength: "2000", "aria-label": "Prompt: the start of a text", dataset: { testid: "write-prompt" } });
+    this.count = el("input", { type: "number", min: "1", max: String(MAX_TOKENS), value: "16", "aria-label": "tokens to write", dataset: { testid: "write-count" } });
+    this.go = el("button", { type: "submit", dataset: { testid: "write-go" } }, "Write");
+    this.one = el("button", { type: "button", dataset: { testid: "write-one" } }, "One token");
+    this.stop = el("button", { type: "button", dataset: { testid: "write-stop" }, disabled: "" }, "Stop");
+    form.append(this.prompt, el("span", { className: "wr-buttons" }), this.go, this.count, this.one, this.stop);
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.write(Math.min(MAX_TOKENS, Math.max(1, int(this.count.value, 16))), true);
+    });
+    this.one.addEventListener("click", () => this.write(Math.min(MAX_TOKENS, int(ctx.params.n, 0) + 1), ctx.params.prompt !== this.prompt.value));
+    this.stop.addEventListener("click", () => this.controller?.abort());
+
+    const nav = el("div", { className: "wr-nav" });
+    this.back = el("button", { type: "button", "aria-label": "previous written token", dataset: { testid: "write-prev" } }, "‹");
+    this.fwd = el("button", { type: "button", "aria-label": "next written token", dataset: { testid: "write-next" } }, "›");
+    this.text = el("p", { className: "wr-text", dataset: { testid: "write-text" } });
+    nav.append(this.back, this.text, this.fwd);
+    this.back.addEventListener("click", () => this.goTo(this.at() - 1));
+    this.fwd.addEventListener("click", () => this.goTo(this.at() + 1));
+
+    this.cands = el("ol", { className: "wr-cands", dataset: { testid: "write-cands" }, "aria-label": "The ten likeliest next tokens" });
+    this.size = el("table", { className: "wr-size", dataset: { testid: "write-size" } });
+
+    const knobs = el("div", { className: "wr-knobs" });
+    this.temp = el("input", { type: "range", min: "0", max: "2", step: "0.1", "aria-label": "temperature", dataset: { testid: "write-temp" } });
+    this.topk = el("input", { type: "number", min: "0", max: "10", step: "1", "aria-label": "top-k (0: all ten)", dataset: { testid: "write-topk" } });
+    this.topp = el("input", { type: "range", min: "0.05", max: "1", step: "0.05", "aria-label": "top-p", dataset: { testid: "write-topp" } });
+    this.knobText = el("span", { className: "wr-knob-text", dataset: { testid: "write-knobs" } });
+    knobs.append(el("label", {}, "temperature "), this.temp, el("label", {}, " top-k "), this.topk, el("label", {}, " top-p "), this.topp, this.knobText);
+    for (const input of [this.temp, this.topk, this.topp]) {
+      input.addEventListener("input", () => this.drawBars());
+      input.addEventListener("change", () => ctx.setParams({ temp: this.temp.value, topk: String(int(this.topk.value, 0)), topp: this.topp.value }));
+    }
+
+    const picks = el("div", { className: "wr-picks" });
+    this.layer = el("select", { "aria-label": "layer", dataset: { testid: "write-layer" } });
+    this.head = el("select", { "aria-label": "query head, grouped by the KV head it reads", dataset: { testid: "write-head" } });
+    picks.append(el("label", {}, "Layer "), this.layer, el("label", {}, " Head "), this.head);
+    this.layer.addEventListener("change", () => ctx.setParams({ layer: this.layer.value }));
+    this.head.addEventListener("change", () => ctx.setParams({ head: this.head.value }));
+
+    this.cacheTitle = el("p", { className: "wr-cache-title" });
+    this.cache = el("ol", { className: "wr-cache", dataset: { testid: "write-cache" }, "aria-label": "The KV cache: one row per token read, with the attention of the newest query" });
+    this.sinkNote = el("p", { className: "wr-sink", dataset: { testid: "write-sink" } });
+    p.append(this.ask, this.status, form, nav, this.cands, knobs, picks, this.size, this.cacheTitle, this.cache, this.sinkNote);
+    this.prompt.value = ctx.params.prompt;
+    this.askedStep = null;
+    this.followed = null; // { key, live } of a writing followed token by token
+    this.onFollow = (e) => this.follow(e.detail ?? {});
+    window.addEventListener(FOLLOW_EVENT, this.onFollow);
+    this.status.textContent = "Getting the decoder ready (the very first time it unpacks its weights: up to half a minute)…";
+  }
+
+  at() {
+    return this.answer ? atOf(this.answer, this.ctx.params) : -1;
+  }
+
+  goTo(i) {
+    const n = this.answer?.tokens.length ?? 0;
+    if (!n || this.live) return;
+    this.ctx.setParams({ at: String(Math.max(0, Math.min(n - 1, i))) });
+  }
+
+  /** Stream `n` new tokens after the prompt (again from the start: the same settings write the same tokens). */
+  async write(n, fresh) {
+    this.controller?.abort();
+    const ctx = this.ctx;
+    const used = fresh || !int(ctx.params.n, 0) ? `${num(this.temp.value, 0)},${int(this.topk.value, 0)},${num(this.topp.value, 1)}` : ctx.params.used;
+    const params = { ...ctx.params, prompt: this.prompt.value, used };
+    if (!params.prompt.trim()) {
+      this.status.textContent = "Type the start of a text first: the model goes on from it.";
+      return;
+    }
+    const controller = new AbortController();
+    this.controller = controller;
+    const live = emptyAnswer(this.answer.info);
+    this.live = live;
+    const request = requestOf(params, n);
+    this.busy(true);
+    const started = performance.now();
+    this.status.textContent = this.answer.info.loaded ? "Writing…" : "Loading the decoder's weights (the first time takes a few seconds)…";
+    const tick = setInterval(() => {
+      if (!live.prompt_tokens) this.status.textContent = `Loading the decoder's weights… ${((performance.now() - started) / 1000).toFixed(0)} s`;
+    }, 1000);
+    let reason = "stopped";
+    try {
+      await streamWriting(request, controller.signal, (line) => {
+        window.dispatchEvent(new CustomEvent(TOKEN_EVENT, { detail: { request, line } }));
+        if (addLine(live, line)) {
+          reason = line.reason;
+          return;
+        }
+        this.status.textContent = `Writing… ${live.tokens.length} of ${n}`;
+        this.draw(live, live.tokens.length - 1);
+        // a classroom's followers see each token as it comes (write/live.js): no model runs for them
+        ctx.setParams({ live: encodeLive(live.tokens, params.prompt, live.prompt_tokens?.length ?? 0) });
+      });
+    } catch (err) {
+      if (err.name !== "AbortError") {
+        this.status.textContent = `Could not write: ${err.message}`;
+        reason = "error";
+      }
+    } finally {
+      clearInterval(tick);
+      if (this.controller === controller) this.controller = null;
+    }
+    if (this.live !== live) return; // a newer write took over
+    this.live = null;
+    this.busy(false);
+    const written = live.tokens.length;
+    if (!written) {
+      if (ctx.params.live) await ctx.setParams({ live: "" });
+      this.draw(this.answer, this.at());
+      return;
+    }
+    this.status.textContent = reason === "eos" ? `Wrote ${written} tokens, then the model ended the text.` : reason === "stopped" ? `Stopped after ${written} tokens.` : `Wrote ${written} tokens.`;
+    const next = { ...params, n: String(written), at: String(written - 1) };
+    keepAnswer(next, live);
+    await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at, live: "" });
+  }
+
+  /**
+   * One line of a writing done on another page (FOLLOW_EVENT): drawn as if streamed here; the last
+   * keeps the whole answer under the parameters the writer's snapshot will name (no request then).
+   */
+  follow({ request, line }) {
+    if (!request || !line || this.controller) return; // writing here itself wins
+    const key = JSON.stringify(request);
+    if (this.followed?.key !== key) {
+      if (line.done || line.index !== 0) return; // joined mid-way: the snapshot at the end brings it all
+      this.followed = { key, live: emptyAnswer(this.answer?.info ?? null) };
+    }
+    const live = this.followed.live;
+    if (line.done) {
+      this.followed = null;
+      this.live = null;
+      addLine(live, line);
+      if (live.tokens.length) keepAnswer(paramsOfRequest(request, live.tokens.length), live);
+      this.ctx.panel.dataset.following = "false";
+      return;
+    }
+    if (line.index !== live.tokens.length) return; // a line lost on the way: wait for the snapshot
+    addLine(live, line);
+    this.live = live;
+    this.prompt.value = request.prompt;
+    if (live.info) this.draw(live, live.tokens.length - 1);
+    this.ctx.panel.dataset.following = "true"; // after draw(), which clears it
+    this.status.textContent = `Following: ${live.tokens.length} of ${request.max_new_tokens} tokens written`;
+  }
+
+  busy(on) {
+    this.go.disabled = on;
+    this.one.disabled = on;
+    this.stop.disabled = !on;
+    this.ctx.panel.dataset.writing = String(on);
+  }
+
+  update(answer, stepId) {
+    this.answer = answer;
+    const ctx = this.ctx;
+    if (!this.live && this.status.textContent.startsWith("Getting")) this.status.textContent = "";
+    if (document.activeElement !== this.prompt && !this.live) this.prompt.value = ctx.params.prompt;
+    this.temp.value = ctx.params.temp;
+    this.topk.value = ctx.params.topk;
+    this.topp.value = ctx.params.topp;
+    this.pickers(answer.info);
+    this.drawAsk(stepId);
+    this.stepId = stepId;
+    this.drawSize(answer.info);
+    // the step about the cache's size brings its table up beside the words; the others keep it below the knobs
+    if (stepId === "size") this.ask.after(this.size);
+    else this.cacheTitle.before(this.size);
+    if (this.live) return;
+    const following = decodeLive(ctx.params.live); // another page (the class's presenter) is writing
+    if (following) this.drawLive(following);
+    else this.draw(answer, this.at());
+  }
+
+  /** Tokens another page is writing (write/live.js): the text so far and the cache's size, no model numbers. */
+  drawLive(f) {
+    const ctx = this.ctx;
+    const n = f.tokens.length;
+    this.text.replaceChildren(el("span", { className: "wr-prompt" }, f.prompt));
+    f.tokens.forEach((t, i) => this.text.append(el("span", { className: "wr-tok", dataset: { testid: `write-token-${i}`, id: String(t.id) } }, visible(t.token))));
+    this.back.disabled = true;
+    this.fwd.disabled = true;
+    Object.assign(ctx.panel.dataset, { written: String(n), at: String(n - 1), following: "true", kvLen: String(f.promptTokens + n) });
+    this.shown = null;
+    this.drawBars();
+    this.status.textContent = `The teacher's page is writing: ${n} tokens so far.`;
+    this.cacheTitle.textContent = `The KV cache holds ${f.promptTokens + n} rows so far (the numbers come when the writing ends).`;
+    this.cache.replaceChildren();
+    this.sinkNote.textContent = "";
+    this.scene?.update({ rows: f.promptTokens + n, weights: null, sink: false });
+  }
+
+  drawAsk(stepId) {
+    if (this.askedStep === stepId) return; // a guess stays answered while the same step redraws
+    this.askedStep = stepId;
+    predictBox(this.ask, this.steps.find((s) => s.id === stepId)?.ask, {
+      testid: "write-ask",
+      answer: () => this.answer,
+      ctx: this.ctx,
+      answered: () => this.drawSize(this.answer.info),
+    });
+  }
+
+  /** Whether the cache's sizes are still the size step's question: before that step, and on it until a guess. */
+  sizeAsked() {
+    const at = this.steps.findIndex((s) => s.id === this.stepId);
+    const size = this.steps.findIndex((s) => s.id === "size");
+    return at < size || (at === size && this.ask.dataset.answered !== "true");
+  }
+
+  pickers(info) {
+    if (this.layer.options.length !== info.layers) {
+      this.layer.replaceChildren(...Array.from({ length: info.layers }, (_, i) => el("option", { value: String(i) }, String(i))));
+      this.head.replaceChildren(
+        ...headGroups(info.heads, info.kv_heads).map((group, g) => {
+          const og = el("optgroup", { label: `KV head ${g}: query heads ${group[0]}–${group[group.length - 1]} share its keys and values` });
+          for (const h of group) og.append(el("option", { value: String(h) }, `${h} (reads KV head ${g})`));
+          return og;
+        }),
+      );
+    }
+    this.layer.value = String(int(this.ctx.params.layer, 5));
+    this.head.value = String(int(this.ctx.params.head, 0));
+  }
+
+  drawSize(info) {
+    const asked = this.sizeAsked(); // its numbers would answer the question: "?" until the guess
+    const row = (tokens) => {
+      const tr = el("tr");
+      tr.append(el("th", { scope: "row" }, `${tokens.toLocaleString("en")} tokens`));
+      for (const bytes of [4, 2]) {
+        const b = cacheBytes({ layers: info.layers, kvHeads: info.kv_heads, d: info.d_k, bytes, tokens });
+        tr.append(el("td", { dataset: { testid: `write-size-${tokens}-${bytes}`, bytes: String(b) } }, asked ? "? B" : `${b.toLocaleString("en")} B (${megabytes(b)})`));
+      }
+      return tr;
+    };
+    const head = el("tr");
+    head.append(el("th", {}, "KV cache"), el("th", { scope: "col" }, "4 bytes a number (this server)"), el("th", { scope: "col" }, "2 bytes a number"));
+    this.size.replaceChildren(el("caption", {}, `2 × ${info.layers} layers × ${info.kv_heads} KV heads × ${info.d_k} × bytes × tokens`), head, row(1024), row(8192));
+  }
+
+  /** The written text, the candidates, the 3D cache and its rows, for written token `at` of `a`. */
+  draw(a, at) {
+    const ctx = this.ctx;
+    if (ctx.panel.dataset.following === "true" && this.status.textContent.startsWith("The teacher's page")) this.status.textContent = "";
+    delete ctx.panel.dataset.following;
+    this.text.replaceChildren();
+    if (a.prompt_tokens) this.text.append(el("span", { className: "wr-prompt", dataset: { testid: "write-prompt-text" } }, a.prompt_tokens.join("")));
+    else this.text.append(el("span", { className: "wr-prompt" }, this.prompt.value));
+    a.tokens.forEach((t, i) => {
+      const b = el("button", { type: "button", className: "wr-tok", "aria-pressed": String(i === at), dataset: { testid: `write-token-${i}`, id: String(t.id) } }, visible(t.token));
+      b.addEventListener("click", () => this.goTo(i));
+      this.text.append(b);
+    });
+    this.back.disabled = at <= 0 || !!this.live;
+    this.fwd.disabled = at < 0 || at >= a.tokens.length - 1 || !!this.live;
+    ctx.panel.dataset.written = String(a.tokens.length);
+    ctx.panel.dataset.at = String(at);
+    const t = at >= 0 ? a.tokens[at] : null;
+    this.shown = t;
+    this.drawBars();
+    const withheld = !!ctx.withheld;
+    if (!t) {
+      const rows = a.prompt_tokens?.length ?? 0;
+      this.cacheTitle.textContent = "The KV cache fills as the model reads the prompt and writes.";
+      this.cache.replaceChildren();
+      this.sinkNote.textContent = "";
+      this.scene?.update({ rows, weights: null, sink: false });
+      ctx.panel.dataset.kvLen = String(rows);
+      return;
+    }
+    const tokens = cacheTokens(a, at);
+    const weights = withheld ? null : t.attention;
+    ctx.panel.dataset.kvLen = String(t.kv_len);
+    this.cacheTitle.textContent = withheld
+      ? `The KV cache: ${t.kv_len} rows (the weights are hidden for now).`
+      : `The KV cache when token ${at + 1} was chosen: ${t.kv_len} rows, and how much the query of head ${t.head} in layer ${t.layer} looks at each.`;
+    this.cache.replaceChildren(
+      ...tokens.map((tok, j) => {
+        const w = weights ? weights[j] : null;
+        const li = el("li", { dataset: { testid: `write-row-${j}`, ...(w === null ? {} : { w: String(w) }) } });
+        li.append(el("span", { className: "wr-row-tok" }, visible(tok)));
+        if (w !== null) {
+          li.append(el("span", { className: "wr-row-w" }, w.toFixed(3)));
+          li.style.setProperty("--w", String(Math.min(1, w)));
+        }
+        return li;
+      }),
+    );
+    const sink = !!weights && weights.indexOf(Math.max(...weights)) === 0 && t.kv_len > 2;
+    this.cache.firstElementChild?.classList.toggle("wr-row-sink", sink);
+    this.sinkNote.textContent = sink
+      ? `Token 0 (“${visible(tokens[0])}”) gets ${pct(weights[0])} of this query's attention although it means little here: the attention sink. Softmax must give out all its attention, so a head with nothing useful to look at parks it on the first token, which every token can see.`
+      : "";
+    this.scene?.update({ rows: t.kv_len, weights, sink });
+  }
+
+  /** The ten candidates: the model's probability (grey) and the chance of being drawn under the knobs (orange). */
+  drawBars() {
+    const t = this.shown;
+    const s = { temperature: num(this.temp.value, 0), topK: int(this.topk.value, 0), topP: num(this.topp.value, 1) };
+    this.knobText.textContent = ` ${s.temperature === 0 ? "greedy" : `T ${s.temperature.toFixed(1)}`}, k ${s.topK || "all"}, p ${s.topP.toFixed(2)}`;
+    if (!t || this.ctx.withheld) {
+      this.cands.replaceChildren();
+      return;
+    }
+    const chance = chances(t.candidates, s);
+    this.cands.replaceChildren(
+      ...t.candidates.map((c, i) => {
+        const li = el("li", { className: c.id === t.id ? "wr-cand wr-chosen" : "wr-cand", dataset: { testid: `write-cand-${i}`, id: String(c.id), p: String(c.p), chance: String(chance[i]) } });
+        const bars = el("span", { className: "wr-bars" });
+        const pBar = el("span", { className: "wr-bar-p" });
+        pBar.style.width = pct(c.p);
+        const cBar = el("span", { className: "wr-bar-c" });
+        cBar.style.width = pct(chance[i]);
+        bars.append(pBar, cBar);
+        li.append(el("span", { className: "wr-cand-tok" }, visible(c.token)), bars, el("span", { className: "wr-cand-p" }, `${pct(c.p)} → ${pct(chance[i])}`));
+        return li;
+      }),
+    );
+  }
+
+  dispose() {
+    window.removeEventListener(FOLLOW_EVENT, this.onFollow);
+    this.controller?.abort();
+    this.live = null;
+    this.scene?.dispose();
+    this.ctx.panel.classList.remove("wr-panel");
+    for (const k of ["writing", "written", "at", "kvLen", "following"]) delete this.ctx.panel.dataset[k];
+  }
+}
