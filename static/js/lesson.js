@@ -1,9 +1,13 @@
-// The lesson: the chapters (registered in chapters/index.js), their steps, the contents list,
-// and the panels every step has (the explanation, the numbers list, the NumPy panel with its
-// Copy button). Every chapter is a module of the same kind (chapters/CONTRACT.md): it mounts
-// its view, draws a step of its answer, and says which of the page's controls it uses.
-// Two kinds of answer: a chapter's own, fetched by its load(ctx), or the page's (`live(ctx)`,
-// the attention view of `steps` and `masks`), redrawn after every change of the page's state.
+// The lesson's runner: the chapters (registered in chapters/index.js) and their steps, where
+// the page is in them, and a chapter's life (mount, load, draw, leave). Every chapter is a
+// module of the same kind (chapters/CONTRACT.md): it mounts its view, draws a step of its
+// answer, and says which of the page's controls it uses. Two kinds of answer: a chapter's own,
+// fetched by its load(ctx), or the page's (`live(ctx)`, the attention view of `steps` and
+// `masks`), redrawn after every change of the page's state.
+//
+// The panels each have a module of their own in lesson/: the contents list (contents.js), the
+// stepper (stepper.js), the step's title and words (explain.js), the numbers and the NumPy
+// program (numbers.js); the chapters' modules are loaded by modules.js.
 //
 // Keys (keys.js): ← → move between the steps of a chapter; PageDown / PageUp walk the whole
 // lesson (past a chapter's last step to the next chapter's first; clickers send these).
@@ -11,25 +15,17 @@
 
 import { apiGet, apiPost } from "./api.js";
 import { CHAPTER_IDS, CHAPTERS } from "./chapters/index.js";
-import { el } from "./dom.js";
+import { Contents } from "./lesson/contents.js";
+import { Explanation } from "./lesson/explain.js";
+import { ChapterModules } from "./lesson/modules.js";
+import { NumbersPanel } from "./lesson/numbers.js";
+import { Stepper } from "./lesson/stepper.js";
 
 /** The page's controls a chapter may use (module.controls); the others are not shown in it. */
 export const CONTROLS = ["example", "sentence", "try", "mask", "predict"];
 
 const $ = (id) => document.getElementById(id);
 const LATER_CODE_TOKENS = 64; // an answer of more tokens has its NumPy code written after the view is drawn
-const whenIdle = (fn) => (window.requestIdleCallback ? window.requestIdleCallback(fn, { timeout: 300 }) : setTimeout(fn, 16));
-
-/** The page's import map lists every module the server has (unbundled page); null when bundled. */
-function listedModules() {
-  const script = document.querySelector('script[type="importmap"]');
-  if (!script) return null;
-  try {
-    return new Set(Object.keys(JSON.parse(script.textContent).imports ?? {}));
-  } catch {
-    return null;
-  }
-}
 
 export class Lesson {
   /**
@@ -46,8 +42,7 @@ export class Lesson {
     this.state = store.state;
     this.act = store.act;
     this.hooks = hooks;
-    this.modules = new Map(); // id → Promise<module | null> (null: coming)
-    this.listed = listedModules();
+    this.modules = new ChapterModules();
     this.module = null; // the current chapter's module (null: coming or loading)
     this.shown = null; // the id of the chapter mounted now
     this.view = null; // what module.mount() returned
@@ -57,38 +52,15 @@ export class Lesson {
     this.seq = 0;
     this.abort = null;
     this.stage = null;
-    this.code = "";
-    this.codeJob = 0; // counts the codes asked for: a code written in idle time for an older view is dropped
-    this.pendingCode = null; // writes the code of the view on screen, until it is written
-    this.buildContents();
-    $("chapters-toggle").addEventListener("click", () => this.toggleContents());
-    $("contents").addEventListener("keydown", (e) => {
-      if (e.key === "Escape") this.toggleContents(false);
-    });
-    $("prev-step").addEventListener("click", () => this.move(-1));
-    $("next-step").addEventListener("click", () => this.move(1));
-    $("next-chapter").addEventListener("click", () => this.nextChapter(1));
-    $("numpy-copy").addEventListener("click", () => this.copyCode());
+    this.contents = new Contents({ load: (id) => this.load(id), open: (id) => this.go(id, null, null, { history: true }) });
+    this.stepper = new Stepper({ choose: (id) => this.setStep(id), move: (d) => this.move(d), nextChapter: (d) => this.nextChapter(d) });
+    this.explanation = new Explanation();
+    this.numbersPanel = new NumbersPanel();
   }
 
   /** A chapter's module, or null while it is coming (not written yet, or failed to load). */
   load(id) {
-    const entry = CHAPTERS.find((c) => c.id === id);
-    if (!entry) return Promise.resolve(null);
-    if (!this.modules.has(id)) {
-      const promise =
-        this.listed && !this.listed.has(`/static/js/chapters/${id}.js`)
-          ? Promise.resolve(null) // not on the server: no request, no 404 in the console
-          : Promise.resolve()
-              .then(() => entry.load())
-              .then((m) => (m.default && Array.isArray(m.default.steps) ? m.default : null))
-              .catch((err) => {
-                console.warn(`chapter ${id} is not available:`, err);
-                return null;
-              });
-      this.modules.set(id, promise);
-    }
-    return this.modules.get(id);
+    return this.modules.load(id);
   }
 
   // ---- where we are ----------------------------------------------------------------------
@@ -117,48 +89,9 @@ export class Lesson {
     return this.module?.title ?? CHAPTERS.find((c) => c.id === this.chapterId)?.title ?? this.chapterId;
   }
 
-  // ---- the contents list -------------------------------------------------------------------
-
-  buildContents() {
-    const items = CHAPTERS.map((c, i) => {
-      const a = el("a", { href: `?chapter=${c.id}`, dataset: { testid: `chapter-link-${c.id}`, chapter: c.id } });
-      a.append(el("span", { className: "num" }, String(i + 1)), el("span", { className: "chapter-title" }, c.title));
-      a.append(el("span", { className: "chapter-summary" }, ""));
-      a.addEventListener("click", (e) => {
-        if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab keeps working
-        e.preventDefault();
-        this.toggleContents(false);
-        this.go(c.id, null, null, { history: true });
-        $("chapters-toggle").focus();
-      });
-      return el("li", {}, null).appendChild(a).parentNode;
-    });
-    $("contents-list").replaceChildren(...items);
-    // fill in the modules' own titles and summaries, and mark the ones still coming
-    for (const c of CHAPTERS) {
-      this.load(c.id).then((m) => {
-        const a = $("contents-list").querySelector(`[data-chapter="${c.id}"]`);
-        a.querySelector(".chapter-title").textContent = m?.title ?? c.title;
-        a.querySelector(".chapter-summary").textContent = m ? (m.summary ?? "") : "coming";
-        a.classList.toggle("coming", !m);
-      });
-    }
-  }
-
+  /** Open (true), close (false) or flip (null) the contents list. */
   toggleContents(open = null) {
-    const nav = $("contents");
-    const show = open ?? nav.hidden;
-    if (!show && nav.contains(document.activeElement)) $("chapters-toggle").focus(); // the focus stays in sight
-    nav.hidden = !show;
-    $("chapters-toggle").setAttribute("aria-expanded", String(show));
-    if (show) (nav.querySelector('[aria-current="page"]') ?? nav.querySelector("a"))?.focus();
-  }
-
-  markContents() {
-    for (const a of $("contents-list").querySelectorAll("a")) {
-      if (a.dataset.chapter === this.chapterId) a.setAttribute("aria-current", "page");
-      else a.removeAttribute("aria-current");
-    }
+    this.contents.toggle(open);
   }
 
   // ---- moving around -----------------------------------------------------------------------
@@ -190,14 +123,14 @@ export class Lesson {
     this.module = module;
     this.shown = id;
     this.act.enterChapter(id, wanted?.id ?? null, params, { history });
-    this.markContents();
+    this.contents.mark(id);
     this.showControls(module?.controls ?? []);
     this.buildStepper();
     if (!module) return this.showComing();
     if (wanted?.view) this.act.showAttention(wanted.view, { keepMask });
-    if (!module.live) this.showChapterView();
+    if (!module.live) this.explanation.showChapterView();
     this.ctx = this.makeCtx(module);
-    $("chapter-coming").hidden = true;
+    this.explanation.coming(false);
     this.safely("mount", () => {
       this.view = module.mount ? module.mount(this.ctx) : null;
     });
@@ -246,43 +179,13 @@ export class Lesson {
     $("app").dataset.controls = controls.join(" ");
   }
 
-  // ---- the stepper --------------------------------------------------------------------------
-
   buildStepper() {
-    const buttons = this.steps().map((step, i) => {
-      const btn = el("button", { type: "button", dataset: { step: step.id, testid: `step-${step.id}` } });
-      btn.append(el("span", { className: "num" }, String(i + 1)), el("span", { className: "step-name" }, step.short ?? step.id));
-      btn.title = step.title;
-      btn.addEventListener("click", () => this.setStep(step.id));
-      const li = el("li");
-      li.append(btn);
-      return li;
-    });
-    $("step-list").replaceChildren(...buttons);
-    const k = CHAPTER_IDS.indexOf(this.chapterId);
-    $("chapter-name").textContent = `Chapter ${k + 1} of ${CHAPTERS.length}: ${this.title()}`;
-    const next = CHAPTERS[k + 1];
-    $("next-chapter").querySelector(".next-title").textContent = next ? `: ${next.title}` : "";
+    this.stepper.build(this.steps(), this.chapterId, this.title());
     this.markStepper();
   }
 
   markStepper() {
-    const id = this.stepId();
-    const steps = this.steps();
-    for (const btn of $("step-list").querySelectorAll("button")) {
-      const on = btn.dataset.step === id;
-      btn.classList.toggle("current", on);
-      if (on) btn.setAttribute("aria-current", "step");
-      else btn.removeAttribute("aria-current");
-    }
-    const i = this.stepIndex();
-    const last = i >= steps.length - 1;
-    $("prev-step").disabled = i <= 0;
-    $("next-step").disabled = last;
-    // at a chapter's last step, the way on is the next chapter (it takes the place of Next, so nothing moves)
-    const onward = last && CHAPTER_IDS.indexOf(this.chapterId) < CHAPTER_IDS.length - 1;
-    $("next-chapter").hidden = !onward;
-    $("next-step").hidden = onward;
+    this.stepper.mark(this.stepId(), this.stepIndex(), this.steps().length, this.chapterId);
   }
 
   // ---- drawing a chapter ----------------------------------------------------------------------
@@ -370,38 +273,22 @@ export class Lesson {
       ready = live.ready;
     }
     // where the step's title and words go: the view's own explanation box, or the chapter view's
-    const title = this.view?.explain?.title ?? $("chapter-title");
-    const text = this.view?.explain?.text ?? $("chapter-text");
-    const banner = $("chapter-error");
-    banner.hidden = !this.error;
-    banner.textContent = this.error ? `${this.error.message} (The chapter still shows its last answer.)` : "";
-    if (step) title.textContent = `${this.stepIndex() + 1}. ${step.title}`;
-    else title.textContent = module.title;
+    const explain = this.view?.explain;
+    this.explanation.showError(this.error);
+    this.explanation.showTitle(explain, step ? `${this.stepIndex() + 1}. ${step.title}` : module.title);
     // what the step's words refer to (a CSS selector; tests check it is on the first screen)
-    $("app").dataset.figure = step?.figure ?? module.figure ?? "";
+    this.explanation.showFigure(step?.figure ?? module.figure);
     if (answer && step) {
       if (!module.live) this.safely("update", () => this.view?.update?.(answer, step.id));
-      this.safely("text", () => {
-        text.textContent = typeof step.text === "function" ? step.text(answer, this.ctx) : (step.text ?? "");
-      });
+      this.safely("text", () => this.explanation.showText(explain, typeof step.text === "function" ? step.text(answer, this.ctx) : (step.text ?? "")));
       this.showNumbers(answer, step.id, this.ctx);
     }
     this.stage?.requestRender();
     this.hooks.drawn(ready);
   }
 
-  /** The chapters' own view (its 3D stage, explanation and panel) in place of the attention view. */
-  showChapterView() {
-    $("app").dataset.layout = "chapter";
-    $("chapter-view").hidden = false;
-  }
-
   showComing() {
-    this.showChapterView();
-    $("chapter-title").textContent = this.title();
-    $("chapter-text").textContent = "";
-    $("chapter-coming").hidden = false;
-    $("chapter-error").hidden = true;
+    this.explanation.showComing(this.title());
     this.showNumbers(null);
     this.hooks.drawn(true);
   }
@@ -416,8 +303,7 @@ export class Lesson {
     this.answer = null;
     this.error = null;
     this.shown = null;
-    $("chapter-panel").replaceChildren();
-    $("chapter-text").textContent = "";
+    this.explanation.clear();
     this.stage?.clear();
   }
 
@@ -437,59 +323,15 @@ export class Lesson {
         numbers = module.numbers ? module.numbers(answer, stepId, ctx) : [];
       });
     }
-    $("lesson-numbers").replaceChildren(
-      ...numbers.map((n) => {
-        const li = el("li", n.testid ? { dataset: { testid: `${n.testid}-item` } } : {});
-        li.append(
-          el("span", { className: "number-label" }, n.label),
-          el("span", { className: "number-value", dataset: n.testid ? { testid: n.testid } : {} }, n.value),
-        );
-        return li;
-      }),
-    );
-    $("lesson-numbers").hidden = !numbers.length;
-    const writeCode = () => {
-      let code = "";
-      if (answer && module?.code) this.safely("code", () => (code = module.code(answer, stepId, ctx)));
-      if (code !== this.code) $("numpy-status").textContent = "";
-      this.code = code;
-      $("numpy-code").textContent = code;
-      $("numpy").hidden = !code && !numbers.length;
-      $("numpy-copy").hidden = !code;
-    };
-    // a long sentence's code writes out every number of its q, k and v (~1 MB of text for 300
-    // tokens: its writing and its layout took a third of Enter → drawn): it is written in the idle
-    // time after the view has been drawn, below the fold; the code shown until then is replaced
-    const job = ++this.codeJob;
-    this.pendingCode = null;
-    if (answer && module?.code && (answer.tokens?.length ?? 0) > LATER_CODE_TOKENS) {
-      this.pendingCode = () => {
-        if (job !== this.codeJob) return;
-        this.pendingCode = null;
-        writeCode();
-      };
-      $("numpy").hidden = false;
-      whenIdle(() => this.pendingCode?.());
-    } else {
-      writeCode();
-    }
-  }
-
-  async copyCode() {
-    this.pendingCode?.(); // the code of the view on screen, not the one before it
-    const status = $("numpy-status");
-    try {
-      await navigator.clipboard.writeText(this.code);
-      status.textContent = "Copied: paste it into Python (NumPy is all it needs).";
-    } catch {
-      // no clipboard (an insecure origin, a denied permission): select the code for Ctrl+C
-      const range = document.createRange();
-      range.selectNodeContents($("numpy-code"));
-      const sel = window.getSelection();
-      sel.removeAllRanges();
-      sel.addRange(range);
-      status.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
-    }
+    const code =
+      answer && module?.code
+        ? () => {
+            let text = "";
+            this.safely("code", () => (text = module.code(answer, stepId, ctx)));
+            return text;
+          }
+        : null;
+    this.numbersPanel.show(numbers, code, (answer?.tokens?.length ?? 0) > LATER_CODE_TOKENS);
   }
 
   /** A chapter's function that throws must not take the page down: say so in the console. */
