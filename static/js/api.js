@@ -1,4 +1,15 @@
-// The page's only door to the server. Every number the page shows comes through here.
+// The page's only door to the server: every request the page makes is a function of this file
+// (tests/page/test_door.py holds it to that). Every number the page shows comes through here.
+//
+//   hand-set mode     listExamples, getExample, attention, attentionBothMasks, Recomputer
+//   chapters          apiGet, apiPost (ctx.get / ctx.post), postLines (a stream of JSON lines: Write)
+//   the real model    modelInfo, listModels, sentenceBothMasks, sentenceCausal, allHeads
+//   the classroom     call (rooms and saved lessons, with the teacher's key), getBlob (the quiz's CSV)
+//   exports           getText (the viewer and the styles an offline file carries)
+//
+// Plain data in, plain data out: the view transforms of the model's answers are model.js's.
+
+import { CAUSAL_STAGES, COMPARE_MAX, FULL_STAGES, asInfo, causalFrom, fewestRows, frameAsJson, fullFrom, oneHead, wordGroups } from "./model.js";
 
 /** An API error as { field, msg } items; field is "q", "k", "v", "tokens" or "body". */
 function errorItems(status, body) {
@@ -9,6 +20,12 @@ function errorItems(status, body) {
     const field = loc[0] === "body" && typeof loc[1] === "string" ? loc[1] : "body";
     return { field, msg: String(d.msg ?? "invalid input") };
   });
+}
+
+/** The ApiError of a refused answer, with the server's own words when it sent them. */
+async function refusal(res) {
+  const json = await res.json().catch(() => null);
+  return new ApiError(res.status, errorItems(res.status, json));
 }
 
 async function getJson(url, signal) {
@@ -89,34 +106,6 @@ export function decodeFrame(buffer) {
   }
   delete fields.arrays;
   return { fields, arrays };
-}
-
-/** An array of a frame as nested JS arrays (rows), −∞ as null when `hiddenAsNull` (JSON's form). */
-export function nested({ shape, data }, hiddenAsNull = false) {
-  if (shape.length <= 1) return Array.from(data);
-  const cols = shape[shape.length - 1];
-  const rows = data.length / cols;
-  const out = new Array(rows);
-  // plain loops: Array.from(typed array) walks an iterator, several times slower for the
-  // ~600,000 numbers of a 300-token sentence's two frames
-  for (let i = 0, at = 0; i < rows; i++) {
-    const row = new Array(cols);
-    for (let j = 0; j < cols; j++, at++) {
-      const x = data[at];
-      row[j] = hiddenAsNull && x === -Infinity ? null : x;
-    }
-    out[i] = row;
-  }
-  if (shape.length === 2) return out;
-  const inner = shape.slice(1);
-  const per = inner.slice(0, -1).reduce((a, b) => a * b, 1);
-  return Array.from({ length: shape[0] }, (_, h) => nestRows(out.slice(h * per, (h + 1) * per), inner));
-}
-
-function nestRows(rows, shape) {
-  if (shape.length === 2) return rows;
-  const per = rows.length / shape[0];
-  return Array.from({ length: shape[0] }, (_, i) => nestRows(rows.slice(i * per, (i + 1) * per), shape.slice(1)));
 }
 
 /**
@@ -255,4 +244,192 @@ export async function apiGet(path, signal) {
   }
   if (res.ok && json !== null) return json;
   throw new ApiError(res.status, errorItems(res.status, json));
+}
+
+// ---- the real model (sentence mode) --------------------------------------------------------
+
+/**
+ * What the page knows of a model: GET /api/model (the server's own), or the entry `id` of GET
+ * /api/models (the model picker's choice) in /api/model's shape plus id, kv_heads and causal.
+ * `load` starts loading the weights in the background.
+ */
+export async function modelInfo(load = false, signal, id = null) {
+  if (id) {
+    const entry = (await listModels(signal, load ? id : null)).find((m) => m.id === id);
+    if (!entry) throw new Error(`/api/models: no model ${id}`);
+    return asInfo(entry);
+  }
+  const res = await fetch(`/api/model${load ? "?load=true" : ""}`, { headers: { accept: "application/json" }, signal });
+  if (!res.ok) throw new Error(`/api/model: ${res.status}`);
+  return res.json();
+}
+
+/** GET /api/models: the models the server offers (`load`: an id to start loading). */
+export async function listModels(signal, load = null) {
+  const url = load ? `/api/models?load=${encodeURIComponent(load)}` : "/api/models";
+  const res = await fetch(url, { headers: { accept: "application/json" }, signal });
+  if (!res.ok) throw new Error(`/api/models: ${res.status}`);
+  return (await res.json()).models.filter((m) => m.available !== false);
+}
+
+/**
+ * One layer/head (or "mean") of a sentence under one mask, as a binary frame (no JSON to write,
+ * compress or parse): resolves to { ok: true, frame: { fields, arrays } } (typed arrays, see
+ * decodeFrame) or { ok: false, errors }. `stages`: the arrays wanted (default: all);
+ * `dtype`: "float32" where the numbers are only drawn, "float64" where digits are printed.
+ */
+export async function sentenceFrame(req, mask, { stages = null, dtype = "float64" } = {}, signal) {
+  const body = { sentence: req.sentence, layer: req.layer, head: req.head };
+  if (mask) body.mask = mask; // else the model's own
+  if (req.model) body.model = req.model;
+  if (stages) body.stages = stages;
+  if (dtype !== "float64") body.dtype = dtype;
+  const outcome = await postFrame("/api/attention", body, signal);
+  return outcome.ok ? { ok: true, frame: outcome.data } : outcome;
+}
+
+/** One layer/head (or "mean") of a sentence under one mask, in the JSON answer's form. */
+async function sentenceAttention(req, mask, signal) {
+  const outcome = await sentenceFrame(req, mask, {}, signal);
+  return outcome.ok ? { ok: true, data: frameAsJson(outcome.frame) } : outcome;
+}
+
+/** The full mask's answer: one head's without its scaled scores (FULL_STAGES), a mean's whole. */
+function fullFrame(req, signal) {
+  return sentenceFrame(req, "full", { stages: oneHead(req) ? FULL_STAGES : null }, signal);
+}
+
+/**
+ * The sentence under both masks, like the hand-set mode (the page shows one and compares), in
+ * two frames asked at once: the full mask's stages (FULL_STAGES), and under the causal one only the
+ * weights and the output (CAUSAL_STAGES; the server runs the model once for both). A decoder (GPT-2,
+ * SmolLM2: `req.causal`) has only its causal mask: `full` is then null. `req.causal` null: not
+ * known yet, so the model's own mask is asked first and its answer says which it is.
+ *
+ * A sentence too long to compare side by side, shown under the full mask (`req.mask`), gets its
+ * full answer alone: `later: "causal"` says the causal one is asked for when the page switches to
+ * it (attention/source.js fetchLater, sentenceCausal). For 345 tokens that is 1.05 MB the view no
+ * longer waits for, and a request fewer before the overview's.
+ */
+export async function sentenceBothMasks(req, signal) {
+  if (req.causal === null) {
+    // a model whose facts have not arrived yet (a link naming it): its own mask first
+    const own = await sentenceAttention(req, null, signal);
+    if (!own.ok || own.data.mask === "causal") return own.ok ? { ok: true, data: { full: null, causal: own.data } } : own;
+    return withCausal(req, own.data, signal);
+  }
+  if (req.causal || req.kind === "gpt2") {
+    const causal = await sentenceAttention(req, "causal", signal);
+    return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
+  }
+  if (req.mask === "full" && fewestRows(req.sentence) > COMPARE_MAX) {
+    const full = await fullFrame(req, signal);
+    return full.ok ? withCausal(req, fullFrom(full.frame), signal) : full;
+  }
+  const [full, causal] = await Promise.all([fullFrame(req, signal), sentenceFrame(req, "causal", { stages: CAUSAL_STAGES }, signal)]);
+  if (!full.ok) return full;
+  if (!causal.ok) return causal;
+  const fullData = fullFrom(full.frame);
+  return { ok: true, data: { full: fullData, causal: causalFrom(fullData, causal.frame) } };
+}
+
+/**
+ * Both masks' answers once the full one is in: the causal one asked now when the comparison
+ * will show it (or the page shows that mask), else left for later ({ causal: null, later: "causal" }).
+ */
+async function withCausal(req, full, signal) {
+  if (req.mask !== "causal" && wordGroups(full).length > COMPARE_MAX) return { ok: true, data: { full, causal: null, later: "causal" } };
+  const causal = await sentenceCausal(req, full, signal);
+  return causal.ok ? { ok: true, data: { full, causal: causal.data } } : causal;
+}
+
+/**
+ * The causal answer for a sentence whose full answer `full` the page has: its weights and output
+ * from the server (CAUSAL_STAGES), at the layer and head of `full`; { ok, data } or { ok: false, errors }.
+ */
+export async function sentenceCausal(req, full, signal) {
+  const at = { ...req, layer: full.layer, head: full.head };
+  const causal = await sentenceFrame(at, "causal", { stages: CAUSAL_STAGES }, signal);
+  return causal.ok ? { ok: true, data: causalFrom(full, causal.frame) } : causal;
+}
+
+/**
+ * POST /api/overview: every layer × head summarised (pooled[layer][head][a][b] in thousandths over
+ * blocks of tokens `edges`, entropy, distance, top links), for sentences up to the model's limit.
+ */
+export function allHeads(sentence, mask, signal, model = null) {
+  return postJson("/api/overview", model ? { sentence, mask, model } : { sentence, mask }, signal);
+}
+
+// ---- streams of JSON lines (Write) ---------------------------------------------------------
+
+/** Read an NDJSON response body line by line: `onLine(object)` for each; resolves at the end. */
+async function readLines(body, onLine) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let rest = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (value) rest += decoder.decode(value, { stream: true });
+    let nl = rest.indexOf("\n");
+    while (nl >= 0) {
+      const line = rest.slice(0, nl).trim();
+      rest = rest.slice(nl + 1);
+      if (line) onLine(JSON.parse(line));
+      nl = rest.indexOf("\n");
+    }
+    if (done) break;
+  }
+  if (rest.trim()) onLine(JSON.parse(rest));
+}
+
+/**
+ * POST JSON asking for a stream of JSON lines (application/x-ndjson): `onLine(object)` for each
+ * line as it arrives; resolves at the stream's end, throws ApiError on a 4xx/5xx.
+ */
+export async function postLines(path, body, signal, onLine) {
+  const res = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/x-ndjson" },
+    body: JSON.stringify(body),
+    signal,
+  });
+  if (!res.ok) throw await refusal(res);
+  await readLines(res.body, onLine);
+}
+
+// ---- the classroom ---------------------------------------------------------------------------
+
+/** The headers of a classroom request: its key (a room's, the teacher's) in Authorization, never in a URL. */
+function keyed(secret) {
+  return secret ? { authorization: `Bearer ${secret}` } : {};
+}
+
+/**
+ * A call of the classroom's API (rooms, saved lessons): `body` sent as JSON, `secret` as the
+ * bearer key. Resolves to the JSON answer (null for 204), throws ApiError on a 4xx/5xx.
+ */
+export async function call(method, path, { body, secret } = {}) {
+  const headers = keyed(secret);
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!res.ok) throw await refusal(res);
+  if (res.status === 204) return null;
+  return res.json();
+}
+
+/** GET a file the classroom's API makes (the quiz's CSV) as a Blob, with the key in a header. */
+export async function getBlob(path, { secret } = {}) {
+  const res = await fetch(path, { headers: keyed(secret) });
+  if (!res.ok) throw await refusal(res);
+  return res.blob();
+}
+
+// ---- exports ---------------------------------------------------------------------------------
+
+/** GET a text file of the server's (the bundled viewer, the page's styles, for an offline file). */
+export async function getText(url) {
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url}: ${res.status}`);
+  return res.text();
 }

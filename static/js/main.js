@@ -6,6 +6,7 @@
 // screen draws itself again, the URL follows, and the classroom hears of it.
 
 import { actions, OPENING_WORD } from "./actions.js";
+import { modelInfo } from "./api.js";
 import { SCENE_MAX } from "./attention/derive.js";
 import { modelEntry, Source } from "./attention/source.js";
 import { stepById } from "./attention/stages.js";
@@ -15,7 +16,7 @@ import { Editor } from "./editor.js";
 import { keepBarOffViews } from "./floatbar.js";
 import { installKeys } from "./keys.js";
 import { Lesson } from "./lesson.js";
-import { ANIMAL, modelInfo } from "./model.js";
+import { ANIMAL } from "./model.js";
 import { describeView, drawnSignal, provideView, viewChanged } from "./pageview.js";
 import { Stage } from "./scene/stage.js";
 import { SceneView } from "./scene/view.js";
@@ -124,7 +125,6 @@ installKeys({
   focus: (i) => attention.focusRow(i),
   escape: () => !$("contents").hidden && (lesson.toggleContents(false) ?? true),
 });
-
 $("example-select").addEventListener("change", (e) => {
   act.setNotice(null);
   const id = e.target.value;

@@ -1,37 +1,12 @@
-// Sentence mode: the real model behind the sentence box. Requests to the model API, the
-// model's loading state, and display-side views of a response (word pieces merged, a window
-// of tokens for the 3D view). Every attention number comes from the API; merging only adds
-// the API's weights up (see mergeView).
-
-import { nested, postFrame, postJson } from "./api.js";
+// Sentence mode: the real model behind the sentence box, in pure functions of the server's
+// answers (its requests are api.js's): a model's facts, a frame as the JSON answer's arrays,
+// the stages the page makes itself (the scaled scores, the causal mask's masked scores), and
+// display-side views of a response (word pieces merged, a window of tokens for the 3D view).
+// Every attention number comes from the API; merging only adds the API's weights up (mergeView).
 
 export const ANIMAL = "The animal didn't cross the street because it was too tired.";
 /** Where the animal sentence opens: layer 3, head 1 sends 0.68 of "it"'s attention to "animal". */
 export const ANIMAL_VIEW = { layer: 3, head: 1, word: "it" };
-
-/**
- * What the page knows of a model: GET /api/model (the server's own), or the entry `id` of GET
- * /api/models (the model picker's choice) in /api/model's shape plus id, kv_heads and causal.
- * `load` starts loading the weights in the background.
- */
-export async function modelInfo(load = false, signal, id = null) {
-  if (id) {
-    const entry = (await listModels(signal, load ? id : null)).find((m) => m.id === id);
-    if (!entry) throw new Error(`/api/models: no model ${id}`);
-    return asInfo(entry);
-  }
-  const res = await fetch(`/api/model${load ? "?load=true" : ""}`, { headers: { accept: "application/json" }, signal });
-  if (!res.ok) throw new Error(`/api/model: ${res.status}`);
-  return res.json();
-}
-
-/** GET /api/models: the models the server offers (`load`: an id to start loading). */
-export async function listModels(signal, load = null) {
-  const url = load ? `/api/models?load=${encodeURIComponent(load)}` : "/api/models";
-  const res = await fetch(url, { headers: { accept: "application/json" }, signal });
-  if (!res.ok) throw new Error(`/api/models: ${res.status}`);
-  return (await res.json()).models.filter((m) => m.available !== false);
-}
 
 /** An entry of GET /api/models in GET /api/model's shape. */
 export function asInfo(m) {
@@ -65,20 +40,32 @@ export function kvGroups(heads, kvHeads) {
   return Array.from({ length: kv }, (_, g) => Array.from({ length: per }, (_, j) => g * per + j));
 }
 
-/**
- * One layer/head (or "mean") of a sentence under one mask, as a binary frame (no JSON to write,
- * compress or parse): resolves to { ok: true, frame: { fields, arrays } } (typed arrays, see
- * api.js decodeFrame) or { ok: false, errors }. `stages`: the arrays wanted (default: all);
- * `dtype`: "float32" where the numbers are only drawn, "float64" where digits are printed.
- */
-export async function sentenceFrame(req, mask, { stages = null, dtype = "float64" } = {}, signal) {
-  const body = { sentence: req.sentence, layer: req.layer, head: req.head };
-  if (mask) body.mask = mask; // else the model's own
-  if (req.model) body.model = req.model;
-  if (stages) body.stages = stages;
-  if (dtype !== "float64") body.dtype = dtype;
-  const outcome = await postFrame("/api/attention", body, signal);
-  return outcome.ok ? { ok: true, frame: outcome.data } : outcome;
+/** An array of a frame as nested JS arrays (rows), −∞ as null when `hiddenAsNull` (JSON's form). */
+export function nested({ shape, data }, hiddenAsNull = false) {
+  if (shape.length <= 1) return Array.from(data);
+  const cols = shape[shape.length - 1];
+  const rows = data.length / cols;
+  const out = new Array(rows);
+  // plain loops: Array.from(typed array) walks an iterator, several times slower for the
+  // ~600,000 numbers of a 300-token sentence's two frames
+  for (let i = 0, at = 0; i < rows; i++) {
+    const row = new Array(cols);
+    for (let j = 0; j < cols; j++, at++) {
+      const x = data[at];
+      row[j] = hiddenAsNull && x === -Infinity ? null : x;
+    }
+    out[i] = row;
+  }
+  if (shape.length === 2) return out;
+  const inner = shape.slice(1);
+  const per = inner.slice(0, -1).reduce((a, b) => a * b, 1);
+  return Array.from({ length: shape[0] }, (_, h) => nestRows(out.slice(h * per, (h + 1) * per), inner));
+}
+
+function nestRows(rows, shape) {
+  if (shape.length === 2) return rows;
+  const per = rows.length / shape[0];
+  return Array.from({ length: shape[0] }, (_, i) => nestRows(rows.slice(i * per, (i + 1) * per), shape.slice(1)));
 }
 
 /** A sentence frame in the JSON answer's form: nested arrays, hidden cells of `masked` as null. */
@@ -86,12 +73,6 @@ export function frameAsJson({ fields, arrays }) {
   const out = { ...fields };
   for (const [name, array] of Object.entries(arrays)) out[name] = nested(array, name === "masked");
   return out;
-}
-
-/** One layer/head (or "mean") of a sentence under one mask, in the JSON answer's form. */
-export async function sentenceAttention(req, mask, signal) {
-  const outcome = await sentenceFrame(req, mask, {}, signal);
-  return outcome.ok ? { ok: true, data: frameAsJson(outcome.frame) } : outcome;
 }
 
 /**
@@ -103,7 +84,7 @@ export async function sentenceAttention(req, mask, signal) {
 export const FULL_STAGES = ["q", "k", "v", "scores", "weights", "output"];
 
 /** Whether a view is one layer's one head (not a mean): its scaled scores are its scores / √d_k. */
-const oneHead = (req) => Number.isInteger(req.layer) && Number.isInteger(req.head);
+export const oneHead = (req) => Number.isInteger(req.layer) && Number.isInteger(req.head);
 
 /**
  * A head's scaled scores from its scores (n × n): each divided by √d_k, the very division
@@ -116,18 +97,13 @@ export function scaledFrom(scores, dK) {
 }
 
 /** The full mask's view of one head in the JSON answer's form, its scaled (and masked) made here. */
-function fullFrom(frame) {
+export function fullFrom(frame) {
   const data = frameAsJson(frame);
   if (!data.scaled) {
     data.scaled = scaledFrom(data.scores, data.d_k);
     data.masked = data.scaled; // the full mask hides nothing (the same numbers, as the frame shares them)
   }
   return data;
-}
-
-/** The full mask's answer: one head's without its scaled scores (FULL_STAGES), a mean's whole. */
-function fullFrame(req, signal) {
-  return sentenceFrame(req, "full", { stages: oneHead(req) ? FULL_STAGES : null }, signal);
 }
 
 /**
@@ -154,7 +130,7 @@ export function causalMasked(scaled) {
 }
 
 /** The causal answer: the full one's fields and stages, its own weights and output, its masked made here. */
-function causalFrom(full, causalFrame) {
+export function causalFrom(full, causalFrame) {
   return { ...full, ...frameAsJson(causalFrame), masked: causalMasked(full.scaled) };
 }
 
@@ -171,70 +147,8 @@ export const COMPARE_MAX = 20;
  * every run of characters between spaces is a word or more, and BERT adds [CLS] and [SEP]. (A run
  * the tokenizer drops, such as control characters alone, is why withCausal counts again.)
  */
-function fewestRows(sentence) {
+export function fewestRows(sentence) {
   return sentence.split(/\s+/).filter(Boolean).length + 2;
-}
-
-/**
- * The sentence under both masks, like the hand-set mode (the page shows one and compares), in
- * two frames asked at once: the full mask's stages (FULL_STAGES), and under the causal one only the
- * weights and the output (CAUSAL_STAGES; the server runs the model once for both). A decoder (GPT-2,
- * SmolLM2: `req.causal`) has only its causal mask: `full` is then null. `req.causal` null: not
- * known yet, so the model's own mask is asked first and its answer says which it is.
- *
- * A sentence too long to compare side by side, shown under the full mask (`req.mask`), gets its
- * full answer alone: `later: "causal"` says the causal one is asked for when the page switches to
- * it (attention/source.js fetchLater, sentenceCausal). For 345 tokens that is 1.05 MB the view no
- * longer waits for, and a request fewer before the overview's.
- */
-export async function sentenceBothMasks(req, signal) {
-  if (req.causal === null) {
-    // a model whose facts have not arrived yet (a link naming it): its own mask first
-    const own = await sentenceAttention(req, null, signal);
-    if (!own.ok || own.data.mask === "causal") return own.ok ? { ok: true, data: { full: null, causal: own.data } } : own;
-    return withCausal(req, own.data, signal);
-  }
-  if (req.causal || req.kind === "gpt2") {
-    const causal = await sentenceAttention(req, "causal", signal);
-    return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
-  }
-  if (req.mask === "full" && fewestRows(req.sentence) > COMPARE_MAX) {
-    const full = await fullFrame(req, signal);
-    return full.ok ? withCausal(req, fullFrom(full.frame), signal) : full;
-  }
-  const [full, causal] = await Promise.all([fullFrame(req, signal), sentenceFrame(req, "causal", { stages: CAUSAL_STAGES }, signal)]);
-  if (!full.ok) return full;
-  if (!causal.ok) return causal;
-  const fullData = fullFrom(full.frame);
-  return { ok: true, data: { full: fullData, causal: causalFrom(fullData, causal.frame) } };
-}
-
-/**
- * Both masks' answers once the full one is in: the causal one asked now when the comparison
- * will show it (or the page shows that mask), else left for later ({ causal: null, later: "causal" }).
- */
-async function withCausal(req, full, signal) {
-  if (req.mask !== "causal" && wordGroups(full).length > COMPARE_MAX) return { ok: true, data: { full, causal: null, later: "causal" } };
-  const causal = await sentenceCausal(req, full, signal);
-  return causal.ok ? { ok: true, data: { full, causal: causal.data } } : causal;
-}
-
-/**
- * The causal answer for a sentence whose full answer `full` the page has: its weights and output
- * from the server (CAUSAL_STAGES), at the layer and head of `full`; { ok, data } or { ok: false, errors }.
- */
-export async function sentenceCausal(req, full, signal) {
-  const at = { ...req, layer: full.layer, head: full.head };
-  const causal = await sentenceFrame(at, "causal", { stages: CAUSAL_STAGES }, signal);
-  return causal.ok ? { ok: true, data: causalFrom(full, causal.frame) } : causal;
-}
-
-/**
- * POST /api/overview: every layer × head summarised (pooled[layer][head][a][b] in thousandths over
- * blocks of tokens `edges`, entropy, distance, top links), for sentences up to the model's limit.
- */
-export function allHeads(sentence, mask, signal, model = null) {
-  return postJson("/api/overview", model ? { sentence, mask, model } : { sentence, mask }, signal);
 }
 
 /** A layer or head value from the URL or a picker: an integer ≥ 0, "mean", or null. */

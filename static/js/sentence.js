@@ -3,7 +3,8 @@
 // It reads the state and changes it only through the store's actions (modelKnown,
 // modelLoading, headsState); picking a head goes through `pick(layer, head, from)`.
 
-import { allHeads, isCausal, kvGroups, listModels, modelInfo, parsePick, pickText } from "./model.js";
+import { allHeads, listModels, modelInfo } from "./api.js";
+import { isCausal, kvGroups, parsePick, pickText } from "./model.js";
 import { Overview } from "./overview.js";
 
 const $ = (id) => document.getElementById(id);

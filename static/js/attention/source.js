@@ -3,9 +3,9 @@
 // This is the attention view's effect: it asks the server and tells the store what came back
 // (actions.js); it keeps only its requests in flight and a timer, never what the page shows.
 
-import { getExample, pageExample, Recomputer, unreachable } from "../api.js";
+import { getExample, modelInfo, pageExample, Recomputer, sentenceBothMasks, sentenceCausal, unreachable } from "../api.js";
 import { OPENING_WORD } from "../actions.js";
-import { ANIMAL, asInfo, isCausal, modelInfo, sentenceBothMasks, sentenceCausal } from "../model.js";
+import { ANIMAL, asInfo, isCausal } from "../model.js";
 import { createState, readUrl } from "../state.js";
 
 /** What the page can refuse before asking the server: cells that are not numbers, unnamed words. */

@@ -3,9 +3,9 @@
 // delete them; print a handout of one; save one as a single .html file that works offline.
 // Every call carries the teacher token: lessons are the teacher's (students get views through a room).
 
+import { call } from "../api.js";
 import { el } from "../dom.js";
 import { applyViewState, viewState } from "../hub.js";
-import { call } from "./api.js";
 import { LessonEditor } from "./lesson-editor.js";
 import { buildHandout, showHandout } from "./lesson-handout.js";
 import { offlineLesson } from "./lesson-offline.js";

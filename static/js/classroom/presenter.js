@@ -8,9 +8,9 @@
 // says where the class is (chapter · step · mask); the side panels fit their boxes (fit.js). The
 // Room menu (roommenu.js): the quiz summary and its CSV, reset the room, close it.
 
+import { call } from "../api.js";
 import { el } from "../dom.js";
 import { applyViewState, currentView, onViewChange, presenting, reframe, viewState } from "../pageview.js";
-import { call } from "./api.js";
 import { fitPanels, PANELS } from "./fit.js";
 import { answerOf, QuizPanel } from "./quiz.js";
 import { RoomMenu } from "./roommenu.js";

@@ -4,8 +4,8 @@
 //
 //   new RoomMenu({ room() → { code, key } | null, say(text), closed() })   .root is the <details>
 
+import { call, getBlob } from "../api.js";
 import { el } from "../dom.js";
-import { call } from "./api.js";
 
 export class RoomMenu {
   constructor({ room, say, closed }) {
@@ -65,14 +65,12 @@ export class RoomMenu {
     this.summaryBox.replaceChildren(table, el("p", { dataset: { testid: "quiz-summary-total" } }, total));
   }
 
-  /** The CSV through fetch (the key goes in a header, never in a link), saved as quiz-CODE.csv. */
+  /** The CSV through api.js (the key goes in a header, never in a link), saved as quiz-CODE.csv. */
   async download() {
     const room = this.room();
     if (!room) return;
     try {
-      const response = await fetch(`/api/rooms/${room.code}/quiz/summary.csv`, { headers: { authorization: `Bearer ${room.key}` } });
-      if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
-      const url = URL.createObjectURL(await response.blob());
+      const url = URL.createObjectURL(await getBlob(`/api/rooms/${room.code}/quiz/summary.csv`, { secret: room.key }));
       const a = el("a", { href: url, download: `quiz-${room.code}.csv` });
       document.body.append(a);
       a.click();

@@ -4,6 +4,8 @@
 // chapter it holds the chapter's picture and every number of the server's answer. A whole lesson
 // (lessonHtml) is one such file with every view in it, each with its note.
 
+import { getText } from "../api.js";
+
 /** Text that is safe inside <script type="application/json"> (no "</script>", no "<!--"). */
 export function jsonForScript(value) {
   return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
@@ -11,12 +13,6 @@ export function jsonForScript(value) {
 
 export function escapeHtml(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-}
-
-async function text(url) {
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`${url}: ${res.status}`);
-  return res.text();
 }
 
 /** Whether an answer is an attention computation the viewer can step through. */
@@ -33,10 +29,10 @@ export function isAttention(answer) {
 export async function standaloneHtml(view, answers, assets, picture = null) {
   const words = view.answer?.tokens ? `“${view.answer.tokens.join(" ")}”` : null;
   const title = `Attention, in 3D: ${(answers && words) || view.title || view.chapter || "a view"}`;
-  const styles = await text(assets.styles);
+  const styles = await getText(assets.styles);
   if (answers) {
     const data = { step: view.step, mask: view.mask, focus: view.focus, answers };
-    return viewerFile(title, styles, await text(assets.viewer), `<h1>${escapeHtml(title)}</h1>\n${VIEWER}`, data);
+    return viewerFile(title, styles, await getText(assets.viewer), `<h1>${escapeHtml(title)}</h1>\n${VIEWER}`, data);
   }
   const numbers = JSON.stringify(view.answer ?? {}, null, 1);
   return `<!doctype html>
@@ -77,7 +73,7 @@ ${body}</main>
  * @param assets  as standaloneHtml's
  */
 export async function lessonHtml(title, views, assets) {
-  const [styles, viewer] = await Promise.all([text(assets.styles), text(assets.viewer)]);
+  const [styles, viewer] = await Promise.all([getText(assets.styles), getText(assets.viewer)]);
   const name = `Attention, in 3D: ${title}`;
   const body = `<h1>${escapeHtml(name)}</h1>
 <nav class="offline-lesson-bar" aria-label="Views of the lesson"><button type="button" id="lesson-prev">← Previous view</button>

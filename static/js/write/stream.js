@@ -1,7 +1,7 @@
 // A writing as it streams. POST /api/generate with `accept: application/x-ndjson` answers one
 // JSON line per written token (the first also carries the prompt's tokens) and a last line with
-// `done` (reason, seconds, cache_bytes): docs/decoder.md. These functions read such a stream and
-// gather its lines into an answer of the same shape as a whole one (load()'s).
+// `done` (reason, seconds, cache_bytes): docs/decoder.md. api.js reads such a stream; these
+// functions gather its lines into an answer of the same shape as a whole one (load()'s).
 //
 // Following a writing token by token (a classroom's followers): the page that writes tells each
 // line of its stream with a DOM event on window, and a page that follows hands the lines it gets
@@ -11,6 +11,8 @@
 //   "write:token"  (sent)      detail { request, line }: request = the POST /api/generate body,
 //                              line = one line of its stream as received; the last has line.done
 //   "write:follow" (listened)  detail { request, line }: the same, on a following page
+
+import { postLines } from "../api.js";
 
 export const TOKEN_EVENT = "write:token";
 export const FOLLOW_EVENT = "write:follow";
@@ -31,38 +33,7 @@ export function addLine(answer, line) {
   return false;
 }
 
-/** Read an NDJSON response body line by line: `onLine(object)` for each; resolves at the end. */
-export async function readLines(body, onLine) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let rest = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (value) rest += decoder.decode(value, { stream: true });
-    let nl = rest.indexOf("\n");
-    while (nl >= 0) {
-      const line = rest.slice(0, nl).trim();
-      rest = rest.slice(nl + 1);
-      if (line) onLine(JSON.parse(line));
-      nl = rest.indexOf("\n");
-    }
-    if (done) break;
-  }
-  if (rest.trim()) onLine(JSON.parse(rest));
-}
-
-/** POST `request` to /api/generate as a stream: `onLine(line)` for each line; throws with the server's words on a refusal. */
-export async function streamWriting(request, signal, onLine) {
-  const res = await fetch("/api/generate", {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/x-ndjson" },
-    body: JSON.stringify(request),
-    signal,
-  });
-  if (!res.ok) {
-    const body = await res.json().catch(() => null);
-    const msg = body?.errors?.[0]?.msg ?? body?.detail?.[0]?.msg ?? `the server answered ${res.status}`;
-    throw new Error(msg);
-  }
-  await readLines(res.body, onLine);
+/** POST `request` to /api/generate as a stream: `onLine(line)` for each line; throws ApiError with the server's words on a refusal. */
+export function streamWriting(request, signal, onLine) {
+  return postLines("/api/generate", request, signal, onLine);
 }
