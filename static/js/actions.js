@@ -7,6 +7,9 @@ import { ANIMAL, ANIMAL_VIEW, offers } from "./model.js";
 import { ATTENTION_CHAPTERS, createState, MASKS, MAX_SENTENCE, readUrl } from "./state.js";
 import { STEP_IDS } from "./attention/stages.js";
 
+/** The page's name of a reason the classroom holds the weights back for (withhold). */
+const PAGE_REASON = { numbers: "hidden", teacher: "hidden" };
+
 /** Where an example opens when nothing names a focus: the lesson walks through "its". */
 export const OPENING_WORD = { "the-cat-ate-its-fish": "its" };
 
@@ -118,14 +121,26 @@ export const actions = {
     state.guesses = {};
   },
 
-  /** Nothing derived from the weights shows until release() (a quiz, the teacher's H). */
-  withhold(state, reason = "quiz") {
-    if (state.withheld?.reason === reason) return false;
-    state.withheld = { reason: String(reason) };
+  /**
+   * Hold the weights back for `reason` (`on`), or stop holding them for it: nothing derived from
+   * them shows while any reason holds (a class quiz, the teacher's H, a follower's hidden screen).
+   * state.withheld.reason is what the page says: "quiz" while a quiz waits, else the first
+   * reason under its page name (the classroom's "numbers" and "teacher" are "hidden").
+   */
+  withhold(state, reason = "quiz", on = true) {
+    const why = String(reason);
+    const holds = on ? [...new Set([...state.holds, why])].sort() : state.holds.filter((r) => r !== why);
+    const first = holds.includes("quiz") ? "quiz" : holds[0];
+    const shown = first === undefined ? null : (PAGE_REASON[first] ?? first);
+    if (holds.join(" ") === state.holds.join(" ") && shown === (state.withheld?.reason ?? null)) return false;
+    state.holds = holds;
+    state.withheld = shown === null ? null : { reason: shown };
   },
 
+  /** Every reason dropped: the weights show again. */
   release(state) {
-    if (!state.withheld) return false;
+    if (!state.withheld && !state.holds.length) return false;
+    state.holds = [];
     state.withheld = null;
   },
 

@@ -125,6 +125,7 @@ installKeys({
   focus: (i) => attention.focusRow(i),
   escape: () => !$("contents").hidden && (lesson.toggleContents(false) ?? true),
 });
+
 $("example-select").addEventListener("change", (e) => {
   act.setNotice(null);
   const id = e.target.value;
@@ -180,13 +181,11 @@ function currentView() {
 }
 
 provideView({
+  store,
   state: () => snapshot(state),
   apply: applyView,
   current: currentView,
-  withhold: (reason) => act.withhold(reason),
-  release: () => act.release(),
   reframe: () => lesson.reframe(),
-  presenting: (on) => act.setPresenting(on),
 });
 
 // Back and Forward: the browser restores a view the page pushed (a chapter, example ↔ sentence)

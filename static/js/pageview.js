@@ -1,6 +1,6 @@
 // The page's view, for modules that act on the whole page (the classroom, the exports): they
 // read it and follow its changes through these functions, and never reach into main.js or the
-// store directly. main.js provides the view once it is drawn.
+// store directly. main.js provides the view (and the store) once it is drawn.
 //
 //   viewState()            the view as plain URL parameters: { chapter, example | sentence, step, mask,
 //                          focus, layer, head, merge, tokens, q, k, v, predict, a chapter's own ... }
@@ -10,8 +10,10 @@
 //   currentView()          what is on screen now: { chapter, step, stage, mask, focus, tokens, answer,
 //                          answers, withheld, title, text, numbers, code, canvas, labels, renderScene(scale) }
 //                          (while withheld: answer without weights and output, answers null)
-//   withhold(reason)       hide everything derived from the weights on this page ("quiz", "hidden", …)
-//   release()              show it again
+//   withhold(reason, on)   hold everything derived from the weights back on this page for `reason`
+//                          ("quiz", "numbers", "teacher", "hidden", …), or (on = false) stop for it
+//   withholding()          the reasons that hold now, sorted ([] when the weights show)
+//   release()              drop every reason: show them again
 //   reframe()              fit the 3D view on screen to its content (the projector view, a resize)
 //   presenting(on)         the projector view on or off: the view draws fewer rows and words at once
 //   onViewChange(cb)       cb(viewState()) after every change of the view; returns an unsubscribe function
@@ -27,22 +29,25 @@
 
 import { renderAt } from "./scene/picture.js";
 
-const provided = []; // [impl] once main.js has provided the view (a list, so nothing is reassigned)
-const changeListeners = new Set();
-const readyListeners = [];
-const impl = () => provided[0] ?? null;
+/**
+ * This module's one piece of state, named: what main.js provided (null until the page is drawn
+ * the first time), and who listens for it and for every change. The page's own state, the
+ * withholding included, is the store's (state.js).
+ */
+const seam = { view: null, changeListeners: new Set(), readyListeners: [] };
+const impl = () => seam.view;
 
-/** main.js only: { state(), apply(params), current(), withhold(reason), release(), reframe(), presenting(on) }. */
+/** main.js only: { store, state(), apply(params), current(), reframe() }. */
 export function provideView(view) {
-  provided.splice(0, provided.length, view);
-  for (const cb of readyListeners.splice(0)) cb();
+  seam.view = view;
+  for (const cb of seam.readyListeners.splice(0)) cb();
 }
 
 /** main.js only: after every change of what the view shows (and its URL). */
 export function viewChanged() {
   if (!impl()) return;
   const params = impl().state();
-  for (const cb of changeListeners) cb(params);
+  for (const cb of seam.changeListeners) cb(params);
   document.dispatchEvent(new CustomEvent("attention:view", { detail: params }));
 }
 
@@ -63,12 +68,12 @@ document.addEventListener("attention:withhold", (e) => {
 
 export function whenReady(cb) {
   if (impl()) cb();
-  else readyListeners.push(cb);
+  else seam.readyListeners.push(cb);
 }
 
 export function onViewChange(cb) {
-  changeListeners.add(cb);
-  return () => changeListeners.delete(cb);
+  seam.changeListeners.add(cb);
+  return () => seam.changeListeners.delete(cb);
 }
 
 export function viewState() {
@@ -87,12 +92,16 @@ export function currentView() {
   return impl() ? impl().current() : null;
 }
 
-export function withhold(reason = "quiz") {
-  impl()?.withhold(reason);
+export function withhold(reason = "quiz", on = true) {
+  impl()?.store.act.withhold(reason, on);
+}
+
+export function withholding() {
+  return impl() ? [...impl().store.state.holds] : [];
 }
 
 export function release() {
-  impl()?.release();
+  impl()?.store.act.release();
 }
 
 export function reframe() {
@@ -100,7 +109,7 @@ export function reframe() {
 }
 
 export function presenting(on) {
-  impl()?.presenting(on);
+  impl()?.store.act.setPresenting(on);
 }
 
 // ---- what main.js uses to provide the view -------------------------------------------------

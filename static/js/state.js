@@ -71,6 +71,7 @@ export function createState(defaultExample) {
     pending: false,
     // what the page holds back or waits for
     withheld: null, // null, or { reason } while nothing derived from the weights may show (a quiz, H)
+    holds: [], // every reason holding the weights back now, sorted ("quiz", "numbers", "teacher", …): withheld is set while any does
     guesses: {}, // predict first: question id → the key guessed
     wantWord: null, // focus this word once the tokens are known (an example's opening word)
     hoverToken: null, // a word hovered in the 3D view (sentence mode lists its numbers)

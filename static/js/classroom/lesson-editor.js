@@ -1,7 +1,7 @@
 // The lesson editor: rename a saved lesson, edit each view's note, move views up and down, put the
 // page's current view in place of one, remove views. Nothing is sent until "Save changes" (one PUT).
 import { el } from "../dom.js";
-import { applyViewState, viewState } from "../hub.js";
+import { applyViewState, viewState } from "../pageview.js";
 import { viewSummary } from "./lesson-views.js";
 import { viewOnly } from "./session.js";
 

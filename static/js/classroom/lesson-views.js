@@ -1,6 +1,6 @@
 // Going through a lesson's views in the page: each one applied and drawn in turn, then back to the
 // view the teacher had. The handout and the offline lesson take what they need from each view here.
-import { applyViewState, currentView, viewState } from "../hub.js";
+import { applyViewState, currentView, viewState } from "../pageview.js";
 import { viewOnly } from "./session.js";
 
 const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
@@ -15,7 +15,7 @@ export function viewSummary(state) {
 }
 
 /**
- * visit(view, shown, index) for each view, after the page drew it (shown = hub.currentView());
+ * visit(view, shown, index) for each view, after the page drew it (shown = pageview.js currentView());
  * progress(index) before each. The page goes back to the view it had, even after an error.
  */
 export async function eachView(lesson, visit, progress = () => {}) {

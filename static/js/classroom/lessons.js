@@ -5,7 +5,7 @@
 
 import { call } from "../api.js";
 import { el } from "../dom.js";
-import { applyViewState, viewState } from "../hub.js";
+import { applyViewState, viewState } from "../pageview.js";
 import { LessonEditor } from "./lesson-editor.js";
 import { buildHandout, showHandout } from "./lesson-handout.js";
 import { offlineLesson } from "./lesson-offline.js";

@@ -5,29 +5,17 @@
 //
 //   withhold(reason, on)   add or drop one reason ("quiz", "numbers", "teacher"); the page
 //                          withholds while any reason holds
-//   withheld()             true while any reason holds
 //
-// The page's store owns the flag itself (pageview.js withhold(reason) / release(): derive() then
-// leaves every weight-derived value out of the view, and currentView().answer holds no weights);
-// body.cr-withheld is the CSS's half (and the tests' hook): the arithmetic, the numbers panel and
-// the export bar leave the screen at once.
+// The reasons are the page's store's (state.holds, through pageview.js withhold(reason, on):
+// derive() then leaves every weight-derived value out of the view, and currentView().answer
+// holds no weights); this module keeps none. body.cr-withheld is the CSS's half (and the tests'
+// hook): the arithmetic, the numbers panel and the export bar leave the screen at once.
 
-import { release, withhold as pageWithhold } from "../pageview.js";
-
-const reasons = new Set();
-const PAGE_REASON = { quiz: "quiz", numbers: "hidden", teacher: "hidden" }; // the page's names
+import { withhold as pageWithhold, withholding } from "../pageview.js";
 
 export function withhold(reason, on) {
-  const before = [...reasons].sort().join(" ");
-  if (on) reasons.add(reason);
-  else reasons.delete(reason);
-  const now = [...reasons].sort().join(" ");
-  document.body.classList.toggle("cr-withheld", reasons.size > 0);
-  document.body.dataset.withheld = now;
-  if (before === now) return;
-  const first = reasons.has("quiz") ? "quiz" : [...reasons][0];
-  if (first) pageWithhold(PAGE_REASON[first] ?? first);
-  else release();
+  pageWithhold(reason, on);
+  const holds = withholding();
+  document.body.classList.toggle("cr-withheld", holds.length > 0);
+  document.body.dataset.withheld = holds.join(" ");
 }
-
-export const withheld = () => reasons.size > 0;

@@ -21,7 +21,7 @@ export function isAttention(answer) {
 }
 
 /**
- * @param view     hub.currentView()
+ * @param view     pageview.js currentView()
  * @param answers  { full?, causal? } for the attention view
  * @param assets   { viewer: URL of the bundled viewer, styles: URL of the page's styles }
  * @param picture  a PNG data: URL of the 3-D view (for chapters without the attention view)

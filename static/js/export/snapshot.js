@@ -11,7 +11,7 @@ const LEGEND = [
 const hex = (c) => `#${c.toString(16).padStart(6, "0")}`;
 
 /**
- * @param view   hub.currentView(): its renderScene(scale) (or its canvas) gives the pixels
+ * @param view   pageview.js currentView(): its renderScene(scale) (or its canvas) gives the pixels
  * @param scale  2: twice the on-screen size
  */
 export function scenePicture(view, scale = 2) {
