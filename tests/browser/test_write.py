@@ -113,54 +113,64 @@ def test_writing_16_tokens_shows_the_apis_candidates_cache_rows_and_attention(br
         assert boxes == 2  # 'keys' and 'values'
 
 
-def test_a_following_page_draws_each_token_as_written_without_asking(browser: Any, server: str) -> None:
-    """The classroom's seam (writing.js): the writing page tells every line of its stream
-    ("write:token"); a page given those lines ("write:follow") draws each token as it comes, and
-    keeps the answer, so the writer's snapshot at the end costs it no request."""
+# every view the page tells (pageview.js: "attention:view", detail = its URL parameters)
+RECORD_VIEWS = """() => { window.__views = [];
+  document.addEventListener('attention:view', (e) => window.__views.push(e.detail)); }"""
+APPLY = """async (s) => { const d = { ...s }; document.dispatchEvent(new CustomEvent('attention:apply', { detail: d }));
+  await d.done; }"""
+SHOWN_IDS = "(bs) => bs.map((b) => b.dataset.id)"
+
+
+def test_a_following_page_draws_each_token_from_the_view_without_asking(browser: Any, server: str) -> None:
+    """The classroom's seam (write/live.js): the writing page puts the tokens written so far in its
+    view (the chapter parameter `live`) on every streamed token; a page given those views draws each
+    token as it comes without asking the server, and loads the whole answer once the writing ends.
+    The writer keeps its streamed answer: stepping through it asks the server nothing."""
     n = 6
     with watched_page(browser, server) as writer, watched_page(browser, server) as follower:
         writer.page.goto(f"{server}/?chapter=writing")
         writer.page.wait_for_selector(READY.format(chapter="writing"), timeout=180_000)
-        writer.page.evaluate(
-            "() => { window.__lines = []; "
-            "window.addEventListener('write:token', (e) => window.__lines.push(e.detail)); }"
-        )
+        writer.page.evaluate(RECORD_VIEWS)
+        written: list[str] = []
+        writer.page.on("request", lambda r: written.append(r.method) if "/api/generate" in r.url else None)
         writer.page.get_by_test_id("write-count").fill(str(n))
         writer.page.get_by_test_id("write-go").click()
         writer.page.wait_for_selector(f'#chapter-panel[data-written="{n}"][data-writing="false"]', timeout=120_000)
         writer.page.wait_for_selector(READY.format(chapter="writing"))
-        lines = writer.page.evaluate("() => window.__lines")
-        assert [d["line"].get("index") for d in lines] == [*range(n), None] and lines[-1]["line"]["done"]
-        assert all(d["request"]["prompt"] == PROMPT and d["request"]["max_new_tokens"] == n for d in lines)
-        snap = writer.page.evaluate(
-            "() => { const d = {}; document.dispatchEvent(new CustomEvent('attention:snapshot', { detail: d })); "
-            "return d.snapshot; }"
-        )
-        assert snap["chapter"] == "writing" and snap["n"] == str(n)
+        ids = writer.page.eval_on_selector_all('[data-testid^="write-token-"]', SHOWN_IDS)
+        writer.page.get_by_test_id("write-token-1").click()
+        writer.page.wait_for_selector('#chapter-panel[data-at="1"]')
+        writer.page.wait_for_selector(READY.format(chapter="writing"))
+        assert written == ["POST"], written  # the stream; its answer is kept, the step costs nothing
+
+        views = writer.page.evaluate("() => window.__views")
+        live = [v for v in views if v.get("live")]
+        counts = [len(json.loads(v["live"])["t"]) for v in live]
+        assert counts and counts == sorted(counts) and counts[-1] == n, counts
+        final = views[-1]
+        assert final["n"] == str(n) and final["at"] == "1" and not final.get("live"), final
 
         follower.page.goto(f"{server}/?chapter=writing")
         follower.page.wait_for_selector(READY.format(chapter="writing"), timeout=60_000)
         asked: list[str] = []
-        follower.page.on("request", lambda r: asked.append(r.url) if "/api/generate" in r.url else None)
-        follow = "(d) => window.dispatchEvent(new CustomEvent('write:follow', { detail: d }))"
-        for i, d in enumerate(lines[:-1]):
-            follower.page.evaluate(follow, d)
-            panel = follower.page.locator(f'#chapter-panel[data-following="true"][data-written="{i + 1}"]')
-            expect(panel).to_have_attribute("data-kv-len", str(d["line"]["kv_len"]))
-            expect(follower.page.get_by_test_id(f"write-token-{i}")).to_have_attribute("data-id", str(d["line"]["id"]))
-            expect(follower.page.get_by_test_id("write-status")).to_contain_text(f"Following: {i + 1} of {n}")
-        follower.page.evaluate(follow, lines[-1])
-        expect(follower.page.locator("#chapter-panel")).to_have_attribute("data-following", "false")
-        # the writer's snapshot: the same n tokens, drawn from what was followed
-        follower.page.evaluate(
-            "async (s) => { const d = { ...s }; document.dispatchEvent(new CustomEvent('attention:apply', "
-            "{ detail: d })); await d.done; }",
-            snap,
-        )
-        follower.page.wait_for_selector(f'#chapter-panel[data-written="{n}"][data-at="{n - 1}"]')
-        ids = follower.page.eval_on_selector_all('[data-testid^="write-token-"]', "(bs) => bs.map((b) => b.dataset.id)")
-        assert ids == [str(d["line"]["id"]) for d in lines[:-1]]
+        follower.page.on("request", lambda r: asked.append(r.method) if "/api/generate" in r.url else None)
+        for view, count in zip(live, counts, strict=True):
+            follower.page.evaluate(APPLY, view)
+            panel = follower.page.locator(f'#chapter-panel[data-following="true"][data-written="{count}"]')
+            expect(panel).to_have_attribute("data-at", str(count - 1))
+            shown = follower.page.eval_on_selector_all('[data-testid^="write-token-"]', SHOWN_IDS)
+            assert shown == ids[:count], (shown, ids)
+            expect(follower.page.get_by_test_id("write-status")).to_contain_text(f"writing: {count} tokens so far")
+            # the model's numbers come when the writing ends: no candidates while following
+            assert follower.page.locator('[data-testid^="write-cand-"]').count() == 0
         assert asked == [], asked
+        # the writing ended: the follower loads the written tokens once, the same tokens
+        follower.page.evaluate(APPLY, final)
+        follower.page.wait_for_selector(f'#chapter-panel[data-written="{n}"][data-at="1"]:not([data-following])')
+        follower.page.wait_for_selector(READY.format(chapter="writing"))
+        assert follower.page.eval_on_selector_all('[data-testid^="write-token-"]', SHOWN_IDS) == ids
+        assert follower.page.locator('[data-testid^="write-cand-"]').count() == 10
+        assert asked == ["POST"], asked
 
 
 def _walk(w: Watched, query: str, chapter: str, check: str) -> dict[str, Any]:

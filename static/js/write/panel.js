@@ -9,9 +9,9 @@ import { predictBox } from "../chapters/widgets.js";
 import { keepAnswer } from "./answers.js";
 import { CacheScene } from "./cachescene.js";
 import { decodeLive, encodeLive } from "./live.js";
-import { MAX_TOKENS, atOf, cacheTokens, int, num, paramsOfRequest, requestOf } from "./params.js";
+import { MAX_TOKENS, atOf, cacheTokens, int, num, requestOf } from "./params.js";
 import { cacheBytes, chances, headGroups, megabytes, visible } from "./sampling.js";
-import { FOLLOW_EVENT, TOKEN_EVENT, addLine, emptyAnswer, streamWriting } from "./stream.js";
+import { addLine, emptyAnswer, streamWriting } from "./stream.js";
 
 const pct = (p) => `${(100 * p).toFixed(1)}%`;
 
@@ -78,9 +78,6 @@ export class WritePanel {
     p.append(this.ask, this.status, form, nav, this.cands, knobs, picks, this.size, this.cacheTitle, this.cache, this.sinkNote);
     this.prompt.value = ctx.params.prompt;
     this.askedStep = null;
-    this.followed = null; // { key, live } of a writing followed token by token
-    this.onFollow = (e) => this.follow(e.detail ?? {});
-    window.addEventListener(FOLLOW_EVENT, this.onFollow);
     this.status.textContent = "Getting the decoder ready (the very first time it unpacks its weights: up to half a minute)…";
   }
 
@@ -118,7 +115,6 @@ export class WritePanel {
     let reason = "stopped";
     try {
       await streamWriting(request, controller.signal, (line) => {
-        window.dispatchEvent(new CustomEvent(TOKEN_EVENT, { detail: { request, line } }));
         if (addLine(live, line)) {
           reason = line.reason;
           return;
@@ -150,35 +146,6 @@ export class WritePanel {
     const next = { ...params, n: String(written), at: String(written - 1) };
     keepAnswer(next, live);
     await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at, live: "" });
-  }
-
-  /**
-   * One line of a writing done on another page (FOLLOW_EVENT): drawn as if streamed here; the last
-   * keeps the whole answer under the parameters the writer's snapshot will name (no request then).
-   */
-  follow({ request, line }) {
-    if (!request || !line || this.controller) return; // writing here itself wins
-    const key = JSON.stringify(request);
-    if (this.followed?.key !== key) {
-      if (line.done || line.index !== 0) return; // joined mid-way: the snapshot at the end brings it all
-      this.followed = { key, live: emptyAnswer(this.answer?.info ?? null) };
-    }
-    const live = this.followed.live;
-    if (line.done) {
-      this.followed = null;
-      this.live = null;
-      addLine(live, line);
-      if (live.tokens.length) keepAnswer(paramsOfRequest(request, live.tokens.length), live);
-      this.ctx.panel.dataset.following = "false";
-      return;
-    }
-    if (line.index !== live.tokens.length) return; // a line lost on the way: wait for the snapshot
-    addLine(live, line);
-    this.live = live;
-    this.prompt.value = request.prompt;
-    if (live.info) this.draw(live, live.tokens.length - 1);
-    this.ctx.panel.dataset.following = "true"; // after draw(), which clears it
-    this.status.textContent = `Following: ${live.tokens.length} of ${request.max_new_tokens} tokens written`;
   }
 
   busy(on) {
@@ -358,7 +325,6 @@ export class WritePanel {
   }
 
   dispose() {
-    window.removeEventListener(FOLLOW_EVENT, this.onFollow);
     this.controller?.abort();
     this.live = null;
     this.scene?.dispose();

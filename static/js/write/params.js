@@ -36,12 +36,6 @@ export function requestOf(params, n) {
   };
 }
 
-/** The chapter parameters under which a written answer of `request` (n tokens) is kept: requestOf's inverse. */
-export function paramsOfRequest(request, n) {
-  const used = `${request.temperature},${request.top_k},${request.top_p}`;
-  return { prompt: request.prompt, n: String(n), used, layer: String(request.layer), head: String(request.head) };
-}
-
 /** What tells one written answer from another: the parameters that change what the server writes. */
 export function keyOf(params) {
   return JSON.stringify([params.prompt, int(params.n, 0), params.used, int(params.layer, 5), int(params.head, 0)]);

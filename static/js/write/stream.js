@@ -3,19 +3,10 @@
 // `done` (reason, seconds, cache_bytes): docs/decoder.md. api.js reads such a stream; these
 // functions gather its lines into an answer of the same shape as a whole one (load()'s).
 //
-// Following a writing token by token (a classroom's followers): the page that writes tells each
-// line of its stream with a DOM event on window, and a page that follows hands the lines it gets
-// to its Write chapter with another; the follower then draws every token as it comes, without
-// asking the server, and keeps the whole answer for the snapshot that ends the writing.
-//
-//   "write:token"  (sent)      detail { request, line }: request = the POST /api/generate body,
-//                              line = one line of its stream as received; the last has line.done
-//   "write:follow" (listened)  detail { request, line }: the same, on a following page
+// A classroom follows a writing through the chapter's parameters, not through this stream: the
+// writing page sets `live` (write/live.js) on every token, and the room's state carries it.
 
 import { postLines } from "../api.js";
-
-export const TOKEN_EVENT = "write:token";
-export const FOLLOW_EVENT = "write:follow";
 
 /** An answer before its first line: the decoder's `info`, no tokens yet. */
 export function emptyAnswer(info) {
