@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 from tests.browser.chapters import fits
 from tests.browser.conftest import Watched, watched_page
 from tests.browser.helpers import next_frames
+from tests.browser.registry import CHAPTERS, OPENING
 from tests.browser.test_chapters_fit import FIRST
 from tests.budget import examples
 
@@ -296,7 +297,6 @@ def test_phone_table_caption_sticky_headers_and_arithmetic(watched: Watched, siz
 
 # ---- every step of every chapter (issue 18) ------------------------------------------------------
 
-CHAPTERS = ["rnn", "projections", "steps", "scaling", "masks", "heads", "positions", "block", "mistakes"]
 
 # What a step's words refer to must be on the first screen with them. A chapter names it per step
 # (step.figure, a CSS selector, in #app[data-figure]); else: the attention view's table header and
@@ -354,8 +354,8 @@ def _walk(w: Watched, chapter: str, check: str) -> dict[str, Any]:
     runs in make test-all only): chapters.fits() (no sideways scroll; stage, explanation and panel apart;
     no two 3D labels over each other) and, at 1280×720, the explanation and the panel's first table
     or chart inside the first screen."""
-    w.page.goto(f"{w.base}/?chapter={chapter}")
-    w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=30_000)
+    w.page.goto(f"{w.base}/?chapter={chapter}{OPENING.get(chapter, '')}")
+    w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=60_000)
     steps = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
     seen: dict[str, Any] = {}
     for step in steps:
@@ -372,7 +372,8 @@ def _walk(w: Watched, chapter: str, check: str) -> dict[str, Any]:
             if w.page.viewport_size == {"width": 1280, "height": 720}:
                 text, table = w.page.evaluate(
                     """(sel) => [document.getElementById('chapter-text').getBoundingClientRect().bottom,
-                                document.querySelector(sel)?.getBoundingClientRect().bottom ?? 1e9]""",
+                                document.querySelector(document.getElementById('app').dataset.figure || sel)
+                                    ?.getBoundingClientRect().bottom ?? 1e9]""",
                     FIRST,
                 )
                 assert text <= 720 and table <= 720, (chapter, step, text, table)

@@ -13,14 +13,12 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import ROOT, Watched
 from tests.browser.helpers import post, run_python
+from tests.browser.registry import CHAPTERS, OPENING
 from tests.budget import ALL
 
 pytestmark = pytest.mark.browser
 
-CHAPTERS = ["rnn", "projections", "steps", "scaling", "masks", "heads", "positions", "block", "mistakes"]
 ATTENTION = {"steps", "masks"}
-REGISTRY = (ROOT / "static/js/chapters/index.js").read_text()
-TOTAL = REGISTRY.count('load: () => import("./')  # chapters in the lesson, as the stepper counts them
 VIEWPORTS = {"desktop": (1280, 720), "tablet": (768, 1024), "phone": (390, 844)}
 SEED_INPUT = {  # the-cat-ate-its-fish, as app/examples.py serves it
     "tokens": ["the", "cat", "ate", "its", "fish"],
@@ -71,14 +69,13 @@ def test_every_chapter_opens_by_url_and_by_the_contents_list(watched: Watched, c
     sizes = list(VIEWPORTS.items())
     for name, (width, height) in sizes if ALL else [sizes[CHAPTERS.index(chapter) % len(sizes)]]:
         w.page.set_viewport_size({"width": width, "height": height})
-        w.page.goto(f"{w.base}/?chapter={chapter}")
+        w.page.goto(f"{w.base}/?chapter={chapter}{OPENING.get(chapter, '')}")
         ready(w, chapter=chapter)
         title = w.page.get_by_test_id("step-title" if chapter in ATTENTION else "chapter-title")
         expect(title).to_be_visible()
         assert title.inner_text().strip(), f"{chapter} has no title on the {name}"
-        expect(w.page.get_by_test_id("chapter-name")).to_contain_text(
-            f"Chapter {CHAPTERS.index(chapter) + 1} of {TOTAL}"
-        )
+        where = f"Chapter {CHAPTERS.index(chapter) + 1} of {len(CHAPTERS)}"
+        expect(w.page.get_by_test_id("chapter-name")).to_contain_text(where)
         assert w.page.locator("#lesson-numbers li").count() >= 1, f"{chapter}: no numbers on the {name}"
         assert "import numpy as np" in w.text("numpy-code")
         expect(w.page.get_by_test_id("chapter-coming")).to_be_hidden()

@@ -23,6 +23,8 @@ import pytest
 
 from tests.browser.conftest import Watched, watched_page
 from tests.browser.helpers import canvas_pixels
+from tests.browser.registry import CHAPTERS as LESSON
+from tests.browser.registry import OPENING
 from tests.budget import ALL
 
 pytestmark = pytest.mark.browser
@@ -33,20 +35,10 @@ SIZES = ((1280, 720), (1920, 1080))
 FLOOR = {1280: 14.0, 1920: 21.0}  # px: readable from the back of a classroom, and larger on a larger screen
 SMALLEST: dict[tuple[str, int], float] = {}  # (chapter, width) → the smallest text seen (printed for the report)
 
-# every chapter with the query that opens it (writing: six tokens already written, so its views have content)
-CHAPTERS = {
-    "rnn": "",
-    "projections": "",
-    "steps": "&example=the-cat-ate-its-fish&focus=3",
-    "scaling": "",
-    "masks": "&example=the-cat-ate-its-fish&focus=3",
-    "heads": "",
-    "positions": "",
-    "block": "",
-    "mistakes": "",
-    "writing": "&n=6",
-    "today": "",
-}
+# every chapter (the page's registry) with the query that opens it: the attention chapters at "its",
+# the Write chapter with six tokens already written (OPENING), so their views have content
+AT_ITS = "&example=the-cat-ate-its-fish&focus=3"
+CHAPTERS = {c: {"steps": AT_ITS, "masks": AT_ITS, **OPENING}.get(c, "") for c in LESSON}
 # chapters whose stage draws nothing at some step (its words are about a table): step ids
 EMPTY_STAGE = {"writing": {"write", "size", "candidates"}, "today": {"distance"}}
 

@@ -3,9 +3,9 @@
 One test writes 16 tokens greedily in the page and checks, for every written token, the ten
 candidates, the KV cache's rows and the new token's attention row against the API's own answer
 for the same request; the bars' chances follow the temperature knob (recomputed here from the
-API's logits). The others walk every step of chapters 10 and 11 at 1280×720 (words and figure on
-the first screen) and on a 390×844 phone (no overlapping labels, nothing wider than the screen),
-and run two of the NumPy panels' programs against the page's numbers.
+API's logits). Another follows a writing from the writer's views (the classroom's seam); others run
+the NumPy panels' programs against the page's numbers and check that a step asks before it tells.
+Every step of chapters 10 and 11 on the first screen and on a phone: test_layout (every chapter).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Watched, watched_page
-from tests.browser.helpers import next_frames, run_python
-from tests.browser.test_layout import FIRST_SCREEN, PHONE_CHECK
+from tests.browser.helpers import run_python
 
 pytestmark = pytest.mark.browser
 
@@ -173,29 +172,10 @@ def test_a_following_page_draws_each_token_from_the_view_without_asking(browser:
         assert asked == ["POST"], asked
 
 
-def _walk(w: Watched, query: str, chapter: str, check: str) -> dict[str, Any]:
-    w.page.goto(f"{w.base}/?chapter={chapter}{query}")
-    w.page.wait_for_selector(READY.format(chapter=chapter), timeout=60_000)
-    steps = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
-    seen: dict[str, Any] = {}
-    for step in steps:
-        w.page.locator(f'#step-list button[data-step="{step}"]').click()
-        w.page.wait_for_selector(f'#app[data-ready="true"][data-step="{step}"]', timeout=30_000)
-        next_frames(w.page)  # the step's drawing is on screen
-        seen[step] = w.page.evaluate(check)
-    return seen
-
-
-WALKS = [("writing", f"&n={N}&at=3"), ("today", "")]
-
-
-def test_chapters_10_and_11_fit_the_first_screen_and_a_phone(browser: Any, server: str) -> None:
+def test_the_numpy_programs_of_chapters_10_and_11_agree_with_the_page(browser: Any, server: str) -> None:
+    """Their steps fit the first screen and a phone in test_layout (every chapter of the registry)."""
     with watched_page(browser, server) as w:
         w.page.set_viewport_size({"width": 1280, "height": 720})
-        for chapter, query in WALKS:
-            seen = _walk(w, query, chapter, FIRST_SCREEN)
-            bad = {s: v for s, v in seen.items() if v["scrolled"] or v["explain"] or v["off"] or not v["figures"]}
-            assert len(seen) >= 4 and not bad, f"{chapter}: not on the first screen at 1280×720: {bad}"
         # the size step's program and table: 2 × 30 layers × 3 KV heads × 64 × bytes × tokens
         w.page.goto(f"{server}/?chapter=writing&step=size")
         w.page.wait_for_selector(READY.format(chapter="writing") + '[data-step="size"]', timeout=30_000)
@@ -218,21 +198,6 @@ def test_chapters_10_and_11_fit_the_first_screen_and_a_phone(browser: Any, serve
         ran = run_python(w.text("numpy-code"))
         assert ran["2,0"] == ran["5,3"] == ran["9,7"] != ran["5,0"]
         assert f"{ran['5,3']:.4f}" == w.text("today-score-2").replace("\u2212", "-")
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, reduced_motion="reduce", has_touch=True, is_mobile=True
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        phone = Watched(page=page, base=server)
-        for chapter, query in WALKS:
-            seen = _walk(phone, query, chapter, PHONE_CHECK)
-            bad = {s: v for s, v in seen.items() if v["overlaps"] or v["cut"] or v["width"] > 390}
-            assert not bad, f"{chapter} at 390×844: {bad}"
-    finally:
-        context.close()
-    assert not errors, errors
 
 
 # per step: what the words used to give away before the guess, and the answer's words after it
