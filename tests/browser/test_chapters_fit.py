@@ -28,7 +28,8 @@ def step_ids(w: Watched, chapter: str) -> list[str]:
     """The chapter's steps, as its stepper lists them."""
     w.page.goto(f"{w.base}/?chapter={chapter}{OPENING.get(chapter, '')}")
     w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=60_000)
-    return w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
+    steps = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
+    return [str(s) for s in steps]
 
 
 # the first table or chart of a step's panel: what its explanation reads its numbers from, where the
