@@ -16,7 +16,7 @@ JS = Path(__file__).resolve().parents[2] / "static" / "js" / "chapters"
 def test_every_chapter_module_is_in_the_tests_list_in_the_registrys_order() -> None:
     modules = {p.stem for p in JS.glob("*.js") if "export default {" in p.read_text()}
     assert set(CHAPTERS) == modules and len(CHAPTERS) == len(modules)
-    assert CHAPTERS[0] == "rnn" and CHAPTERS[-2:] == ["writing", "today"]
+    assert CHAPTERS[0] == "rnn" and {"writing", "today"} <= set(CHAPTERS)
     text = (JS / "index.js").read_text()
     assert sorted(CHAPTERS, key=lambda c: text.index(f'id: "{c}"')) == CHAPTERS
 
