@@ -24,9 +24,12 @@ def detail(loc: Sequence[str | int], msg: str, type_: str) -> dict[str, Any]:
 class ClientError(Exception):
     """A 4xx answer whose detail names the field (loc) and the rule."""
 
-    def __init__(self, status: int, loc: Sequence[str | int], msg: str, type_: str) -> None:
+    def __init__(
+        self, status: int, loc: Sequence[str | int], msg: str, type_: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(msg)
         self.status, self.items = status, [detail(loc, msg, type_)]
+        self.headers = headers  # e.g. Retry-After on a 503, the current ETag on a 412
 
     @classmethod
     def of(cls, status: int, items: list[dict[str, Any]]) -> ClientError:

@@ -8,6 +8,7 @@ import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -61,6 +62,22 @@ class PostgresServer:
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def processes(self) -> list[int]:
+        """The postmaster's pid and its children's (the backends, the checkpointer, …)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True, check=False)
+        return [postmaster, *map(int, children.stdout.split())]
+
+    def freeze(self) -> None:
+        """A server that stops answering without closing anything (a frozen host, a network cut):
+        SIGSTOP to the postmaster and every child. Its sockets stay open; nothing answers."""
+        for pid in self.processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in self.processes():
+            os.kill(pid, signal.SIGCONT)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

@@ -3,20 +3,38 @@
 `connect(url)` takes `sqlite:///PATH` (relative; `sqlite:////abs/path` for an absolute one) or
 `postgresql://user:password@host:port/db` and answers a Database whose statements are written once
 for both: `?` placeholders, `INSERT … RETURNING id`, and the two type names that differ ({id}, {float})
-filled in per dialect by `ddl()`. Drivers: Python's sqlite3, and psycopg 3 for PostgreSQL.
+filled in per dialect by `ddl()`. Drivers: Python's sqlite3, and psycopg 3 with psycopg_pool for PostgreSQL.
 
-Every error that means "the database can't be reached" (a server that went away, a refused
-connection) becomes Unavailable; the next call connects again, so lessons come back by themselves
-when the server does.
+Every call has a deadline. PostgreSQL: at most POOL_SIZE connections (psycopg_pool), each made within
+CONNECT_TIMEOUT_SECONDS; a call (waiting for a connection, checking it, its statements) ends within
+DEADLINE_SECONDS, even when the server stopped answering without closing its sockets (a frozen
+host, a network cut: `kill -STOP`): a watchdog shuts the call's socket down at the deadline, so the
+server rolls the transaction back and the caller gets Unavailable. After a failure, calls answer
+Unavailable at once for RETRY_SECONDS (no caller waits on a server known to be away), then try again.
+
+What the callers may catch (every message says what happened, never a password):
+
+  Unavailable   the database can't be used now: not reachable, not answering in time, busy
+  ReadOnly      it can be read, but refuses writes (a read-only disk or server)   (an Unavailable)
+  Full          its disk is full: nothing of the write was kept                   (an Unavailable)
+
+A write that raised any of them left nothing behind: each transaction is all or nothing.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
+import heapq
+import itertools
+import logging
 import os
+import socket
 import sqlite3
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -24,7 +42,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 URL_ENV = "ATTENTION_DATABASE_URL"
 Dialect = Literal["sqlite", "postgresql"]
-CONNECT_TIMEOUT_SECONDS = 3
+CONNECT_TIMEOUT_SECONDS = 2  # a new PostgreSQL connection, handshake included (libpq's minimum is 2)
+DEADLINE_SECONDS = 2.0  # one call: a connection from the pool, its check, its statements
+MIGRATION_SECONDS = 600.0  # the migrations at start (they may rewrite every lesson once)
+RETRY_SECONDS = 2  # after a failure, calls answer Unavailable at once for this long (HTTP Retry-After)
+POOL_SIZE = 4  # PostgreSQL connections of one process
+SQLITE_BUSY_MS = 2000  # waiting for another process's write lock on the SQLite file
+
+log = logging.getLogger(__name__)
 
 _TYPES: dict[Dialect, dict[str, str]] = {
     "sqlite": {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "float": "REAL"},
@@ -33,7 +58,15 @@ _TYPES: dict[Dialect, dict[str, str]] = {
 
 
 class Unavailable(Exception):
-    """The database can't be reached now (the message says why, without the password)."""
+    """The database can't be used now (the message says why, without the password)."""
+
+
+class ReadOnly(Unavailable):
+    """The database can be read but refuses to write (a read-only disk, a read-only server)."""
+
+
+class Full(Unavailable):
+    """The disk under the database is full: the write was not kept."""
 
 
 class BadURL(ValueError):
@@ -69,8 +102,8 @@ class Database(ABC):
 
     @abstractmethod
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
-        """One transaction (committed when the block ends, rolled back on an exception)."""
+    def transaction(self, seconds: float = DEADLINE_SECONDS) -> Iterator[Cursor]:
+        """One transaction (committed when the block ends, rolled back on an exception), within `seconds`."""
 
     def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.transaction() as run:
@@ -84,45 +117,98 @@ class Database(ABC):
     def close(self) -> None: ...
 
 
+# ---- SQLite ---------------------------------------------------------------------------------------
+
+
+def _sqlite_error(error: sqlite3.Error, where: str) -> Exception:
+    """The Unavailable an SQLite error stands for; the error itself when it is none of them (a bug)."""
+    name = getattr(error, "sqlite_errorname", "")
+    if name == "SQLITE_FULL":
+        return Full(f"the disk holding {where} is full")
+    if name.startswith("SQLITE_READONLY"):
+        return ReadOnly(f"{where} is read-only")
+    if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED"):
+        return Unavailable(f"{where} is busy (another process holds its write lock)")
+    if name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN")):
+        return Unavailable(f"{where} can't be read or written ({error})")
+    return error
+
+
 class SQLite(Database):
-    """One file in WAL mode with synchronous=FULL: a committed write survives kill -9 (and a power cut)."""
+    """One file in WAL mode with synchronous=FULL: a committed write survives kill -9 (and a power cut).
+
+    A file on a read-only disk is opened read-only (lessons can be read, writes raise ReadOnly);
+    `SQLite(None)` is a database in memory (rooms when the data folder can't be written).
+    """
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None) -> None:
         super().__init__()
         self.path = path
-        self.where = str(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # the file is made private before SQLite opens it; its -wal and -shm files copy its mode
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-        for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-            if name.exists():
-                name.chmod(0o600)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=10000")
+        self.where = str(path) if path is not None else "memory"
+        self.read_only = False
+        try:
+            self._db = self._open(path)
+        except sqlite3.Error as e:
+            raise _sqlite_error(e, self.where) from None
+
+    def _open(self, path: Path | None) -> sqlite3.Connection:
+        if path is None:
+            return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # the file is made private before SQLite opens it; its -wal and -shm files copy its mode
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                if name.exists():
+                    name.chmod(0o600)
+        except OSError as e:
+            if e.errno == errno.EROFS and path.exists():  # a read-only disk: read what is there
+                self.read_only = True
+                log.warning("classroom: %s is on a read-only disk: lessons can be read, not saved", path)
+                uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+                return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+            if e.errno == errno.ENOSPC:
+                raise Full(f"the disk holding {path} is full") from None
+            if e.errno == errno.EROFS:
+                raise ReadOnly(f"{path.parent} is on a read-only disk") from None
+            raise Unavailable(f"{path} can't be opened ({e.strerror})") from None
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=SQLITE_BUSY_MS / 1000)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+        return db
 
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
+    def transaction(self, seconds: float = DEADLINE_SECONDS) -> Iterator[Cursor]:
+        # a local file: nothing to wait for but the disk and the write lock (SQLITE_BUSY_MS)
         with self._lock:
             db = self._db
-            db.execute("BEGIN IMMEDIATE")  # writers queue here, across processes too
 
             def run(sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
                 return db.execute(sql, tuple(args)).fetchall()
 
             try:
-                yield run
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+                db.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")  # writers queue here, across processes
+                try:
+                    yield run
+                except BaseException:
+                    if db.in_transaction:  # SQLite may have rolled back already (a full disk)
+                        db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            except sqlite3.Error as e:
+                if db.in_transaction:  # a COMMIT that failed (a full disk) leaves nothing half-written
+                    db.execute("ROLLBACK")
+                raise _sqlite_error(e, self.where) from None
 
     def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:  # a read needs no write lock
-            return self._db.execute(sql, tuple(args)).fetchall()
+            try:
+                return self._db.execute(sql, tuple(args)).fetchall()
+            except sqlite3.Error as e:
+                raise _sqlite_error(e, self.where) from None
 
     def lock_for_migration(self, run: Cursor) -> None:
         pass  # BEGIN IMMEDIATE holds the file's write lock already
@@ -132,8 +218,91 @@ class SQLite(Database):
             self._db.close()
 
 
+# ---- PostgreSQL -----------------------------------------------------------------------------------
+
+
+class _Watchdog:
+    """One thread that runs each armed callback when its deadline passes, unless it was disarmed first.
+
+    A callback runs under the lock that disarm() takes: once disarm() has returned, its callback has
+    either run already or never will (so a connection given back to the pool is never shut later).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._armed: set[int] = set()
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, callback: Callable[[], None]) -> int:
+        with self._cond:
+            key = next(self._ids)
+            heapq.heappush(self._heap, (time.monotonic() + seconds, key, callback))
+            self._armed.add(key)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="database-deadlines", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+            return key
+
+    def disarm(self, key: int) -> None:
+        with self._cond:
+            self._armed.discard(key)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][1] not in self._armed:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                deadline, key, callback = self._heap[0]
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+                self._armed.discard(key)
+                try:
+                    callback()
+                except Exception:  # pragma: no cover - a shutdown of a socket that is gone already
+                    log.debug("database deadline callback failed", exc_info=True)
+
+
+_watchdog = _Watchdog()
+
+
+def _expire(conn: Any, late: threading.Event) -> None:
+    """The watchdog's callback at a call's deadline: note that it is late, and wake it."""
+    late.set()
+    _shut(conn)
+
+
+def _shut(conn: Any) -> None:
+    """Shut a connection's socket down (both ways): the thread waiting on it wakes with an error at once."""
+    fd = conn.pgconn.socket if not conn.closed else -1
+    if fd < 0:
+        return
+    sock = socket.socket(fileno=os.dup(fd))
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
 class PostgreSQL(Database):
-    """One connection (made again after it breaks), used by one thread at a time; psycopg 3."""
+    """A pool of at most POOL_SIZE connections (psycopg_pool), each checked before use; every call within
+    its deadline.
+
+    While the server is away, one call at a time tries a connection of its own (a refused one fails in a
+    millisecond) while the others answer Unavailable at once; the first that connects brings the
+    lessons back. A server that did not answer in time (frozen, cut off) is tried again only after
+    RETRY_SECONDS: until then every call answers at once, and none waits on it.
+    """
 
     dialect: Dialect = "postgresql"
     MIGRATION_LOCK = 0x41_74_74_33  # pg_advisory_xact_lock key: one migrating process at a time
@@ -141,62 +310,146 @@ class PostgreSQL(Database):
     def __init__(self, url: str) -> None:
         super().__init__()
         import psycopg
+        from psycopg_pool import ConnectionPool
 
         self._psycopg = psycopg
         self.url = url
         self.where = redact(url)
-        self._conn: Any = None
-        with self._lock:
-            self._connection()  # refused now (Unavailable) rather than on the first lesson
+        self._down_until = 0.0  # monotonic time until which calls answer Unavailable at once (0: up)
+        self._down_why = ""
+        self._probing = threading.Lock()  # one call at a time finds out whether the server is back
+        self._probe()  # refused now (Unavailable, with the server's reason) rather than on the first lesson
+        ms = int(DEADLINE_SECONDS * 1000)
+        timeouts = ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout")
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=POOL_SIZE,
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+                # the server gives up on what its client gave up on: a statement, a lock, an idle transaction
+                "options": " ".join(f"-c {name}={ms}" for name in timeouts),
+            },
+            timeout=DEADLINE_SECONDS,
+            max_waiting=4 * POOL_SIZE,
+            # the pool's own attempts to replace a lost connection stop soon: a call after that makes
+            # it try at once, instead of waiting out a back-off of minutes once the server is back
+            reconnect_timeout=5.0,
+            name="lessons",
+            open=False,
+        )
+        self._pool.open()
 
-    def _connection(self) -> Any:
-        """The open connection, checked (a server restarted since the last call leaves it stale), else a new one."""
-        conn = self._conn
-        if conn is not None and not conn.closed and not conn.broken:
-            try:
-                conn.execute("SELECT 1")
-                return conn
-            except self._psycopg.Error:
-                conn.close()
+    def _probe(self) -> None:
+        """A connection of our own, closed at once: Unavailable with the reason when there is none."""
         try:
-            self._conn = self._psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+            self._psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_SECONDS).close()
         except self._psycopg.OperationalError as e:
-            self._conn = None
             raise Unavailable(self._why(e)) from None
-        return self._conn
 
     def _why(self, error: Exception) -> str:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return f"PostgreSQL at {self.where} is not reachable ({first.replace(self.url, self.where)})"
 
-    @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
-        psycopg = self._psycopg
-        with self._lock:
-            conn = self._connection()
+    def _late(self, seconds: float) -> str:
+        return f"PostgreSQL at {self.where} did not answer within {seconds:g} s"
+
+    def _down(self, why: str, slow: bool = False) -> Unavailable:
+        """The server is away: the error to raise now. After a `slow` failure (it did not answer in time)
+        calls answer at once for RETRY_SECONDS; after a quick one (refused) the next call tries again."""
+        self._down_until = time.monotonic() + (RETRY_SECONDS if slow else 0.0)
+        self._down_why = why
+        return Unavailable(why)
+
+    def _still_down(self) -> None:
+        """While the server is known to be away: Unavailable at once, but for the one call that finds
+        out (after RETRY_SECONDS) whether it is back."""
+        if not self._down_until:
+            return
+        if time.monotonic() < self._down_until or not self._probing.acquire(blocking=False):
+            raise Unavailable(self._down_why)
+        try:
+            self._probe_or_down()
+        finally:
+            self._probing.release()
+        self._down_until = 0.0
+
+    def _probe_or_down(self) -> None:
+        """_probe(); when it fails, the server is marked away (slow: it took a second or more)."""
+        started = time.monotonic()
+        try:
+            self._probe()
+        except Unavailable as e:
+            raise self._down(str(e), slow=time.monotonic() - started >= 1) from None
+
+    def _connection(self, deadline: float, seconds: float) -> Any:
+        """A checked connection of the pool (an empty statement: a server restarted since leaves it
+        broken), within the deadline."""
+        from psycopg_pool import PoolTimeout, TooManyRequests
+
+        probed = False
+        while True:
             try:
-                with conn.transaction(), conn.cursor() as cur:
+                conn = self._pool.getconn(timeout=max(0.0, deadline - time.monotonic()))
+            except TooManyRequests:
+                raise Unavailable(f"PostgreSQL at {self.where} is busy ({4 * POOL_SIZE} calls waiting)") from None
+            except PoolTimeout:
+                raise self._down(self._late(seconds), slow=True) from None
+            late = threading.Event()
+            key = _watchdog.arm(max(0.0, deadline - time.monotonic()), functools.partial(_expire, conn, late))
+            try:
+                conn.execute("")
+                return conn
+            except self._psycopg.Error:
+                self._pool.putconn(conn)  # broken: dropped, and the pool makes another
+                if late.is_set():
+                    raise self._down(self._late(seconds), slow=True) from None
+                if not probed:  # is the server away, or was this connection older than its restart?
+                    probed = True
+                    self._probe_or_down()
+            finally:
+                _watchdog.disarm(key)
 
-                    def run(sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-                        cur.execute(sql.replace("?", "%s"), tuple(args))
-                        return cur.fetchall() if cur.description is not None else []
+    @contextmanager
+    def transaction(self, seconds: float = DEADLINE_SECONDS) -> Iterator[Cursor]:
+        psycopg = self._psycopg
+        self._still_down()
+        deadline = time.monotonic() + seconds
+        conn = self._connection(deadline, seconds)
+        late = threading.Event()
+        key = _watchdog.arm(max(0.0, deadline - time.monotonic()), functools.partial(_expire, conn, late))
+        try:
+            with conn.transaction(), conn.cursor() as cur:
 
-                    yield run
-            except (psycopg.OperationalError, psycopg.InterfaceError) as e:
-                if conn.broken or conn.closed:
-                    conn.close()
-                    self._conn = None
-                    raise Unavailable(self._why(e)) from None
-                raise
+                def run(sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+                    cur.execute(sql.replace("?", "%s"), tuple(args))
+                    return cur.fetchall() if cur.description is not None else []
+
+                if seconds > DEADLINE_SECONDS:  # the migrations: the server may take as long, this once
+                    run(f"SET LOCAL statement_timeout = {int(seconds * 1000)}")
+                yield run
+        except psycopg.errors.DiskFull:
+            raise Full(f"the disk of PostgreSQL at {self.where} is full") from None
+        except psycopg.errors.ReadOnlySqlTransaction:
+            raise ReadOnly(f"PostgreSQL at {self.where} is read-only") from None
+        except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable):
+            raise Unavailable(self._late(seconds)) from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+            if late.is_set():
+                raise self._down(self._late(seconds), slow=True) from None
+            if conn.broken or conn.closed:
+                raise self._down(self._why(e)) from None
+            raise
+        finally:
+            _watchdog.disarm(key)
+            self._pool.putconn(conn)  # a broken one is dropped, and the pool makes another
 
     def lock_for_migration(self, run: Cursor) -> None:
         run("SELECT pg_advisory_xact_lock(?)", (self.MIGRATION_LOCK,))
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._pool.close(timeout=1.0)
 
 
 def sqlite_path(url: str) -> Path:

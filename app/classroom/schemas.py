@@ -122,16 +122,44 @@ class QuizSummary(BaseModel):
     right: int = Field(description="right answers, over the revealed questions")
 
 
+# what a title or a note may not hold: control characters (NUL, ESC, DEL, the C1 block) and the
+# bidirectional overrides and isolates, which make text read differently from what it stores
+_NEVER = frozenset(map(chr, [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]))
+
+
+def plain_text(value: str, allowed: str) -> str:
+    """The text, unless it holds one of _NEVER other than `allowed` (ValueError naming the first one)."""
+    for i, char in enumerate(value):
+        if char in _NEVER and char not in allowed:
+            kind = "a control character" if ord(char) < 0x2000 else "a direction override"
+            raise ValueError(f"{kind} (U+{ord(char):04X}) at character {i + 1}: write plain text")
+    return value
+
+
 class LessonView(BaseModel):
     model_config = ConfigDict(extra="forbid")
     state: ViewState
-    note: str = Field("", max_length=limits.MAX_NOTE_CHARS)
+    note: str = Field("", max_length=limits.MAX_NOTE_CHARS, description="plain text: tabs and new lines allowed")
+
+    @field_validator("note")
+    @classmethod
+    def _plain_note(cls, note: str) -> str:
+        return plain_text(note, "\t\n")
 
 
 class LessonIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    title: str = Field(min_length=1, max_length=limits.MAX_LESSON_TITLE)
+    title: str = Field(
+        min_length=1, max_length=limits.MAX_LESSON_TITLE, description="one line of plain text, not only spaces"
+    )
     views: list[LessonView] = Field(min_length=1, max_length=limits.MAX_LESSON_VIEWS)
+
+    @field_validator("title")
+    @classmethod
+    def _plain_title(cls, title: str) -> str:
+        if not title.strip():
+            raise ValueError("a title needs at least one character that is not a space")
+        return plain_text(title, "\t")
 
 
 class LessonCreated(BaseModel):
@@ -164,3 +192,4 @@ class Lesson(BaseModel):
     title: str
     views: list[dict[str, Any]]
     updated: str
+    version: int = Field(description="one more at each change; the ETag is this number in quotes (send it as If-Match)")

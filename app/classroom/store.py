@@ -11,21 +11,41 @@ statement (written once: `database.ddl()` fills in the two type names that diffe
 
 The list of lessons reads stored summary columns (title, number of views, position, updated): it
 never reads, let alone parses, a lesson's views, so its cost does not grow with the lessons' sizes.
+
+Each lesson has a version, one more at each change: a change names the version it was made from
+(the page's If-Match), and one made from an older version raises Stale instead of overwriting a
+change it never saw (two tabs, two teachers).
+
+Rooms of the memory broker are kept here too, as a copy for restarts: when the disk refuses to
+write (full, read-only), the rooms go on in memory and one line says so (database.Unavailable and
+its kinds are raised for lessons only).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from app.classroom import limits
-from app.classroom.database import URL_ENV, Cursor, Database, SQLite, connect
+from app.classroom.database import (
+    MIGRATION_SECONDS,
+    URL_ENV,
+    Cursor,
+    Database,
+    ReadOnly,
+    SQLite,
+    Unavailable,
+    connect,
+)
 
+log = logging.getLogger(__name__)
 DATA_ENV = "ATTENTION_DATA_DIR"
 FILENAME = "classroom.sqlite3"
 LESSONS_DIR = Path(__file__).with_name("lessons")
@@ -41,9 +61,14 @@ def default_data_dir() -> Path:
 
 
 def private_dir(path: Path) -> Path:
-    """The folder, made if missing, readable by this user only (0700)."""
+    """The folder, made if missing, readable by this user only (0700). A folder on a read-only disk is
+    taken as it is (its database is then opened read-only)."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.chmod(0o700)
+    try:
+        path.chmod(0o700)
+    except OSError as e:
+        if e.errno != errno.EROFS:
+            raise
     return path
 
 
@@ -128,7 +153,21 @@ MIGRATIONS: list[Migration] = [
     _ready_made,
     # 4: the list's summary columns, and an order the teacher can change
     _summaries,
+    # 5: each lesson's version (its ETag): a change made from an older version is refused, not lost
+    "ALTER TABLE lessons ADD COLUMN version BIGINT NOT NULL DEFAULT 1",
 ]
+
+
+class Stale(Exception):
+    """A change made from a version of the lesson that is no longer its current one."""
+
+    def __init__(self, current: int) -> None:
+        super().__init__(f"the lesson is at version {current} now")
+        self.current = current
+
+
+class LessonLimit(Exception):
+    """MAX_LESSONS lessons are saved already."""
 
 
 class Store:
@@ -136,9 +175,19 @@ class Store:
 
     def __init__(self, where: Path | Database) -> None:
         if isinstance(where, Path):
-            where = SQLite(private_dir(where) / FILENAME)
+            try:
+                folder = private_dir(where)
+            except OSError as e:
+                kind = ReadOnly if e.errno == errno.EROFS else Unavailable
+                raise kind(f"the data folder {where} can't be made ({e.strerror})") from None
+            where = SQLite(folder / FILENAME)
         self.db = where
         self.migrate()
+
+    @classmethod
+    def in_memory(cls) -> Store:
+        """A store that lives as long as this process (the rooms' when the data folder can't be written)."""
+        return cls(SQLite(None))
 
     @classmethod
     def open(cls, data_dir: Path, url: str | None = None) -> Store:
@@ -152,7 +201,16 @@ class Store:
         return int(self.db.rows("SELECT version FROM schema_version")[0][0])
 
     def migrate(self) -> None:
-        with self.db.transaction() as run:
+        """Apply the migrations this database lacks (a database that has them all is only read: a
+        read-only disk still serves its lessons)."""
+        try:
+            if self.version() == len(MIGRATIONS):
+                return
+        except Unavailable:
+            raise
+        except Exception:  # a new database: no schema_version table yet
+            pass
+        with self.db.transaction(MIGRATION_SECONDS) as run:
             self.db.lock_for_migration(run)  # first: even CREATE … IF NOT EXISTS races on PostgreSQL
             run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = run("SELECT version FROM schema_version")
@@ -175,9 +233,12 @@ class Store:
     def count_lessons(self) -> int:
         return int(self.db.rows("SELECT COUNT(*) FROM lessons")[0][0])
 
-    def add_lesson(self, title: str, views: list[dict[str, Any]]) -> int:
+    def add_lesson(self, title: str, views: list[dict[str, Any]], most: int | None = None) -> int:
+        """The new lesson's id; LessonLimit when `most` lessons are saved already."""
         now = _now()
         with self.db.transaction() as run:
+            if most is not None and int(run("SELECT COUNT(*) FROM lessons")[0][0]) >= most:
+                raise LessonLimit
             rows = run(
                 "INSERT INTO lessons (position, title, view_count, created, updated, views)"
                 " VALUES ((SELECT COALESCE(MAX(position), 0) + 1 FROM lessons), ?, ?, ?, ?, ?) RETURNING id",
@@ -194,22 +255,42 @@ class Store:
         return [{"id": int(i), "title": t, "views": int(n), "updated": u} for i, t, n, u in rows]
 
     def lesson(self, lesson_id: int) -> dict[str, Any] | None:
-        rows = self.db.rows("SELECT id, title, views, updated FROM lessons WHERE id = ?", (lesson_id,))
+        rows = self.db.rows("SELECT id, title, views, updated, version FROM lessons WHERE id = ?", (lesson_id,))
         if not rows:
             return None
-        row = rows[0]
-        return {"id": int(row[0]), "title": row[1], "views": json.loads(row[2]), "updated": row[3]}
+        i, title, views, updated, version = rows[0]
+        return {"id": int(i), "title": title, "views": json.loads(views), "updated": updated, "version": int(version)}
 
-    def replace_lesson(self, lesson_id: int, title: str, views: list[dict[str, Any]]) -> bool:
+    @staticmethod
+    def _expect(run: Cursor, lesson_id: int, versions: Collection[int] | None) -> bool:
+        """Whether the lesson exists; Stale when it is at none of `versions` (None: any version will do)."""
+        rows = run("SELECT version FROM lessons WHERE id = ?", (lesson_id,))
+        if not rows:
+            return False
+        if versions is not None and int(rows[0][0]) not in versions:
+            raise Stale(int(rows[0][0]))
+        return True
+
+    def replace_lesson(
+        self, lesson_id: int, title: str, views: list[dict[str, Any]], versions: Collection[int] | None = None
+    ) -> int | None:
+        """The lesson's new version, or None when there is no such lesson; Stale when it is at none of
+        `versions` (then nothing changed)."""
         with self.db.transaction() as run:
+            if not self._expect(run, lesson_id, versions):
+                return None
             changed = run(
-                "UPDATE lessons SET title = ?, view_count = ?, views = ?, updated = ? WHERE id = ? RETURNING id",
+                "UPDATE lessons SET title = ?, view_count = ?, views = ?, updated = ?, version = version + 1"
+                " WHERE id = ? RETURNING version",
                 (title, len(views), _dump(views), _now(), lesson_id),
             )
-        return len(changed) == 1
+        return int(changed[0][0])
 
-    def delete_lesson(self, lesson_id: int) -> bool:
+    def delete_lesson(self, lesson_id: int, versions: Collection[int] | None = None) -> bool:
+        """False when there is no such lesson; Stale when it is at none of `versions`."""
         with self.db.transaction() as run:
+            if not self._expect(run, lesson_id, versions):
+                return False
             return len(run("DELETE FROM lessons WHERE id = ? RETURNING id", (lesson_id,))) == 1
 
     def order_lessons(self, ids: Sequence[int]) -> list[int]:
@@ -224,28 +305,58 @@ class Store:
                 run("UPDATE lessons SET position = ? WHERE id = ?", (position, lesson_id))
         return []
 
-    # rooms (memory broker)
+    # rooms (memory broker): a copy for restarts, kept as well as the disk lets it
+
+    _rooms_failing = False
+
+    def _room_copy(self, write: Callable[[Cursor], None]) -> None:
+        """Write to the rooms' copy; when the disk refuses, say so once (and once when it works again)."""
+        try:
+            with self.db.transaction() as run:
+                write(run)
+        except Unavailable as e:
+            if not self._rooms_failing:
+                log.warning("classroom: rooms go on in memory only: %s", e)
+                self._rooms_failing = True
+            return
+        if self._rooms_failing:
+            log.warning("classroom: rooms are copied to %s again", self.db.where)
+            self._rooms_failing = False
 
     def save_room(self, code: str, key_digest: str) -> None:
-        with self.db.transaction() as run:
-            run("INSERT INTO rooms (code, key_digest, touched) VALUES (?, ?, ?)", (code, key_digest, time.time()))
+        self._room_copy(
+            lambda run: run(
+                "INSERT INTO rooms (code, key_digest, touched) VALUES (?, ?, ?)", (code, key_digest, time.time())
+            )
+        )
 
     def save_state(self, code: str, seq: int, state: str) -> None:
-        with self.db.transaction() as run:
-            run("UPDATE rooms SET state = ?, seq = ?, touched = ? WHERE code = ?", (state, seq, time.time(), code))
+        self._room_copy(
+            lambda run: run(
+                "UPDATE rooms SET state = ?, seq = ?, touched = ? WHERE code = ?", (state, seq, time.time(), code)
+            )
+        )
 
     def load_room(self, code: str) -> tuple[str, str | None, int] | None:
         """(key digest, state JSON or None, seq) of a room not older than its TTL."""
         cutoff = time.time() - limits.ROOM_TTL_SECONDS
-        rows = self.db.rows("SELECT key_digest, state, seq FROM rooms WHERE code = ? AND touched > ?", (code, cutoff))
+        try:
+            rows = self.db.rows(
+                "SELECT key_digest, state, seq FROM rooms WHERE code = ? AND touched > ?", (code, cutoff)
+            )
+        except Unavailable as e:
+            log.warning("classroom: rooms on disk can't be read: %s", e)
+            return None
         return None if not rows else (rows[0][0], rows[0][1], int(rows[0][2]))
 
     def delete_room(self, code: str) -> None:
-        with self.db.transaction() as run:
-            run("DELETE FROM rooms WHERE code = ?", (code,))
+        self._room_copy(lambda run: run("DELETE FROM rooms WHERE code = ?", (code,)))
 
     def count_rooms(self) -> int:
         cutoff = time.time() - limits.ROOM_TTL_SECONDS
-        with self.db.transaction() as run:
-            run("DELETE FROM rooms WHERE touched <= ?", (cutoff,))
-            return int(run("SELECT COUNT(*) FROM rooms")[0][0])
+        self._room_copy(lambda run: run("DELETE FROM rooms WHERE touched <= ?", (cutoff,)))
+        try:
+            return int(self.db.rows("SELECT COUNT(*) FROM rooms WHERE touched > ?", (cutoff,))[0][0])
+        except Unavailable as e:
+            log.warning("classroom: rooms on disk can't be counted: %s", e)
+            return 0

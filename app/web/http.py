@@ -219,7 +219,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ClientError)
     async def _client(_: Request, exc: ClientError) -> Response:
-        return _answer(exc.items, exc.status)
+        return _answer(exc.items, exc.status, exc.headers)
 
     @app.exception_handler(ModelError)
     async def _model(_: Request, exc: ModelError) -> Response:

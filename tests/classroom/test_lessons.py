@@ -56,6 +56,12 @@ def lessons(tmp_path: Path, db_url: str | None, monkeypatch: pytest.MonkeyPatch)
         yield c
 
 
+def edit(client: TestClient, lesson_id: int, body: Any) -> Any:
+    """PUT the lesson as the page does: with the ETag of the version it read."""
+    tag = client.get(f"/api/lessons/{lesson_id}", headers=T).headers["etag"]
+    return client.put(f"/api/lessons/{lesson_id}", json=body, headers={**T, "if-match": tag})
+
+
 def raw(client: TestClient) -> database.Database:
     """The database under the app (to look behind the API)."""
     from app.classroom.service import classroom
@@ -91,7 +97,7 @@ def test_lesson_crud_and_statuses(lessons: TestClient) -> None:
     assert [row["views"] for row in client.get("/api/lessons", headers=T).json()][-1] == 2
     changed = {"title": "Renamed", "views": LESSON["views"][:1]}
     assert client.put(f"/api/lessons/{lesson_id}", json=changed).status_code == 401
-    assert client.put(f"/api/lessons/{lesson_id}", json=changed, headers=T).status_code == 204
+    assert edit(client, lesson_id, changed).status_code == 204
     assert client.get(f"/api/lessons/{lesson_id}", headers=T).json()["views"] == changed["views"]
     assert client.get("/api/lessons", headers=T).json()[-1] | {"updated": ""} == {
         "id": lesson_id,
@@ -99,7 +105,7 @@ def test_lesson_crud_and_statuses(lessons: TestClient) -> None:
         "views": 1,
         "updated": "",
     }
-    assert client.put("/api/lessons/999999", json=changed, headers=T).status_code == 404
+    assert client.put("/api/lessons/999999", json=changed, headers={**T, "if-match": "*"}).status_code == 404
     assert client.delete(f"/api/lessons/{lesson_id}").status_code == 401
     assert client.delete(f"/api/lessons/{lesson_id}", headers=auth("x" * 20)).status_code == 403
     assert client.delete(f"/api/lessons/{lesson_id}", headers=T).status_code == 204
@@ -113,10 +119,80 @@ def test_edit_reorder_and_delete_views(lessons: TestClient) -> None:
     views: list[dict[str, Any]] = [{"state": {**CAT, "step": s}, "note": s} for s in ("score", "scale", "mix")]
     lesson_id = lessons.post("/api/lessons", json={"title": "Three", "views": views}, headers=T).json()["id"]
     edited = {"title": "Two, edited", "views": [{**views[2], "note": "mix first"}, views[0]]}
-    assert lessons.put(f"/api/lessons/{lesson_id}", json=edited, headers=T).status_code == 204
+    assert edit(lessons, lesson_id, edited).status_code == 204
     got = lessons.get(f"/api/lessons/{lesson_id}", headers=T).json()
     assert [(v["state"]["step"], v["note"]) for v in got["views"]] == [("mix", "mix first"), ("score", "score")]
     assert lessons.get("/api/lessons", headers=T).json()[-1]["views"] == 2
+
+
+def test_two_stale_edits_one_is_refused(lessons: TestClient) -> None:
+    """Two tabs read version 1 and both save: the second gets 412 with the current version, and the
+    first one's change is still there (nothing lost without a word). Without If-Match: 428."""
+    lesson_id = lessons.post("/api/lessons", json=LESSON, headers=T).json()["id"]
+    path = f"/api/lessons/{lesson_id}"
+    read = lessons.get(path, headers=T)
+    assert read.headers["etag"] == '"1"' and read.json()["version"] == 1
+    assert read.headers["cache-control"] == "no-store"
+    first = {**LESSON, "title": "Tab one"}
+    second = {**LESSON, "title": "Tab two"}
+    r = lessons.put(path, json=first, headers={**T, "if-match": '"1"'})
+    assert r.status_code == 204 and r.headers["etag"] == '"2"'
+    r = lessons.put(path, json=second, headers={**T, "if-match": '"1"'})
+    assert r.status_code == 412 and r.headers["etag"] == '"2"'
+    error = r.json()["detail"][0]
+    assert error["loc"] == ["header", "if-match"] and error["type"] == "stale"
+    assert "version 2" in error["msg"] and 'If-Match: "2"' in error["msg"]
+    assert lessons.get(path, headers=T).json()["title"] == "Tab one"
+    r = lessons.put(path, json=second)
+    assert r.status_code == 401  # the token first
+    r = lessons.put(path, json=second, headers=T)
+    assert r.status_code == 428 and r.json()["detail"][0]["loc"] == ["header", "if-match"]
+    for tag in ('W/"2"', '"02x"', "2", '"1", "3"'):  # weak, made up, unquoted, a list of stale ones
+        assert lessons.put(path, json=second, headers={**T, "if-match": tag}).status_code == 412, tag
+    r = lessons.put(path, json=second, headers={**T, "if-match": '"1", "2"'})  # a list naming the current one
+    assert r.status_code == 204 and r.headers["etag"] == '"3"'
+    assert lessons.put(path, json=first, headers={**T, "if-match": "*"}).headers["etag"] == '"4"'  # any version
+    got = lessons.get(path, headers=T).json()
+    assert (got["title"], got["version"]) == ("Tab one", 4)
+    # a delete may name the version it saw too
+    r = lessons.delete(path, headers={**T, "if-match": '"3"'})
+    assert r.status_code == 412 and r.headers["etag"] == '"4"'
+    assert lessons.delete(path, headers={**T, "if-match": '"4"'}).status_code == 204
+
+
+def test_titles_and_notes_are_plain_text(lessons: TestClient) -> None:
+    """NUL, other control characters, ESC, DEL, C1, direction overrides: 422 naming the field, on both
+    databases (PostgreSQL's driver failed with a 500 on a NUL). Tabs and new lines are a note's."""
+    view = LESSON["views"][0]
+    bad_titles = [
+        "a\x00b",
+        "\x1b[31mred",
+        "two\nlines",
+        "two\rlines",
+        "x\x7f",
+        "x\x85",
+        "\u202egnp.exe",
+        "a\u2066b",
+        " \t\u3000 ",
+    ]
+    for title in bad_titles:
+        r = lessons.post("/api/lessons", json={"title": title, "views": [view]}, headers=T)
+        assert r.status_code == 422, title
+        assert r.json()["detail"][0]["loc"] == ["body", "title"], title
+    r = lessons.post("/api/lessons", json={"title": "a\x00b", "views": [view]}, headers=T)
+    assert "(U+0000) at character 2" in r.json()["detail"][0]["msg"]
+    for note in ("a\x00", "\x1b]8;;x", "a\r\nb", "\u202d"):
+        body = {"title": "t", "views": [view, {**view, "note": note}]}
+        r = lessons.post("/api/lessons", json=body, headers=T)
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "views", 1, "note"], note
+    lesson_id = lessons.post("/api/lessons", json=LESSON, headers=T).json()["id"]
+    r = lessons.put(f"/api/lessons/{lesson_id}", json={**LESSON, "title": "\x00"}, headers={**T, "if-match": "*"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "title"]
+    # what a teacher writes is kept to the character: accents, scripts, emoji, a tab, new lines in notes
+    fine = {"title": "Ça\tmarche — 注意 🐱 مرحبا", "views": [{**view, "note": "line one\n\tline two ‏"}]}
+    lesson_id = lessons.post("/api/lessons", json=fine, headers=T).json()["id"]
+    got = lessons.get(f"/api/lessons/{lesson_id}", headers=T).json()
+    assert (got["title"], got["views"][0]["note"]) == (fine["title"], fine["views"][0]["note"])
 
 
 def test_reorder_lessons(lessons: TestClient) -> None:
@@ -233,6 +309,8 @@ def test_migrations_upgrade_a_version_1_database(tmp_path: Path) -> None:
     listed = s.lessons()
     assert [(row["title"][:3], row["views"]) for row in listed] == [("old", 3), ("Sel", 12)]  # counted once
     assert s.add_lesson("new", []) == 3  # ids go on after the copied ones
+    versions = [s.db.rows("SELECT version FROM lessons WHERE id = ?", (i,))[0][0] for i in (1, 2, 3)]
+    assert versions == [1, 1, 1]  # migration 5: every lesson starts at version 1
     s.save_room("ABCDEF", "digest")  # migration 2 made the rooms table
     assert s.load_room("ABCDEF") == ("digest", None, 0)
     s.close()

@@ -27,10 +27,14 @@ from tests.servers import stop
 LESSON = {"title": "Shared", "views": [{"state": {"step": "score"}, "note": "one"}]}
 
 
-def call(method: str, url: str, body: Any = None, secret: str | None = TOKEN) -> tuple[int, Any]:
+def call(
+    method: str, url: str, body: Any = None, secret: str | None = TOKEN, if_match: str | None = None
+) -> tuple[int, Any]:
     """(status, JSON body) of one request; an error status is returned, not raised."""
     data = None if body is None else json.dumps(body).encode()
     headers = {"content-type": "application/json", **(auth(secret) if secret else {})}
+    if if_match is not None:
+        headers["if-match"] = if_match
     try:
         with urllib.request.urlopen(urllib.request.Request(url, data=data, method=method, headers=headers)) as r:
             raw = r.read()
@@ -48,7 +52,8 @@ def test_two_processes_are_one_service(tmp_path: Path, postgres: PostgresServer,
         lesson = f"/api/lessons/{created['id']}"
         assert [row["title"] for row in call("GET", b + "/api/lessons")[1]][-1] == "Shared"
         assert call("GET", b + lesson)[1]["views"] == LESSON["views"]
-        assert call("PUT", b + lesson, {**LESSON, "title": "Edited on B"})[0] == 204
+        assert call("PUT", b + lesson, {**LESSON, "title": "Edited on B"}, if_match='"1"')[0] == 204
+        assert call("PUT", a + lesson, {**LESSON, "title": "A's stale edit"}, if_match='"1"')[0] == 412
         assert call("GET", a + lesson)[1]["title"] == "Edited on B"
         # a room opened on A is driven through B and followed on A
         _, room = call("POST", a + "/api/rooms")
