@@ -28,6 +28,7 @@ MODEL_CACHE_BYTES = 192 << 20
 # The server on a school's LAN (app/web/server.py; docs/security.md): what one device may hold or ask for.
 # Each can be changed with the environment variable named beside it (a whole number of seconds or a count).
 HEADER_TIMEOUT_SECONDS = 5  # ATTENTION_HEADER_TIMEOUT: a request's headers, from its first byte (or the connection)
+MAX_HEADER_BYTES = 16 * 1024  # ATTENTION_MAX_HEADER_BYTES: request line and headers together; 431 past it
 BODY_WINDOW_SECONDS = 5  # a request body must bring BODY_MIN_BYTES_PER_SECOND over each window of this length
 BODY_MIN_BYTES_PER_SECOND = 1024  # ATTENTION_BODY_MIN_RATE: slower bodies are dropped (408)
 IDLE_TIMEOUT_SECONDS = 20  # ATTENTION_IDLE_TIMEOUT: a kept-alive connection with no new request is closed

@@ -236,6 +236,55 @@ def test_request_rate_per_address(tmp_path: Path) -> None:
     assert limits.REQUEST_RATE == 50  # the default (docs/security.md)
 
 
+# request heads (request line and headers)
+
+
+def big_head(port: int, source: str, size: int) -> bytes:
+    """Send a request whose one header holds `size` bytes, as fast as the server takes them; the first
+    line of the answer (b"" when the connection was reset before one came)."""
+    chunk = b"a" * 65536
+    with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0)) as s:
+        try:
+            s.sendall(b"GET /api/examples HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
+            for _ in range(size // len(chunk)):
+                s.sendall(chunk)
+            s.sendall(b"\r\n\r\n")
+        except OSError:
+            pass  # the server answered and closed while we were still sending: its answer is read below
+        answer = b""
+        with suppress(OSError):
+            while b"\r\n" not in answer and (more := s.recv(4096)):
+                answer += more
+        return answer.split(b"\r\n", 1)[0]
+
+
+def test_request_heads_past_16_kb_are_refused_with_431(tmp_path: Path) -> None:
+    """A 40 MB header is refused after its first 16 KB, and twenty 16 MB ones from 20 addresses at once:
+    431 each, the server's memory flat (it read a 40 MB header whole and answered 200 before, and twenty
+    16 MB ones grew it by 285 MB). A head just under the limit is served; many headers that add up to
+    more than it are refused too."""
+    with attention3d(tmp_path) as (base, proc, _):
+        port = port_of(base)
+        assert call(base, "GET", "/api/examples")[0] == 200
+        before = rss_kib(proc.pid, "VmHWM")
+        assert big_head(port, "127.0.0.8", 40 * 1024 * 1024) == b"HTTP/1.1 431 Request Header Fields Too Large"
+        with ThreadPoolExecutor(20) as pool:
+            firsts = list(pool.map(lambda i: big_head(port, f"127.0.3.{i + 1}", 16 * 1024 * 1024), range(20)))
+        assert firsts == [b"HTTP/1.1 431 Request Header Fields Too Large"] * 20
+        grown_mb = (rss_kib(proc.pid, "VmHWM") - before) / 1024
+        assert grown_mb <= 20, f"the server grew by {grown_mb:.0f} MB"
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=("127.0.0.9", 0))
+        conn.request("GET", "/api/examples", headers={"X-Fits": "a" * (limits.MAX_HEADER_BYTES - 200)})
+        assert conn.getresponse().status == 200
+        conn.close()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=("127.0.0.9", 0))
+        conn.request("GET", "/api/examples", headers={f"X-Part-{i}": "a" * 1000 for i in range(17)})
+        r = conn.getresponse()
+        assert r.status == 431 and b"at most 16,384 bytes" in r.read()
+        conn.close()
+        assert call(base, "GET", "/api/examples", source="127.0.0.10")[0] == 200
+
+
 # half-sent requests (slowloris)
 
 

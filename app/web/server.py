@@ -7,6 +7,9 @@ uvicorn's httptools protocol with, per connection:
 
 - a header deadline: the request line and headers must be complete HEADER_TIMEOUT seconds after
   the connection opened (first request) or after the request's first byte (later requests);
+- a header size: the request line and headers together are at most MAX_HEADER_BYTES, else the
+  answer is 431 and the connection is closed, counted on the raw bytes while they arrive (a 40 MB
+  header is refused after its first 16 KB, never held: uvicorn itself reads a header whole);
 - a body rate: while a body arrives, each BODY_WINDOW seconds must bring BODY_MIN_RATE bytes a
   second (not counted while the app itself has paused reading);
 
@@ -134,6 +137,12 @@ async def _too_many_requests(scope: Any, receive: Any, send: Any) -> None:
 _TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
 
+def _too_large(limit: int) -> bytes:
+    body = f"Request header fields too large: the request line and headers are at most {limit:,} bytes\n".encode()
+    head = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    return head + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body) + body
+
+
 class GuardedHttp(HttpToolsProtocol):
     """uvicorn's httptools protocol with header and body deadlines and per-address limits."""
 
@@ -141,10 +150,14 @@ class GuardedHttp(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._header_timeout = setting("HEADER_TIMEOUT", limits.HEADER_TIMEOUT_SECONDS)
         self._body_rate = setting("BODY_MIN_RATE", limits.BODY_MIN_BYTES_PER_SECOND)
+        self._max_head = setting("MAX_HEADER_BYTES", limits.MAX_HEADER_BYTES)
         self._timer: asyncio.TimerHandle | None = None
         self._body_seen = 0
         self._body_checked = 0
         self._address = ""
+        self._head_done = False  # the current request's headers are complete (its body, if any, is next)
+        self._head_bytes = 0  # bytes of the current request's head read so far (while it is incomplete)
+        self._refused = False  # answered 431: nothing more is read from this connection
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -153,6 +166,29 @@ class GuardedHttp(HttpToolsProtocol):
             transport.abort()  # refused: it never reaches the app
             return
         self._arm(self._header_timeout, self._headers_late)
+
+    def data_received(self, data: bytes) -> None:
+        """Feed the parser; a head still incomplete past MAX_HEADER_BYTES is refused with 431. Only
+        bytes read while the head is incomplete are counted (before it completes they are all the
+        head's), so the count never exceeds the head's size."""
+        if self._refused:
+            return
+        if not self._head_done:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        if not self._refused and not self._head_done and self._head_bytes > self._max_head:
+            self._refuse_head()
+
+    def _refuse_head(self) -> None:
+        self._refused = True
+        self._disarm()
+        if not self.transport.is_closing():
+            self.transport.write(_too_large(self._max_head))
+            self.transport.close()
+
+    def handle_websocket_upgrade(self) -> None:
+        if not self._refused:
+            super().handle_websocket_upgrade()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -178,11 +214,31 @@ class GuardedHttp(HttpToolsProtocol):
         self._close_late()
 
     def on_message_begin(self) -> None:
+        if self._refused:
+            return
         super().on_message_begin()
         if self._timer is None:  # a later request on a kept-alive connection: its headers' deadline
             self._arm(self._header_timeout, self._headers_late)
 
+    def on_url(self, url: bytes) -> None:
+        if not self._refused:
+            super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._refused:
+            super().on_header(name, value)
+
     def on_headers_complete(self) -> None:
+        if self._refused:
+            return
+        self._head_done, self._head_bytes = True, 0
+        # the head as it arrived: "METHOD url HTTP/1.1", each "name: value", each line's CRLF, the blank line
+        size = (
+            len(self.parser.get_method()) + len(self.url) + 11 + sum(len(n) + len(v) + 4 for n, v in self.headers) + 2
+        )
+        if size > self._max_head:
+            self._refuse_head()
+            return
         self._disarm()
         upgrade = self.parser.should_upgrade() and self._should_upgrade()
         if upgrade or addresses().request(self._address):
@@ -198,10 +254,15 @@ class GuardedHttp(HttpToolsProtocol):
             self._arm(limits.BODY_WINDOW_SECONDS, self._body_check)
 
     def on_body(self, body: bytes) -> None:
+        if self._refused:
+            return
         self._body_seen += len(body)
         super().on_body(body)
 
     def on_message_complete(self) -> None:
+        if self._refused:
+            return
+        self._head_done, self._head_bytes = False, 0  # what comes next is the next request's head
         self._disarm()
         super().on_message_complete()
 
