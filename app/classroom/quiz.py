@@ -136,14 +136,14 @@ async def vote(broker: Broker, code: str, sub: Subscriber, body: Any) -> str:
     def error(kind: str, msg: str) -> str:
         return json.dumps({"error": {"type": kind, "msg": msg}})
 
-    if not isinstance(body, dict) or not isinstance(body.get("choice"), int) or not isinstance(body.get("quiz"), str):
+    choice = body.get("choice") if isinstance(body, dict) else None
+    if type(choice) is not int or not isinstance(body.get("quiz"), str):  # true/false are no word index
         return error("vote", 'a vote is {"quiz": id, "choice": word index, "seat": optional earlier seat}')
     quiz = await broker.quiz(code)
     if quiz is None or quiz["id"] != body["quiz"]:
         return error("no_quiz", "that quiz is over")
     if "answer" in quiz:
         return error("revealed", "the answer is out: votes are closed")
-    choice = body["choice"]
     if not 0 <= choice < len(quiz["tokens"]):
         return error("vote", f"choice must be a word index from 0 to {len(quiz['tokens']) - 1}")
     voters = sub.voters(code, body.get("seat"))  # a page that reconnects sends its earlier seat: one vote

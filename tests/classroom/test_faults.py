@@ -14,14 +14,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+from websockets.sync.client import connect
+
 from app.classroom import database
 from tests.classroom.conftest import TOKEN, app_process
+from tests.classroom.test_processes import until
 from tests.postgres import PostgresServer
 
 LESSON = {"title": "Frozen", "views": [{"state": {"step": "score"}, "note": "one"}]}
 
 
-def request(
+def http_call(
     base: str, method: str, path: str, body: Any = None, secret: str | None = TOKEN, source: str = "127.0.0.1"
 ) -> tuple[int, dict[str, str], Any, float]:
     """(status, headers, JSON or None, seconds) of one request on a connection of its own from `source`."""
@@ -46,24 +50,24 @@ def test_a_frozen_postgresql(tmp_path: Path, postgres: PostgresServer) -> None:
     file, the QR code and the rooms answer as usual. After SIGCONT the lessons come back by themselves."""
     url = postgres.new_database()
     with app_process(tmp_path, None, **{database.URL_ENV: url}) as (base, _):
-        assert request(base, "GET", "/api/lessons")[0] == 200  # the pool holds a connection now
-        status, _, room, _ = request(base, "POST", "/api/rooms")
+        assert http_call(base, "GET", "/api/lessons")[0] == 200  # the pool holds a connection now
+        status, _, room, _ = http_call(base, "POST", "/api/rooms")
         assert status == 201
         code = room["code"]
         others = ["/", "/static/js/state.js", f"/api/rooms/{code}", f"/api/rooms/{code}/qr.svg"]
         for path in others:  # once before, so that nothing below is a first load
-            assert request(base, "GET", path)[0] == 200
+            assert http_call(base, "GET", path)[0] == 200
         postgres.freeze()
         try:
             calls = [("GET", "/api/lessons", None)] * 15 + [("GET", "/api/lessons/1", None)] * 15
             calls += [("POST", "/api/lessons", {**LESSON, "title": f"frozen {i}"}) for i in range(15)]
             with ThreadPoolExecutor(len(calls)) as pool:
                 futures = [
-                    pool.submit(request, base, method, path, body, TOKEN, f"127.0.1.{i % 8 + 1}")
+                    pool.submit(http_call, base, method, path, body, TOKEN, f"127.0.1.{i % 8 + 1}")
                     for i, (method, path, body) in enumerate(calls)
                 ]
                 time.sleep(0.3)  # the lesson calls are queued (and hold what they hold) while these run
-                meanwhile = {path: request(base, "GET", path, source="127.0.2.1") for path in others}
+                meanwhile = {path: http_call(base, "GET", path, source="127.0.2.1") for path in others}
                 answers = [f.result() for f in futures]
         finally:
             postgres.thaw()
@@ -76,9 +80,35 @@ def test_a_frozen_postgresql(tmp_path: Path, postgres: PostgresServer) -> None:
             assert headers["retry-after"] == str(database.RETRY_SECONDS)
             assert answer["detail"][0]["loc"] == ["server", "database"]
         deadline = time.monotonic() + 15  # back by themselves: the next call after Retry-After finds it
-        while (listed := request(base, "GET", "/api/lessons"))[0] != 200:
+        while (listed := http_call(base, "GET", "/api/lessons"))[0] != 200:
             assert time.monotonic() < deadline, listed
             time.sleep(0.5)
         assert not [row for row in listed[2] if row["title"].startswith("frozen")]  # 503: nothing was kept
-        status, _, created, _ = request(base, "POST", "/api/lessons", LESSON)
-        assert status == 201 and request(base, "GET", f"/api/lessons/{created['id']}")[2]["title"] == "Frozen"
+        status, _, created, _ = http_call(base, "POST", "/api/lessons", LESSON)
+        assert status == 201 and http_call(base, "GET", f"/api/lessons/{created['id']}")[2]["title"] == "Frozen"
+
+
+@pytest.mark.parametrize("rooms_in", ["memory", "redis"])
+def test_a_vote_is_a_word_index_in_both_brokers(tmp_path: Path, rooms_in: str, request: pytest.FixtureRequest) -> None:
+    """`"choice": true` counted as a vote for word 1 in memory rooms and crashed the socket with a traceback
+    in Redis rooms: now it, and every other choice that is no whole number, is refused on the socket,
+    which stays open, and the follower's real vote counts."""
+    env = {"ATTENTION_REDIS_URL": request.getfixturevalue("redis_url")} if rooms_in == "redis" else {}
+    with app_process(tmp_path, None, **env) as (base, proc):
+        status, _, room, _ = http_call(base, "POST", "/api/rooms")
+        code, key = room["code"], room["presenter_key"]
+        with connect(base.replace("http", "ws") + f"/api/rooms/{code}/ws") as ws:
+            ws.recv(timeout=5)
+            ask = {"tokens": ["the", "cat", "ate"], "focus": 2}
+            status, _, quiz, _ = http_call(base, "POST", f"/api/rooms/{code}/quiz", ask, secret=key)
+            assert status == 201
+            for choice in (True, False, 1.0, "1", None, [1]):
+                ws.send(json.dumps({"vote": {"quiz": quiz["id"], "choice": choice}}))
+                assert until(ws, "error")["error"]["type"] == "vote", choice
+            ws.send(json.dumps({"vote": {"quiz": quiz["id"], "choice": 1}}))
+            assert until(ws, "voted")["voted"]["choice"] == 1
+            status, _, revealed, _ = http_call(
+                base, "POST", f"/api/rooms/{code}/quiz/reveal", {"answer": 1}, secret=key
+            )
+            assert revealed["counts"] == [0, 1, 0]  # the one real vote, nothing from the refused ones
+        assert proc.poll() is None
