@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -13,10 +14,12 @@ from typing import Any
 
 from app.classroom import limits
 from app.classroom.broker import Broker, MemoryBroker, RedisBroker
+from app.classroom.database import Unavailable
 from app.classroom.store import Store, database_url, default_data_dir
 from app.errors import ClientError
 
 REDIS_ENV = "ATTENTION_REDIS_URL"
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 
 
@@ -34,10 +37,14 @@ class Classroom:
     @cached_property
     def room_store(self) -> Store:
         """Where the memory broker keeps its rooms: always this machine's data folder, so that rooms
-        keep working while a PostgreSQL server for the lessons is away."""
-        if database_url() is None:
-            return self.store
-        return Store(default_data_dir())
+        keep working while a PostgreSQL server for the lessons is away. A data folder that can't be
+        used at all (a full or read-only disk with no database on it yet) leaves the rooms in memory
+        only: they work, but do not outlive a restart."""
+        try:
+            return self.store if database_url() is None else Store(default_data_dir())
+        except Unavailable as e:
+            log.warning("classroom: rooms are kept in memory only: %s", e)
+            return Store.in_memory()
 
     @cached_property
     def broker(self) -> Broker:
