@@ -407,13 +407,19 @@ function keyed(secret) {
 
 /**
  * A call of the classroom's API (rooms, saved lessons): `body` sent as JSON, `secret` as the
- * bearer key. Resolves to the JSON answer (null for 204), throws ApiError on a 4xx/5xx.
+ * bearer key, `ifMatch` as If-Match. Resolves to the JSON answer (null for 204), throws ApiError on
+ * a 4xx/5xx (a 412's carries .etag, the version the server holds now).
  */
-export async function call(method, path, { body, secret } = {}) {
+export async function call(method, path, { body, secret, ifMatch } = {}) {
   const headers = keyed(secret);
   if (body !== undefined) headers["content-type"] = "application/json";
+  if (ifMatch) headers["if-match"] = ifMatch; // a lesson's edit names the version it was made from
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  if (!res.ok) throw await refusal(res);
+  if (!res.ok) {
+    const error = await refusal(res);
+    error.etag = res.headers.get("etag"); // a 412's: the version the server holds now
+    throw error;
+  }
   if (res.status === 204) return null;
   return res.json();
 }

@@ -1,5 +1,8 @@
 // The lesson editor: rename a saved lesson, edit each view's note, move views up and down, put the
-// page's current view in place of one, remove views. Nothing is sent until "Save changes" (one PUT).
+// page's current view in place of one, remove views. Nothing is sent until "Save changes" (one PUT,
+// naming the version it was made from). When the lesson was saved elsewhere meanwhile (another tab,
+// another teacher), the server refuses (412) and the editor says so, keeping these edits on screen
+// until the teacher picks: reload the saved lesson (these edits go) or overwrite it with these.
 import { el } from "../dom.js";
 import { applyViewState, viewState } from "../pageview.js";
 import { viewSummary } from "./lesson-views.js";
@@ -14,10 +17,18 @@ export function moveView(views, i, delta) {
   return out;
 }
 
+/** The version an ETag names ('"7"' → 7), or null. */
+export function versionOf(etag) {
+  const match = /^"(\d+)"$/.exec(etag ?? "");
+  return match ? Number(match[1]) : null;
+}
+
 export class LessonEditor {
-  /** onSave({ id, title, views }) → promise; onClose() */
-  constructor(host, { onSave, onClose }) {
+  /** onSave({ id, title, views, version }) → promise (rejects with .status 412 and .etag when the lesson
+   * changed since `version`); onReload(id) → promise of the lesson as saved now; onClose() */
+  constructor(host, { onSave, onReload, onClose }) {
     this.onSave = onSave;
+    this.onReload = onReload;
     this.onClose = onClose;
     this.root = el("section", { className: "cr-editor", "aria-label": "Edit the lesson", dataset: { testid: "lesson-editor" } });
     this.root.hidden = true;
@@ -26,7 +37,12 @@ export class LessonEditor {
   }
 
   open(lesson) {
-    this.lesson = { id: lesson.id, title: lesson.title, views: lesson.views.map((v) => ({ state: { ...v.state }, note: v.note })) };
+    this.lesson = {
+      id: lesson.id,
+      title: lesson.title,
+      version: lesson.version,
+      views: lesson.views.map((v) => ({ state: { ...v.state }, note: v.note })),
+    };
     this.root.hidden = false;
     this.draw();
   }
@@ -83,18 +99,45 @@ export class LessonEditor {
       row.append(el("span", { className: "cr-editor-what", dataset: { testid: "lesson-edit-what" } }, viewSummary(view.state)), note, tools);
       list.append(row);
     });
-    const save = this.button("Save changes", "lesson-edit-save", "Save the changes to this lesson", async () => {
-      save.disabled = true;
-      try {
-        await this.onSave({ ...this.lesson, title: this.lesson.title.trim() || "A lesson" });
-        this.close();
-      } finally {
-        save.disabled = false;
-      }
-    });
+    const save = this.button("Save changes", "lesson-edit-save", "Save the changes to this lesson", () => this.save(save));
     const cancel = this.button("Cancel", "lesson-edit-cancel", "Close without saving", () => this.close());
     const buttons = el("p", { className: "cr-lessons-row" });
     buttons.append(save, cancel);
-    this.root.replaceChildren(el("h3", {}, "Edit the lesson"), title, list, buttons);
+    this.conflictBox = el("div", { className: "cr-editor-conflict", role: "alert", dataset: { testid: "lesson-conflict" } });
+    this.conflictBox.hidden = true;
+    this.root.replaceChildren(el("h3", {}, "Edit the lesson"), title, list, this.conflictBox, buttons);
+  }
+
+  async save(button) {
+    button.disabled = true;
+    try {
+      await this.onSave({ ...this.lesson, title: this.lesson.title.trim() || "A lesson" });
+      this.close();
+    } catch (e) {
+      if (e.status === 412) this.conflict(versionOf(e.etag));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  /** The lesson was saved elsewhere since it was opened here (it is at version `current` now). */
+  conflict(current) {
+    const reload = this.button("Reload", "lesson-conflict-reload", "Reload: open the lesson as it was saved elsewhere (your edits here are dropped)", async () => {
+      try {
+        this.open(await this.onReload(this.lesson.id));
+      } catch {
+        /* the lessons' status line says why */
+      }
+    });
+    const overwrite = this.button("Overwrite", "lesson-conflict-overwrite", "Overwrite: save your edits over the other version", () => {
+      this.lesson.version = current;
+      return this.save(overwrite);
+    }, current === null);
+    const text = el("p", {}, "Changed in another tab since you opened it: reload it (your edits here are dropped) or overwrite it with yours.");
+    const choice = el("p", { className: "cr-lessons-row" });
+    choice.append(reload, overwrite);
+    this.conflictBox.replaceChildren(text, choice);
+    this.conflictBox.hidden = false;
+    reload.focus();
   }
 }

@@ -62,7 +62,14 @@ export class Lessons {
     const tools = el("p", { className: "cr-lessons-row" });
     tools.append(handout, offline, exportButton);
     panel.firstChild.after(tools);
-    this.editor = new LessonEditor(panel, { onSave: (lesson) => this.saveEdit(lesson), onClose: () => {} });
+    this.editor = new LessonEditor(panel, {
+      onSave: (lesson) => this.saveEdit(lesson),
+      onReload: (id) => call("GET", `/api/lessons/${id}`, { secret: teacherToken() }).catch((e) => {
+        this.say(e.message);
+        throw e;
+      }),
+      onClose: () => {},
+    });
     details.append(panel);
     details.addEventListener("toggle", () => details.open && this.refresh());
     this.playBar = el("div", { className: "cr-playing", dataset: { testid: "lesson-playing" } });
@@ -192,14 +199,15 @@ export class Lessons {
     if (lesson) this.editor.open(lesson);
   }
 
-  async saveEdit({ id, title, views }) {
+  /** One PUT naming the version the edit was made from: a lesson saved elsewhere since is never overwritten unasked. */
+  async saveEdit({ id, title, views, version }) {
     try {
-      await call("PUT", `/api/lessons/${id}`, { body: { title, views }, secret: teacherToken() });
+      await call("PUT", `/api/lessons/${id}`, { body: { title, views }, secret: teacherToken(), ifMatch: `"${version}"` });
       await this.refresh();
       this.list.value = String(id);
       this.say(`Lesson ${id} saved (${views.length} view${views.length === 1 ? "" : "s"}).`);
     } catch (e) {
-      this.say(`Not saved: ${e.message}`);
+      this.say(e.status === 412 ? "Not saved: this lesson was changed in another tab. Reload it or overwrite it." : `Not saved: ${e.message}`);
       throw e;
     }
   }
