@@ -14,6 +14,7 @@ the way (ClientError, InputError, ModelError, a validation error) becomes its an
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from app import limits
 from app.errors import ClientError, InputError, ModelError, detail
@@ -31,6 +33,7 @@ from app.schemas import ErrorResponse
 from app.web.security import hide_paths
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("uvicorn.error")  # beside uvicorn's own lines
 JSON = "application/json"
 
 
@@ -220,6 +223,13 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ClientError)
     async def _client(_: Request, exc: ClientError) -> Response:
         return _answer(exc.items, exc.status, exc.headers)
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, _: ClientDisconnect) -> Response:
+        # the client went away (or the server closed it: a body too slow, whose 408 app.web.server
+        # logs) before its body was complete: nobody reads an answer, and the log gets no traceback
+        log.debug("%s %s: the client went away before its body was complete", request.method, request.url.path)
+        return Response(status_code=408)
 
     @app.exception_handler(ModelError)
     async def _model(_: Request, exc: ModelError) -> Response:

@@ -79,6 +79,7 @@ class Addresses:
         self.open: dict[str, set[asyncio.BaseTransport]] = {}
         self.connects: dict[str, _Bucket] = {}
         self.requests: dict[str, _Bucket] = {}
+        self.logged: dict[str, float] = {}  # when each address's last refusal was logged
         self.connection_rate = setting("CONNECTION_RATE", limits.CONNECTION_RATE)
         self.request_rate = setting("REQUEST_RATE", limits.REQUEST_RATE)
         self.max_open = setting("CONNECTIONS_PER_ADDRESS", limits.CONNECTIONS_PER_ADDRESS)
@@ -99,6 +100,16 @@ class Addresses:
             if len(held) >= self.max_open:
                 return False
         held.add(transport)
+        return True
+
+    def should_log(self, address: str) -> bool:
+        """Whether a refusal of `address` goes to the log now: its first, then one a minute."""
+        now = time.monotonic()
+        if len(self.logged) > 4096:
+            self.logged = {a: t for a, t in self.logged.items() if now - t < 60}
+        if now - self.logged.get(address, -60.0) < 60:
+            return False
+        self.logged[address] = now
         return True
 
     def release(self, address: str, transport: asyncio.BaseTransport) -> None:
@@ -204,14 +215,19 @@ class GuardedHttp(HttpToolsProtocol):
             self._timer.cancel()
             self._timer = None
 
-    def _close_late(self) -> None:
+    def _close_late(self, what: str | None = None) -> None:
+        """408 and close; `what` came too slowly: one line in the log (at most one a minute per address)."""
         self._timer = None
         if not self.transport.is_closing():
             self.transport.write(_TIMEOUT)
             self.transport.close()
+            if what is not None and addresses().should_log(self._address):
+                self.logger.info("%s: 408, %s (the connection is closed)", self._address, what)
 
     def _headers_late(self) -> None:
-        self._close_late()
+        # a connection that sent nothing (a browser's spare one) is closed without a word
+        late = f"a request's headers were not complete after {self._header_timeout} s"
+        self._close_late(late if self._head_bytes else None)
 
     def on_message_begin(self) -> None:
         if self._refused:
@@ -275,7 +291,7 @@ class GuardedHttp(HttpToolsProtocol):
         brought = self._body_seen - self._body_checked
         self._body_checked = self._body_seen
         if not self.flow.read_paused and brought < self._body_rate * limits.BODY_WINDOW_SECONDS:
-            self._close_late()
+            self._close_late(f"a request body came slower than {self._body_rate:,} bytes a second")
             return
         self._arm(limits.BODY_WINDOW_SECONDS, self._body_check)
 
