@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         print(f"attention3d: {e}", file=sys.stderr)
         sys.exit(2)
-    teacher_link = classroom_cli.configure(args)  # prints the teacher link (https:// with --ssl-certfile)
+    teacher_link = classroom_cli.configure(args)  # the teacher link: to a terminal, else to a 0600 file
     if args.open:  # the teacher link, as Jupyter opens its own: this tab may open rooms
         threading.Timer(1.0, webbrowser.open, [teacher_link]).start()
     server.raise_open_files_limit()  # every socket is a file: the common soft limit of 1,024 is too few

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import pty
 import re
 import resource
 import select
@@ -421,9 +422,34 @@ def test_https_with_a_token_file(tmp_path: Path) -> None:
         cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
         assert token.encode() not in cmdline  # `ps` does not show it
     text = log.read_text()
-    assert f"https://127.0.0.1:{port_of(base)}/?token={token}" in text  # the teacher link, once
-    assert text.count(token) == 1  # the access log shows /?%74oken=[hidden]
+    link = tmp_path / "data" / "teacher-link.txt"  # the output is a log file: the link is not in it
+    assert f"Teacher link written to {link}" in text
+    assert link.read_text() == f"https://127.0.0.1:{port_of(base)}/?token={token}\n"
+    assert text.count(token) == 0  # the access log shows /?%74oken=[hidden]
     assert "/?%74oken=[hidden]" in text
+
+
+def test_the_teacher_link_is_printed_to_a_terminal_only(tmp_path: Path) -> None:
+    """Started from a terminal, `attention3d` prints the teacher link there and writes no file (with its
+    output to a file or a journal, the link goes to a 0600 file instead: test_https_with_a_token_file)."""
+    main, child = pty.openpty()
+    port = free_port()
+    environ = {**os.environ, "ATTENTION_BACKEND": "numpy", "ATTENTION_DATA_DIR": str(tmp_path / "data")}
+    environ["ATTENTION_TEACHER_TOKEN"] = TOKEN
+    cmd = [sys.executable, "-m", "app", "--port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stdout=child, stderr=subprocess.DEVNULL)
+    os.close(child)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 30
+        while b"Only this computer" not in seen and time.monotonic() < deadline:
+            if select.select([main], [], [], 0.5)[0]:
+                seen += os.read(main, 4096)
+    finally:
+        stop(proc, 10)
+        os.close(main)
+    assert f"http://127.0.0.1:{port}/?token={TOKEN}".encode() in seen
+    assert not (tmp_path / "data" / "teacher-link.txt").exists()
 
 
 def test_bad_tls_or_token_file_is_one_line_and_exit_2(tmp_path: Path) -> None:

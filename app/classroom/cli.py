@@ -103,14 +103,37 @@ def configure(args: argparse.Namespace) -> str:
     lan = rooms.lan_address() if args.host in ("0.0.0.0", "::") else None
     shown = lan or ("127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host)
     link = f"{scheme}://{shown}:{args.port}/?token={token}"
-    print("Teacher link (opens rooms and saves lessons; keep it to yourself):")
-    print(f"    {link}")
+    show_teacher_link(link)
     if lan:
         print(f"Students join at {scheme}://{lan}:{args.port}/ (the presenter view shows the room's QR code)")
     elif args.host.startswith("127.") or args.host == "localhost":
         print("Only this computer can reach the server: start with --host 0.0.0.0 for a classroom.")
     sys.stdout.flush()
     return link
+
+
+LINK_FILE = "teacher-link.txt"
+
+
+def show_teacher_link(link: str) -> None:
+    """The teacher link (its token opens rooms and saves lessons): printed to a terminal only. Under a
+    service manager, or with the output sent to a file, the output is a log that others may read:
+    the link goes to a file of the data folder that only this user can read, and the output says where."""
+    if sys.stdout.isatty():
+        print("Teacher link (opens rooms and saves lessons; keep it to yourself):")
+        print(f"    {link}")
+        return
+    path = store.default_data_dir() / LINK_FILE
+    try:
+        store.private_dir(path.parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            os.fchmod(out.fileno(), 0o600)  # a file left by an earlier start keeps no wider mode
+            out.write(link + "\n")
+    except OSError as e:
+        print(f"The teacher link was not written to {path} ({e.strerror}): start from a terminal to see it")
+        return
+    print(f"Teacher link written to {path} (readable by this user only; the output never shows the token)")
 
 
 def check_database(args: argparse.Namespace) -> None:

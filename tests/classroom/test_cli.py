@@ -1,4 +1,5 @@
-"""`attention3d`: the teacher link at start, the token's rules, and a token that never reaches the log."""
+"""`attention3d`: the teacher link at start (in a 0600 file when the output is no terminal), the token's rules,
+and a token that never reaches the log."""
 
 from __future__ import annotations
 
@@ -49,9 +50,12 @@ def test_teacher_link_is_printed_and_the_token_never_logged(tmp_path: Path) -> N
     finally:
         stop(proc, 15)
     stdout, stderr = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
-    assert f"http://127.0.0.1:{port}/?token={token}" in stdout  # the teacher link, once, at start
+    # the output is a file, not a terminal: the link is in a file only this user reads, the output says where
+    link = data / "teacher-link.txt"
+    assert f"Teacher link written to {link} (readable by this user only" in stdout
+    assert link.read_text() == f"http://127.0.0.1:{port}/?token={token}\n" and link.stat().st_mode & 0o777 == 0o600
     both = stdout + stderr
-    assert both.count(token) == 1  # uvicorn's access log shows the request as /?token=[hidden]
+    assert both.count(token) == 0  # uvicorn's access log shows the request as /?token=[hidden]
     assert '"GET /?token=[hidden] HTTP/1.1" 200' in both
     assert '"GET /?%74oken=[hidden] HTTP/1.1" 200' in both and "TOKEN=[hidden]" in both
     assert (data / "classroom.sqlite3").exists()  # --data-dir
