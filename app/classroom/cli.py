@@ -93,6 +93,7 @@ def configure(args: argparse.Namespace) -> str:
     if args.workers < 1 or args.workers > 64:
         print("attention3d: --workers: between 1 and 64 processes", file=sys.stderr)
         sys.exit(2)
+    os.environ["ATTENTION_WORKERS"] = str(args.workers)  # with Redis, the per-address limits are shared
     if args.workers > 1 and not os.environ.get(service.REDIS_ENV):
         print(
             f"attention3d: --workers {args.workers} needs --redis URL: a room's followers reach any of the workers,"

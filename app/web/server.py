@@ -13,7 +13,8 @@ uvicorn's httptools protocol with, per connection:
 - a body rate: while a body arrives, each BODY_WINDOW seconds must bring BODY_MIN_RATE bytes a
   second (not counted while the app itself has paused reading);
 
-and per client address (this process's counts):
+and per client address (this process's counts; with --workers N and --redis, every worker's together,
+counted in Redis by app.web.shared_counts):
 
 - at most CONNECTIONS_PER_ADDRESS connections open at once, and CONNECTION_RATE new ones a second
   (a token bucket, bursts of 3x): connections past either are closed at once;
@@ -42,6 +43,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app import limits
+from app.web.shared_counts import SharedCounts
 
 
 def setting(name: str, default: int) -> int:
@@ -85,22 +87,38 @@ class Addresses:
         self.max_open = setting("CONNECTIONS_PER_ADDRESS", limits.CONNECTIONS_PER_ADDRESS)
         self.proxies = set(proxies())
 
-    def admit(self, address: str, transport: asyncio.BaseTransport) -> bool:
+    def admit(self, address: str, transport: asyncio.BaseTransport, share: int = 1) -> bool:
         """Whether a new connection from `address` may stay open (and then it is counted)."""
         if address in self.proxies:
             return True
+        if not self.allowed(address, len(self.held(address)), share):
+            return False
+        self.held(address).add(transport)
+        return True
+
+    def held(self, address: str) -> set[asyncio.BaseTransport]:
+        """The connections of `address` open in this process."""
+        held = self.open.setdefault(address, set())
+        if len(held) >= self.max_open // 2:  # sockets that became WebSockets leave no connection_lost here
+            held.difference_update([t for t in held if t.is_closing()])
+        return held
+
+    def hold(self, address: str, transport: asyncio.BaseTransport) -> int:
+        """Count a connection of `address` (its rules are checked elsewhere: in Redis); how many it held before."""
+        held = self.held(address)
+        before = len(held)
+        held.add(transport)
+        return before
+
+    def allowed(self, address: str, mine: int, share: int = 1) -> bool:
+        """This process's rules for a new connection of `address`, which holds `mine` here already: the
+        connection rate and the open connections, each divided by `share` (the workers, while the
+        shared counts in Redis can't be reached)."""
         if len(self.connects) > 4096:  # forget addresses whose buckets are full again
             self.connects = {a: b for a, b in self.connects.items() if time.monotonic() - b.last < 60}
-        bucket = self.connects.setdefault(address, _Bucket(3 * self.connection_rate))
-        if not bucket.take(self.connection_rate, 3 * self.connection_rate):
-            return False
-        held = self.open.setdefault(address, set())
-        if len(held) >= self.max_open:  # sockets that became WebSockets leave no connection_lost here
-            held.difference_update([t for t in held if t.is_closing()])
-            if len(held) >= self.max_open:
-                return False
-        held.add(transport)
-        return True
+        rate = self.connection_rate / share
+        bucket = self.connects.setdefault(address, _Bucket(3 * rate))
+        return bucket.take(rate, 3 * rate) and mine < max(1, self.max_open // share)
 
     def should_log(self, address: str) -> bool:
         """Whether a refusal of `address` goes to the log now: its first, then one a minute."""
@@ -119,16 +137,19 @@ class Addresses:
             if not held:
                 del self.open[address]
 
-    def request(self, address: str) -> bool:
+    def request(self, address: str, share: int = 1) -> bool:
         if address in self.proxies:
             return True
         if len(self.requests) > 4096:
             self.requests = {a: b for a, b in self.requests.items() if time.monotonic() - b.last < 60}
-        bucket = self.requests.setdefault(address, _Bucket(4 * self.request_rate))
-        return bucket.take(self.request_rate, 4 * self.request_rate)
+        rate = self.request_rate / share
+        bucket = self.requests.setdefault(address, _Bucket(4 * rate))
+        return bucket.take(rate, 4 * rate)
 
 
 _addresses: Addresses | None = None
+_shared: SharedCounts | None = None
+_shared_known = False
 
 
 def addresses() -> Addresses:
@@ -136,6 +157,31 @@ def addresses() -> Addresses:
     if _addresses is None:
         _addresses = Addresses()
     return _addresses
+
+
+def shared_counts() -> SharedCounts | None:
+    """The counts every worker shares (in Redis) when `attention3d --workers N` (N > 1) runs with --redis;
+    None when this process is the only one (its own counts are the address's)."""
+    global _shared, _shared_known
+    if not _shared_known:
+        url, workers = os.environ.get("ATTENTION_REDIS_URL", ""), setting("WORKERS", 1)
+        if url and workers > 1:
+            a = addresses()
+            _shared = SharedCounts(url, workers, a.max_open, a.connection_rate, a.request_rate)
+        _shared_known = True
+    return _shared
+
+
+def _counted(app: Any, shared: SharedCounts, address: str) -> Any:
+    """The app behind the shared request count of `address` (429 past it)."""
+
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        allowed = await shared.request(address)
+        if allowed is None:  # Redis can't be reached: this process's share of the rate
+            allowed = addresses().request(address, shared.workers)
+        await (app if allowed else _too_many_requests)(scope, receive, send)
+
+    return counted
 
 
 async def _too_many_requests(scope: Any, receive: Any, send: Any) -> None:
@@ -169,14 +215,29 @@ class GuardedHttp(HttpToolsProtocol):
         self._head_done = False  # the current request's headers are complete (its body, if any, is next)
         self._head_bytes = 0  # bytes of the current request's head read so far (while it is incomplete)
         self._refused = False  # answered 431: nothing more is read from this connection
+        self._admission: asyncio.Task[None] | None = None  # the shared count of this connection (in Redis)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._address = self.client[0] if self.client else ""
-        if not addresses().admit(self._address, transport):
-            transport.abort()  # refused: it never reaches the app
-            return
+        counts, shared = addresses(), shared_counts()
+        if shared is None or self._address in counts.proxies:
+            if not counts.admit(self._address, transport):
+                transport.abort()  # refused: it never reaches the app
+                return
+        else:  # nothing is read until Redis has counted it with every other worker's
+            transport.pause_reading()
+            self._admission = self.loop.create_task(self._admit(shared, counts.hold(self._address, transport)))
         self._arm(self._header_timeout, self._headers_late)
+
+    async def _admit(self, shared: SharedCounts, mine: int) -> None:
+        allowed = await shared.admit(self._address, mine)
+        if allowed is None:  # Redis can't be reached: this process's share of the caps
+            allowed = addresses().allowed(self._address, mine, shared.workers)
+        if not allowed:
+            self.transport.abort()
+        elif not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         """Feed the parser; a head still incomplete past MAX_HEADER_BYTES is refused with 431. Only
@@ -203,7 +264,10 @@ class GuardedHttp(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        addresses().release(self._address, self.transport)
+        counts, shared = addresses(), shared_counts()
+        counts.release(self._address, self.transport)
+        if shared is not None and self._address not in counts.proxies:
+            shared.release(self._address, len(counts.open.get(self._address, ())))
         super().connection_lost(exc)
 
     def _arm(self, seconds: float, then: Any) -> None:
@@ -257,10 +321,17 @@ class GuardedHttp(HttpToolsProtocol):
             return
         self._disarm()
         upgrade = self.parser.should_upgrade() and self._should_upgrade()
-        if upgrade or addresses().request(self._address):
+        shared = shared_counts()
+        if upgrade or self._address in addresses().proxies:
+            gate = None
+        elif shared is not None:  # the app behind the count every worker shares
+            gate = _counted(self.app, shared, self._address)
+        else:  # this process's count
+            gate = None if addresses().request(self._address) else _too_many_requests
+        if gate is None:
             super().on_headers_complete()
         else:
-            app, self.app = self.app, _too_many_requests
+            app, self.app = self.app, gate
             try:
                 super().on_headers_complete()
             finally:

@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import pytest
 from websockets.sync.client import connect
 
 from app.classroom import database
@@ -140,3 +145,128 @@ def test_workers_share_lessons_and_rooms(tmp_path: Path, redis_url: str) -> None
                 assert until(ws, "state")["state"] == STATE
     finally:
         stop(proc, 15)
+
+
+# the per-address limits with several workers
+
+
+def redis_server(port: int) -> subprocess.Popen[bytes]:
+    """A redis-server of the test's own (it is stopped on purpose below), nothing saved to disk."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("no redis-server (make test installs it: apt-get install redis-server)")
+    cmd = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        with suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"PING\r\n")
+            if s.recv(16).startswith(b"+PONG"):
+                return proc
+        assert time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+
+
+def get(port: int, source: str, keep: list[socket.socket] | None = None) -> int | None:
+    """GET /api/examples on a new connection from `source`: its status, or None when the server closed the
+    connection unanswered (refused). The socket is kept open in `keep`, else closed."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+    try:
+        s.sendall(b"GET /api/examples HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        head = b""
+        while b"\r\n" not in head and (more := s.recv(4096)):
+            head += more
+    except OSError:
+        head = b""
+    if keep is None:
+        s.close()
+    else:
+        keep.append(s)
+    return int(head.split()[1]) if head.startswith(b"HTTP/1.1 ") else None
+
+
+def workers_of(proc: subprocess.Popen[bytes], port: int) -> list[int]:
+    """The worker processes of `attention3d --workers N`: its children that hold the listening socket."""
+    listening = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                listening.add(f"socket:[{fields[9]}]")
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    workers = []
+    for pid in map(int, children):
+        links = set()
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with suppress(OSError):
+                links.add(os.readlink(fd))
+        if links & listening:
+            workers.append(pid)
+    return workers
+
+
+@contextmanager
+def only(serving: int, workers: list[int]) -> Iterator[None]:
+    """Every worker but `serving` stopped (SIGSTOP): the next connections are accepted by `serving`."""
+    others = [pid for pid in workers if pid != serving]
+    for pid in others:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in others:
+            os.kill(pid, signal.SIGCONT)
+
+
+def test_workers_share_the_caps_per_address(tmp_path: Path) -> None:
+    """attention3d --workers 2 --redis: one address gets the caps once, not once per worker (it got 2x).
+    Which worker accepts a connection is steered by stopping the other one for a moment. 4 connections
+    open at once: 3 on worker A, then 1 more of 3 tried on worker B; a burst of 8 requests at 2 a second:
+    8 on A, then B serves only what the rate has added since. With Redis stopped each worker counts its own
+    half (one log line says so) and serves on."""
+    redis_port, port = free_port(), free_port()
+    redis = redis_server(redis_port)
+    environ = {**os.environ, "ATTENTION_TEACHER_TOKEN": TOKEN, "ATTENTION_BACKEND": "numpy"}
+    environ.pop(database.URL_ENV, None)
+    environ.update(ATTENTION_CONNECTIONS_PER_ADDRESS="4", ATTENTION_REQUEST_RATE="2", ATTENTION_CONNECTION_RATE="50")
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    cmd = [sys.executable, "-m", "app", "--port", str(port), "--workers", "2", "--redis", url]
+    log = tmp_path / "log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([*cmd, "--data-dir", str(tmp_path)], cwd=ROOT, env=environ, stdout=out, stderr=out)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/api/examples", proc)
+        a, b = workers_of(proc, port)
+        # open connections: 3 on A, then B serves 1 of 3 more (4 at once in all), closing the others unanswered
+        kept: list[socket.socket] = []
+        with only(a, [a, b]):
+            assert [get(port, "127.0.6.1", kept) for _ in range(3)] == [200] * 3
+        with only(b, [a, b]):
+            assert [get(port, "127.0.6.1", kept) for _ in range(3)] == [200, None, None]
+        for s in kept:
+            s.close()
+        # requests, each on a new connection: a burst of 8 on A; then on B only what 2 a second added since
+        started = time.monotonic()
+        with only(a, [a, b]):
+            assert [get(port, "127.0.6.2") for _ in range(8)] == [200] * 8
+        with only(b, [a, b]):
+            statuses = [get(port, "127.0.6.2") for _ in range(8)]
+        elapsed = time.monotonic() - started
+        assert statuses.count(200) <= 2 * elapsed + 1 and statuses.count(429) == 8 - statuses.count(200), statuses
+        assert statuses[-1] == 429
+        # Redis stopped: each worker counts its own half of the caps (2 connections), and serves on
+        redis.terminate()
+        redis.wait(timeout=10)
+        kept = []
+        with only(a, [a, b]):
+            assert [get(port, "127.0.6.3", kept) for _ in range(3)] == [200, 200, None]
+        for s in kept:
+            s.close()
+        assert get(port, "127.0.6.4") == 200
+    finally:
+        stop(proc, 15)
+        if redis.poll() is None:
+            redis.terminate()
+    text = log.read_text()
+    assert "Traceback" not in text
+    assert text.count("per-address limits: Redis can't be reached") == 1, text  # A's line (B was not asked)
