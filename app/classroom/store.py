@@ -309,7 +309,7 @@ class Store:
 
     _rooms_failing = False
 
-    def _room_copy(self, write: Callable[[Cursor], None]) -> None:
+    def _room_copy(self, write: Callable[[Cursor], object]) -> None:
         """Write to the rooms' copy; when the disk refuses, say so once (and once when it works again)."""
         try:
             with self.db.transaction() as run:

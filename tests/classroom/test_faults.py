@@ -30,7 +30,7 @@ from tests.classroom.test_processes import until
 from tests.postgres import PostgresServer
 from tests.servers import stop
 
-LESSON = {"title": "Frozen", "views": [{"state": {"step": "score"}, "note": "one"}]}
+LESSON: dict[str, Any] = {"title": "Frozen", "views": [{"state": {"step": "score"}, "note": "one"}]}
 
 
 def http_call(
@@ -75,7 +75,9 @@ def test_a_frozen_postgresql(tmp_path: Path, postgres: PostgresServer) -> None:
             assert http_call(base, "GET", path)[0] == 200
         postgres.freeze()
         try:
-            calls = [("GET", "/api/lessons", None)] * 15 + [("GET", "/api/lessons/1", None)] * 15
+            calls: list[tuple[str, str, Any]] = [("GET", "/api/lessons", None)] * 15 + [
+                ("GET", "/api/lessons/1", None)
+            ] * 15
             calls += [("POST", "/api/lessons", {**LESSON, "title": f"frozen {i}"}) for i in range(15)]
             with ThreadPoolExecutor(len(calls)) as pool:
                 futures = [

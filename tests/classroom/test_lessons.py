@@ -24,7 +24,7 @@ from tests.classroom.store_process import open_and_add
 from tests.postgres import PostgresServer
 
 CAT = {"chapter": "steps", "example": "the-cat-ate-its-fish", "focus": "3"}
-LESSON = {
+LESSON: dict[str, Any] = {
     "title": "Its → cat",
     "views": [
         {"state": {**CAT, "step": "score"}, "note": "q·k"},
@@ -189,7 +189,7 @@ def test_titles_and_notes_are_plain_text(lessons: TestClient) -> None:
     r = lessons.put(f"/api/lessons/{lesson_id}", json={**LESSON, "title": "\x00"}, headers={**T, "if-match": "*"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "title"]
     # what a teacher writes is kept to the character: accents, scripts, emoji, a tab, new lines in notes
-    fine = {"title": "Ça\tmarche — 注意 🐱 مرحبا", "views": [{**view, "note": "line one\n\tline two ‏"}]}
+    fine: dict[str, Any] = {"title": "Ça\tmarche — 注意 🐱 مرحبا", "views": [{**view, "note": "line one\n\tline two ‏"}]}
     lesson_id = lessons.post("/api/lessons", json=fine, headers=T).json()["id"]
     got = lessons.get(f"/api/lessons/{lesson_id}", headers=T).json()
     assert (got["title"], got["views"][0]["note"]) == (fine["title"], fine["views"][0]["note"])
