@@ -141,14 +141,12 @@ class SharedCounts:
         keys = [PREFIX + address + ":open", PREFIX + address + ":connects"]
         rate = self.connection_rate
         args = [self.process, mine, self.max_open, rate, 3 * rate, PREFIX + "alive:"]
-        self._client()
         answer = await self._call(lambda r: self._scripts["admit"](keys=keys, args=args))
         return None if answer is None else int(answer) == 1
 
     def release(self, address: str, mine: int) -> None:
         """This process now holds `mine` connections of `address` (written soon, in the background)."""
         key = PREFIX + address + ":open"
-        self._client()
         if mine:
             self._spawn(self._call(lambda r: r.hset(key, self.process, mine)))
         else:
@@ -165,7 +163,6 @@ class SharedCounts:
             self._credit = {a: c for a, c in self._credit.items() if now - c[1] < 1.0}
         rate = self.request_rate
         args = [rate, 4 * rate, self.lease()]
-        self._client()
         taken = await self._call(lambda r: self._scripts["take"](keys=[PREFIX + address + ":requests"], args=args))
         if taken is None:
             return None
