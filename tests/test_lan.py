@@ -264,7 +264,7 @@ def test_request_heads_past_16_kb_are_refused_with_431(tmp_path: Path) -> None:
     431 each, the server's memory flat (it read a 40 MB header whole and answered 200 before, and twenty
     16 MB ones grew it by 285 MB). A head just under the limit is served; many headers that add up to
     more than it are refused too."""
-    with attention3d(tmp_path) as (base, proc, _):
+    with attention3d(tmp_path) as (base, proc, log):
         port = port_of(base)
         assert call(base, "GET", "/api/examples")[0] == 200
         before = rss_kib(proc.pid, "VmHWM")
@@ -284,6 +284,12 @@ def test_request_heads_past_16_kb_are_refused_with_431(tmp_path: Path) -> None:
         assert r.status == 431 and b"at most 16,384 bytes" in r.read()
         conn.close()
         assert call(base, "GET", "/api/examples", source="127.0.0.10")[0] == 200
+    text = log.read_text()
+    assert "Traceback" not in text
+    refused = [line for line in text.splitlines() if ": 431, " in line]  # one line a minute per address
+    assert len(refused) == 22 and refused[0] == (
+        "INFO:     127.0.0.8: 431, request headers past 16,384 bytes (the connection is closed)"
+    )
 
 
 # half-sent requests (slowloris)

@@ -257,6 +257,12 @@ class GuardedHttp(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.write(_too_large(self._max_head))
             self.transport.close()
+            if addresses().should_log(self._address):
+                self.logger.info(
+                    "%s: 431, request headers past %s bytes (the connection is closed)",
+                    self._address,
+                    f"{self._max_head:,}",
+                )
 
     def handle_websocket_upgrade(self) -> None:
         if not self._refused:
