@@ -216,6 +216,7 @@ class GuardedHttp(HttpToolsProtocol):
         self._head_bytes = 0  # bytes of the current request's head read so far (while it is incomplete)
         self._refused = False  # answered 431: nothing more is read from this connection
         self._admission: asyncio.Task[None] | None = None  # the shared count of this connection (in Redis)
+        self._waiting: list[bytes] | None = None  # what arrived before that count was known
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -225,8 +226,8 @@ class GuardedHttp(HttpToolsProtocol):
             if not counts.admit(self._address, transport):
                 transport.abort()  # refused: it never reaches the app
                 return
-        else:  # nothing is read until Redis has counted it with every other worker's
-            transport.pause_reading()
+        else:  # nothing reaches the parser until Redis has counted it with every other worker's
+            self._waiting = []
             self._admission = self.loop.create_task(self._admit(shared, counts.hold(self._address, transport)))
         self._arm(self._header_timeout, self._headers_late)
 
@@ -234,15 +235,22 @@ class GuardedHttp(HttpToolsProtocol):
         allowed = await shared.admit(self._address, mine)
         if allowed is None:  # Redis can't be reached: this process's share of the caps
             allowed = addresses().allowed(self._address, mine, shared.workers)
+        waiting, self._waiting = self._waiting, None
         if not allowed:
             self.transport.abort()
         elif not self.transport.is_closing():
+            for data in waiting or ():  # what arrived meanwhile, in order
+                self.data_received(data)
             self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         """Feed the parser; a head still incomplete past MAX_HEADER_BYTES is refused with 431. Only
         bytes read while the head is incomplete are counted (before it completes they are all the
         head's), so the count never exceeds the head's size."""
+        if self._waiting is not None:  # not counted yet: kept, and no more read (uvloop reads once
+            self._waiting.append(data)  # before a pause asked for in connection_made takes effect)
+            self.transport.pause_reading()
+            return
         if self._refused:
             return
         if not self._head_done:

@@ -6,13 +6,15 @@ in Redis, by two Lua scripts (each one round trip, atomic):
 
 - ADMIT, at each new connection: the address's open connections (a hash: process → its count, each
   process writing its own count as it is, so a lost update mends itself at the next one; processes
-  that stopped renewing their `alive` key are left out) and its connection rate (a token bucket);
+  whose `alive` key expired, renewed by each ADMIT and every ALIVE_SECONDS / 3, are left out) and
+  its connection rate (a token bucket);
 - TAKE, for requests: tokens from the address's request bucket. A process takes a few at a time
   (lease(): never more than a quarter of a burst over the processes) and spends them itself, so a
   page of 30 requests costs about two round trips, and an address never gets more than the bucket
   holds, whatever N: at most, tokens leased by one process go unused for a second.
 
-Every Redis call has a deadline (CALL_SECONDS). While Redis can't be reached, calls answer None at
+Every Redis call has a deadline (CALL_SECONDS; one late answer is tried again once, as a process
+that was paused finds every deadline passed). While Redis can't be reached, calls answer None at
 once for DOWN_SECONDS and the server counts in each process with every cap divided by N, so the
 caps hold then too; one log line says so, and one says when the counts are shared again.
 """
@@ -27,7 +29,8 @@ import uuid
 from typing import Any
 
 log = logging.getLogger("uvicorn.error")
-CALL_SECONDS = 0.25  # one Redis call, connection included
+CALL_SECONDS = 1.0  # one Redis call, connection included (a LAN's Redis answers in well under 1 ms; a
+# busy 2-core machine's, shared with the workers, in up to a few hundred)
 DOWN_SECONDS = 5.0  # after a failed call, count in this process for this long before trying Redis again
 ALIVE_SECONDS = 30  # a process's `alive` key lives this long, renewed every third of it
 PREFIX = "a3d:addr:"
@@ -35,6 +38,7 @@ PREFIX = "a3d:addr:"
 _ADMIT = """
 local process, mine, most = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local rate, burst, alive = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+redis.call('SET', alive .. process, 1, 'EX', ARGV[7])
 redis.call('HSET', KEYS[1], process, mine)
 local open, fields = 0, redis.call('HGETALL', KEYS[1])
 for i = 1, #fields, 2 do
@@ -118,10 +122,15 @@ class SharedCounts:
         if time.monotonic() < self._down_until:
             return None
         from redis.exceptions import RedisError
+        from redis.exceptions import TimeoutError as RedisTimeout
 
         try:
-            async with asyncio.timeout(CALL_SECONDS * 2):
-                answer = await make(self._client())
+            try:
+                async with asyncio.timeout(CALL_SECONDS):
+                    answer = await make(self._client())
+            except (TimeoutError, RedisTimeout):  # once more: a late answer may be this process's pause, not Redis
+                async with asyncio.timeout(CALL_SECONDS):
+                    answer = await make(self._client())
         except (RedisError, OSError, TimeoutError) as e:
             if not self._down_until:
                 log.warning(
@@ -140,7 +149,7 @@ class SharedCounts:
         it before this one); None while Redis can't be reached."""
         keys = [PREFIX + address + ":open", PREFIX + address + ":connects"]
         rate = self.connection_rate
-        args = [self.process, mine, self.max_open, rate, 3 * rate, PREFIX + "alive:"]
+        args = [self.process, mine, self.max_open, rate, 3 * rate, PREFIX + "alive:", ALIVE_SECONDS]
         answer = await self._call(lambda r: self._scripts["admit"](keys=keys, args=args))
         return None if answer is None else int(answer) == 1
 
