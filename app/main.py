@@ -20,6 +20,7 @@ from app.examples import DEFAULT_EXAMPLE, EXAMPLES
 from app.schemas import ErrorResponse
 from app.web import http
 from app.web.assets import STATIC_DIR, TEMPLATES_DIR, Assets, VersionedStaticFiles
+from app.web.languages import VARY, page_context
 from app.web.middleware import Compress, HeadAsGet
 from app.web.routers import ROUTERS
 from app.web.security import SecurityHeaders, csp, script_hash
@@ -70,8 +71,10 @@ def create_app(backend: Backend | None = None, model: str | None = None) -> Fast
             "import_map": import_map,
             "default_example": DEFAULT_EXAMPLE,
             "examples": EXAMPLES.values(),
+            **page_context(request, assets),  # its language: words, lang and dir, the other catalogs' URLs
         }
         response = templates.TemplateResponse(request, "index.html", context)
+        response.headers["vary"] = VARY
         response.headers["content-security-policy"] = csp(*([script_hash(import_map)] if import_map else []))
         response.headers["cache-control"] = "no-cache"  # the page names the current asset versions
         return response

@@ -29,6 +29,7 @@ function sourcesHash() {
   };
   walk("js", ".js");
   walk("css", ".css");
+  walk("i18n", ".json"); // English's catalog is bundled (static/js/i18n.js); the others are fetched
   files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const sha = (data) => createHash("sha256").update(data).digest("hex");
   return sha(files.map((f) => `${f}:${sha(readFileSync(join(staticDir, f)))}\n`).join(""));

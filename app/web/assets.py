@@ -35,7 +35,9 @@ def _find(name: str) -> Path:
 STATIC_DIR = _find("static")
 TEMPLATES_DIR = _find("templates")
 THREE_ADDONS = "vendor/three/addons"
-SOURCES = ("js/**/*.js", "css/**/*.css")  # what the bundle is built from (scripts/build.mjs hashes the same)
+# what the bundle is built from (scripts/build.mjs hashes the same): English's catalog is inside it
+SOURCES = ("js/**/*.js", "css/**/*.css", "i18n/*.json")
+MESSAGE_FORMAT = "vendor/intl-messageformat/intl-messageformat.js"  # scripts/vendor.sh bundles it from npm
 
 
 class Bundle(NamedTuple):
@@ -106,8 +108,10 @@ class Assets:
         return f"{self.mount}/{rel}?v={self.version(rel)}"
 
     def import_map(self) -> str:
-        """JSON of the import map: "three", "three/addons/…", and every module's versioned URL."""
+        """JSON of the import map: "three", "three/addons/…", "intl-messageformat", and every module's versioned URL."""
         imports = {"three": self.url("vendor/three/three.module.js")}
+        if (self.root / MESSAGE_FORMAT).is_file():
+            imports["intl-messageformat"] = self.url(MESSAGE_FORMAT)
         modules = [*self.root.glob("js/**/*.js"), *self.root.glob("vendor/three/**/*.js")]
         for path in sorted(modules):
             rel = path.relative_to(self.root).as_posix()

@@ -2,13 +2,24 @@
 // q, k, v and stages. Only the strings are made here; every result comes from the API.
 
 import { fixed3, short, vector } from "./format.js";
+import { andList, language, percent as share, t } from "./i18n.js";
 
 const TERMS = 3; // dot products longer than this are shown in part
 
 function dotTerms(q, k) {
   const terms = q.slice(0, TERMS).map((x, i) => `${short(x)}·${short(k[i])}`);
-  if (q.length > TERMS) terms.push(`… (${q.length} terms)`);
+  if (q.length > TERMS) terms.push(t("arith.moreTerms", { n: q.length }));
   return terms.join(" + ");
+}
+
+/** A share as a percentage with one decimal ("89.5 %" in English, the language's own form elsewhere). */
+function percent(w) {
+  return language() === "en" ? `${(w * 100).toFixed(1)}\u202f%` : share(w, 1);
+}
+
+/** What a mean is over: "heads" or "layers" (the API's mean_over), said in the page's language. */
+function meanOver(names) {
+  return andList(names.map((name) => t("arith.over", { name })));
 }
 
 /**
@@ -25,34 +36,34 @@ export function arithmetic(step, data, i) {
   let title = "";
   let check = "";
   const hidden = (j) => Boolean(step.masked) && data.masked[i][j] === null;
-  const over = data.mean_over?.length ? data.mean_over.join(" and ") : "";
+  const over = data.mean_over?.length ? meanOver(data.mean_over) : "";
   if (over) return meanArithmetic(step, data, i, over, hidden);
   if (data.merged) return mergedArithmetic(step, data, i, hidden);
   switch (step.arith) {
     case "dot":
-      title = `q of “${who}” = ${vector(q)} against every key`;
+      title = t("arith.dot.title", { who, q: vector(q) });
       for (let j = 0; j < n; j++) {
         lines.push({ key: tokens[j], text: `${dotTerms(q, data.k[j])} = ${short(data.scores[i][j])}` });
       }
       break;
     case "scale":
-      title = `Scores of “${who}” divided by ${rootDk} = ${short(Math.sqrt(data.d_k))}`;
+      title = t("arith.scale.title", { who, root: rootDk, value: short(Math.sqrt(data.d_k)) });
       for (let j = 0; j < n; j++) {
         lines.push({ key: tokens[j], text: `${short(data.scores[i][j])} / ${rootDk} = ${fixed3(data.scaled[i][j])}` });
       }
       break;
     case "mask":
-      title = data.mask === "causal" ? `Causal mask: “${who}” may not see later words` : "Full mask: every key stays visible";
+      title = data.mask === "causal" ? t("arith.mask.causal", { who }) : t("arith.mask.full");
       for (let j = 0; j < n; j++) {
         lines.push(
           hidden(j)
-            ? { key: tokens[j], text: `comes later → −∞ (hidden)`, hidden: true }
-            : { key: tokens[j], text: `${fixed3(data.masked[i][j])} (visible)` },
+            ? { key: tokens[j], text: t("arith.mask.later"), hidden: true }
+            : { key: tokens[j], text: t("arith.mask.visible", { value: fixed3(data.masked[i][j]) }) },
         );
       }
       break;
     case "softmax": {
-      title = `Weights of “${who}”: e^score / Σ e^score over its row`;
+      title = t("arith.softmax.title", { who });
       let sum = 0;
       const parts = [];
       for (let j = 0; j < n; j++) {
@@ -61,15 +72,15 @@ export function arithmetic(step, data, i) {
         parts.push(fixed3(w));
         lines.push(
           hidden(j)
-            ? { key: tokens[j], text: `−∞ → 0 (hidden)`, hidden: true }
-            : { key: tokens[j], text: `${fixed3(data.masked[i][j])} → ${fixed3(w)}  (${(w * 100).toFixed(1)}\u202f%)` },
+            ? { key: tokens[j], text: t("arith.softmax.hidden"), hidden: true }
+            : { key: tokens[j], text: `${fixed3(data.masked[i][j])} → ${fixed3(w)}  (${percent(w)})` },
         );
       }
-      check = `Row check: ${parts.join(" + ")} = ${fixed3(sum)}`;
+      check = t("arith.rowCheck", { sum: `${parts.join(" + ")} = ${fixed3(sum)}` });
       break;
     }
     case "mix": {
-      title = `z of “${who}” = Σ weight × v`;
+      title = t("arith.mix.title", { who });
       for (let j = 0; j < n; j++) {
         const w = data.weights[i][j];
         lines.push({ key: tokens[j], text: `${fixed3(w)} × ${vector(data.v[j])}`, hidden: hidden(j) });
@@ -96,20 +107,20 @@ function meanArithmetic(step, data, i, over, hidden) {
   let title = "";
   let check = "";
   const stage = { dot: "scores", scale: "scaled", mask: "masked", softmax: "weights", mix: "weights" }[step.arith];
-  const what = { dot: "q·k", scale: `q·k / √${data.d_k}`, mask: "masked scores", softmax: "weights", mix: "weights" }[step.arith];
-  title = `Row of “${who}”: the mean over the ${over} of each one's ${what}`;
+  const what = { dot: "q·k", scale: `q·k / √${data.d_k}` }[step.arith] ?? t(step.arith === "mask" ? "arith.mean.masked" : "arith.mean.weights");
+  title = t("arith.mean.title", { who, over, what });
   let sum = 0;
   for (let j = 0; j < n; j++) {
     const x = data[stage][i][j];
     if (x !== null) sum += x;
     lines.push(
       hidden(j)
-        ? { key: tokens[j], text: "hidden in every one (−∞ → 0)", hidden: true }
-        : { key: tokens[j], text: `mean = ${step.arith === "softmax" || step.arith === "mix" ? fixed3(x) : short(x)}` },
+        ? { key: tokens[j], text: t("arith.mean.hidden"), hidden: true }
+        : { key: tokens[j], text: t("arith.mean.value", { value: step.arith === "softmax" || step.arith === "mix" ? fixed3(x) : short(x) }) },
     );
   }
-  if (step.arith === "softmax") check = `Row check: each head's row sums to 1, so their mean does: ${fixed3(sum)}`;
-  if (step.arith === "mix") check = `z = mean of the ${over}' outputs = ${vector(data.output[i], 4)}`;
+  if (step.arith === "softmax") check = t("arith.mean.rowCheck", { sum: fixed3(sum) });
+  if (step.arith === "mix") check = t("arith.mean.z", { over, z: vector(data.output[i], 4) });
   return { title, lines, check };
 }
 
@@ -120,7 +131,7 @@ function mergedArithmetic(step, data, i, hidden) {
   const qPieces = merged.pieces[i];
   const lines = [];
   let sum = 0;
-  const of = qPieces.length > 1 ? ` (mean of its ${qPieces.length} pieces' rows: ${qPieces.join(" ")})` : "";
+  const of = qPieces.length > 1 ? t("arith.merged.of", { n: qPieces.length, pieces: qPieces.join(" ") }) : "";
   for (let j = 0; j < tokens.length; j++) {
     const w = data.weights[i][j];
     sum += w;
@@ -134,14 +145,14 @@ function mergedArithmetic(step, data, i, hidden) {
   }
   if (step.arith === "mix") {
     return {
-      title: `z of “${who}” = the mean of its pieces' z${of}`,
+      title: t("arith.merged.z", { who, of }),
       lines,
       check: `z = ${vector(data.output[i], 4)}`,
     };
   }
   return {
-    title: `Weights of “${who}”, word by word: a key word gets the sum of its pieces' weights${of}`,
+    title: t("arith.merged.weights", { who, of }),
     lines,
-    check: `Row check: ${fixed3(sum)}`,
+    check: t("arith.rowCheck", { sum: fixed3(sum) }),
   };
 }

@@ -1,11 +1,17 @@
 // Number formatting and colours shared by the table, the scene and the arithmetic panel.
 // Nothing here computes attention: it only turns the server's numbers into text and colour.
+// Numbers are written in the page's language (i18n.js: its digits and decimal sign); English keeps
+// the forms below byte for byte. Code panels never use these (pycode.js writes Python's numbers).
+
+import { decimal, language, listOf } from "./i18n.js";
 
 const MINUS = "\u2212";
+const english = () => language() === "en";
 
 /** Exactly 3 decimals, with a true minus sign; null (−∞ from the API) as "−∞". */
 export function fixed3(x) {
   if (x === null || x === undefined) return `${MINUS}∞`;
+  if (!english()) return decimal(Number(x), 3);
   const s = Number(x).toFixed(3);
   if (/^-0\.000$/.test(s)) return "0.000";
   return s.replace("-", MINUS);
@@ -14,6 +20,7 @@ export function fixed3(x) {
 /** Up to 3 decimals without trailing zeros (6, 4.243, 0.5), for worked arithmetic. */
 export function short(x) {
   if (x === null || x === undefined) return `${MINUS}∞`;
+  if (!english()) return decimal(Number(x), 0, 3);
   let s = Number(x).toFixed(3).replace(/\.?0+$/, "");
   if (s === "-0") s = "0";
   return s.replace("-", MINUS);
@@ -22,7 +29,7 @@ export function short(x) {
 export function vector(row, max = 3) {
   const parts = row.slice(0, max).map(short);
   if (row.length > max) parts.push("…");
-  return `[${parts.join(", ")}]`;
+  return `[${english() ? parts.join(", ") : listOf(parts)}]`;
 }
 
 // Okabe–Ito colours (safe for the common colour-vision deficiencies) for the vector kinds.

@@ -23,8 +23,11 @@ import { SceneView } from "./scene/view.js";
 import { SentenceParts } from "./sentence.js";
 import { ATTENTION_CHAPTERS, createState, current, readUrl, snapshot, writeUrl } from "./state.js";
 import { createStore } from "./store.js";
+import { startLanguage } from "./i18n.js";
 import "./classroom/index.js";
 import "./export/index.js";
+
+await startLanguage(); // the page's language and its catalog, before anything draws (i18n.js)
 
 const $ = (id) => document.getElementById(id);
 const root = $("app");

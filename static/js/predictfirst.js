@@ -8,6 +8,7 @@
 // the softmax and the mix step of that view.
 
 import { fixed3 } from "./format.js";
+import { t } from "./i18n.js";
 
 /** The question's id: the view (source, head, mask) and the focused word. */
 export function questionId(state, row) {
@@ -33,10 +34,8 @@ export function verdict(weights, j, tokens, masked = null) {
   const rank = keys.findIndex((k) => k.i === j) + 1;
   const guessWeight = weights[j];
   const exact = guessWeight === best.w;
-  const name = (i) => `“${tokens[i]}”`;
   const text = exact
-    ? `You picked ${name(j)}: right, it gets ${fixed3(guessWeight)}, the most of any word.`
-    : `You picked ${name(j)}: it gets ${fixed3(guessWeight)} (number ${rank} of ${keys.length}); ` +
-      `the most went to ${name(best.i)} (${fixed3(best.w)}).`;
+    ? t("predict.right", { guess: tokens[j], weight: fixed3(guessWeight) })
+    : t("predict.wrong", { guess: tokens[j], weight: fixed3(guessWeight), rank, of: keys.length, best: tokens[best.i], bestWeight: fixed3(best.w) });
   return { guess: j, best: best.i, guessWeight, bestWeight: best.w, rank, of: keys.length, exact, text };
 }

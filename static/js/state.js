@@ -17,6 +17,7 @@
 //             all-MiniLM-L6-v2), e.g. smollm2-135m for the decoder
 //   step      the chapter's step: score | scale | mask | softmax | mix for `steps`
 //   mask      full | causal
+//   lang      the reader's language (i18n.js): kept in the address as it is, never part of a view
 //   focus     index of the focused query (0-based; in sentence mode a token of the model's,
 //             also when pieces are merged: the word that holds it is focused)
 //   tokens    JSON array of labels   } only when the matrices were edited by hand
@@ -26,6 +27,7 @@
 // the model's q, k, v. Its requests and views are in model.js; the steps, the table and the
 // scene only need the API response.
 
+import { withLang } from "./i18n.js";
 import { parsePick } from "./model.js";
 import { STEP_IDS } from "./attention/stages.js";
 
@@ -134,7 +136,7 @@ export function readUrl(state, search) {
     state.chapterStep = p.get("step")?.slice(0, 64) ?? null;
     state.chapterParams = {};
     for (const [key, value] of p) {
-      if (key !== "chapter" && key !== "step" && key !== "predict") state.chapterParams[key] = value.slice(0, MAX_PARAM);
+      if (key !== "chapter" && key !== "step" && key !== "predict" && key !== "lang") state.chapterParams[key] = value.slice(0, MAX_PARAM);
     }
     return;
   }
@@ -214,7 +216,7 @@ export function urlFor(state) {
  * example ↔ sentence) gets a history entry of its own; every other change replaces the entry.
  */
 export function writeUrl(state, push = false) {
-  const query = urlFor(state);
+  const query = withLang(urlFor(state)); // ?lang= is the reader's, never part of a view (i18n.js)
   if (query === window.location.search) return;
   if (push) window.history.pushState(null, "", window.location.pathname + query);
   else window.history.replaceState(null, "", window.location.pathname + query);

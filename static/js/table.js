@@ -4,6 +4,7 @@
 
 import { fixed3, heatRgb, inkFor, rgbCss, rowLevels, vector } from "./format.js";
 import { el } from "./dom.js";
+import { integer, listOf, t } from "./i18n.js";
 
 // A long sentence's table (up to 64 × 64 cells) is drawn a block of rows at a time: the rows on
 // the first screen (and the focused one) at once, the rest in the idle time after the view has
@@ -12,11 +13,12 @@ const FIRST_ROWS = 24; // rows drawn at once (a 1920×1080 screen shows about as
 const LATER_ROWS = 20; // rows per idle-time block after them
 const whenIdle = (fn) => (window.requestIdleCallback ? window.requestIdleCallback(fn, { timeout: 300 }) : setTimeout(fn, 16));
 
+// each stage's caption (a catalog key: i18n.js)
 const CAPTIONS = {
-  scores: "Scores q·k",
-  scaled: "Scaled scores q·k / √d_k",
-  masked: "Masked scores, −∞ = hidden",
-  weights: "Weights after softmax",
+  scores: "table.caption.scores",
+  scaled: "table.caption.scaled",
+  masked: "table.caption.masked",
+  weights: "table.caption.weights",
 };
 
 export class MatrixTable {
@@ -63,34 +65,34 @@ export class MatrixTable {
     table.replaceChildren();
     table.classList.toggle("dense", to - from > 7); // as many columns as are drawn (a window: fewer than n)
     table.classList.toggle("crowded", to - from > 14);
-    const notes = ["rows: queries", "columns: keys"];
-    if (step.output) notes.push("z: each query's output");
-    notes.push(`${data.mask} mask`);
-    const caption = el("caption", {}, `${CAPTIONS[step.stage]} `);
-    caption.append(el("span", { className: "notes" }, `(${notes.join(", ")})`));
+    const notes = [t("table.note.rows"), t("table.note.columns")];
+    if (step.output) notes.push(t("table.note.output"));
+    notes.push(t("table.note.mask", { mask: data.mask }));
+    const caption = el("caption", {}, `${t(CAPTIONS[step.stage])} `);
+    caption.append(el("span", { className: "notes" }, t("table.notes", { notes: listOf(notes) })));
     // a window of a long sentence says which (the projector view shows this line alone)
     table.classList.toggle("windowed", Boolean(win));
-    if (win) caption.append(el("span", { className: "window", dataset: { testid: "table-window" } }, `rows and columns ${from + 1}–${to} of ${n}, around the focused word`));
+    if (win) caption.append(el("span", { className: "window", dataset: { testid: "table-window" } }, t("table.window", { from: from + 1, to, n })));
     table.append(caption);
 
     const head = el("thead");
     const hr = el("tr");
-    hr.append(el("td", { className: "corner" }, "query ↓ key →"));
-    data.tokens.forEach((t, j) => {
+    hr.append(el("td", { className: "corner" }, t("table.corner")));
+    data.tokens.forEach((word, j) => {
       if (j < from || j >= to) return;
       const th = el("th", { scope: "col", dataset: { col: String(j) } });
       const btn = el("button", {
         type: "button",
         tabindex: "-1", // the row buttons are the keyboard route; this one is for the mouse
         dataset: { focus: String(j), testid: `col-${j}` },
-        "aria-label": `Focus query ${j + 1}: ${t}`,
+        "aria-label": t("table.focusColumn", { i: j + 1, token: word }),
       });
-      btn.append(el("span", { className: "tok" }, t));
+      btn.append(el("span", { className: "tok" }, word));
       th.append(btn);
       if (state.hover && state.hover.col === j) th.classList.add("hot");
       hr.append(th);
     });
-    if (step.rowSum) hr.append(el("th", { scope: "col", className: "extra" }, "Σ row"));
+    if (step.rowSum) hr.append(el("th", { scope: "col", className: "extra" }, t("table.rowSum")));
     if (step.output) hr.append(el("th", { scope: "col", className: "extra out" }, "z"));
     head.append(hr);
     table.append(head);
@@ -107,9 +109,9 @@ export class MatrixTable {
       const btn = el("button", {
         type: "button",
         dataset: { focus: String(i), testid: `row-${i}` },
-        "aria-label": `${i + 1} ${data.tokens[i]}: focus this query`,
+        "aria-label": t("table.focusRow", { i: integer(i + 1), token: data.tokens[i] }),
       });
-      btn.append(el("span", { className: "idx" }, `${i + 1}`), " ", el("span", { className: "tok" }, data.tokens[i]));
+      btn.append(el("span", { className: "idx" }, integer(i + 1)), " ", el("span", { className: "tok" }, data.tokens[i]));
       th.append(btn);
       tr.append(th);
       const levels = rowLevels(values[i], step.links);
@@ -124,7 +126,7 @@ export class MatrixTable {
         else sum += x;
         if (hidden) {
           td.classList.add("hidden-key");
-          td.setAttribute("title", "hidden by the causal mask");
+          td.setAttribute("title", t("table.hidden"));
         } else {
           const rgb = heatRgb(levels[j]);
           td.style.backgroundColor = rgbCss(rgb);

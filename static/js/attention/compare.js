@@ -2,6 +2,7 @@
 // change between them. Both come from the server (the page asks for both masks).
 
 import { deltaRgb, fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
+import { t } from "../i18n.js";
 import { COMPARE_MAX, mergeView } from "../model.js";
 import { el } from "../dom.js";
 import { drawingFor } from "./derive.js";
@@ -59,12 +60,12 @@ function renderCompare(container, result, focus, win) {
     }),
   );
   const n = result.full.tokens.length;
-  const note = win ? [el("p", { className: "compare-window", dataset: { testid: "compare-window" } }, `rows and columns ${win.from + 1}–${win.to} of ${n}, around the focused word`)] : [];
+  const note = win ? [el("p", { className: "compare-window", dataset: { testid: "compare-window" } }, t("table.window", { from: win.from + 1, to: win.to, n }))] : [];
   container.replaceChildren(
     ...note,
-    miniTable("Full (BERT-style)", tokens, asCells(full), heatRgb, "compare-full", focus),
-    miniTable("Causal (GPT-style)", tokens, asCells(causal), heatRgb, "compare-causal", focus),
-    miniTable("Change: causal − full (orange gains, blue loses)", tokens, delta, deltaRgb, "compare-delta", focus),
+    miniTable(t("compare.full"), tokens, asCells(full), heatRgb, "compare-full", focus),
+    miniTable(t("compare.causal"), tokens, asCells(causal), heatRgb, "compare-causal", focus),
+    miniTable(t("compare.change"), tokens, delta, deltaRgb, "compare-delta", focus),
   );
 }
 
@@ -81,7 +82,7 @@ export function renderComparison(box, v, sentence, focus) {
   }
   const { full, causal, merged, window: win } = v.compare;
   if (!full) {
-    box.replaceChildren(document.createTextNode("This model is a decoder: it only ever runs with its causal mask."));
+    box.replaceChildren(document.createTextNode(t("compare.decoder")));
     return;
   }
   const asShown = (d) => (merged ? mergeView(d, drawingFor(d), sentence) : d);
@@ -89,7 +90,7 @@ export function renderComparison(box, v, sentence, focus) {
   if (f.tokens.length > COMPARE_MAX || !causal) {
     // (the causal answer of so long a sentence comes when the page switches to it: model.js)
     box.replaceChildren(
-      document.createTextNode(`${f.tokens.length} rows are too many to compare side by side; press M to switch the table between the masks.`),
+      document.createTextNode(t("compare.tooMany", { n: f.tokens.length })),
     );
     return;
   }

@@ -2,6 +2,7 @@
 // as a guess, and the verdict (the question and the verdict come from attention/derive.js).
 
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { canGuess } from "../predictfirst.js";
 
 const $ = (id) => document.getElementById(id);
@@ -40,7 +41,7 @@ export class PredictBox {
     box.hidden = !q && !v.guessText;
     box.classList.toggle("waiting", Boolean(q));
     if (q) {
-      $("predict-prompt").textContent = `Predict first: which word will “${q.word}” attend to most? Pick one below, or click its column in the table.`;
+      $("predict-prompt").textContent = t("predict.prompt", { word: q.word });
       const keys = q.tokens.flatMap((t, j) => {
         if (q.masked[j] === null) return []; // a hidden key cannot win
         const b = el("button", { type: "button", dataset: { testid: `predict-key-${j}`, key: String(j) } }, t);
@@ -50,7 +51,7 @@ export class PredictBox {
       $("predict-keys").replaceChildren(...keys);
       $("predict-result").textContent = "";
     } else if (v.guessText) {
-      $("predict-prompt").textContent = `Your prediction for “${v.shown.tokens[v.focusRow]}”:`;
+      $("predict-prompt").textContent = t("predict.yours", { word: v.shown.tokens[v.focusRow] });
       $("predict-keys").replaceChildren();
       $("predict-result").textContent = v.guessText;
     }

@@ -5,25 +5,38 @@
 
 import { getExample, modelInfo, pageExample, Recomputer, sentenceBothMasks, sentenceCausal, unreachable } from "../api.js";
 import { OPENING_WORD } from "../actions.js";
+import { has, t } from "../i18n.js";
 import { ANIMAL, asInfo, isCausal } from "../model.js";
 import { createState, readUrl } from "../state.js";
 
 /** What the page can refuse before asking the server: cells that are not numbers, unnamed words. */
 export function typingErrors(input) {
   const errors = [];
-  input.tokens.forEach((t, i) => {
-    if (String(t).trim() === "") errors.push({ field: "tokens", msg: `Word ${i + 1} has no name: type one (it labels its row and column).` });
+  input.tokens.forEach((word, i) => {
+    if (String(word).trim() === "") errors.push({ field: "tokens", msg: t("editor.error.unnamed", { i: i + 1 }) });
   });
   for (const m of ["q", "k", "v"]) {
     input[m].forEach((row, r) =>
       row.forEach((x, c) => {
         if (typeof x !== "number") {
-          errors.push({ field: m, msg: x === "" ? `${m}[${r}][${c}]: empty; type a number` : `${m}[${r}][${c}]: “${x}” is not a number` });
+          const cell = `${m}[${r}][${c}]`;
+          errors.push({ field: m, msg: x === "" ? t("editor.error.empty", { cell }) : t("editor.error.notNumber", { cell, text: x }) });
         }
       }),
     );
   }
   return errors;
+}
+
+/**
+ * The example with its words in the page's language where the catalog carries them word for word
+ * (example.<id>.tokens, as many words as the example has: each keeps its row of numbers); else as is.
+ */
+export function inLanguage(ex) {
+  const key = `example.${ex.id}.tokens`;
+  if (!has(key)) return ex;
+  const tokens = t(key).split(" ");
+  return tokens.length === ex.tokens.length ? { ...ex, tokens } : ex;
 }
 
 export class Source {
@@ -67,7 +80,7 @@ export class Source {
       if (!this.examples.has(id)) throw new Error("unknown example");
       ex ??= await getExample(id);
     } catch {
-      this.act.setNotice(`There is no example called “${id}”; showing the default one.`);
+      this.act.setNotice(t("notice.noExample", { id }));
       if (id !== this.defaultExample) return this.example(this.defaultExample, { keepMask, wantWord, focus, history });
       return;
     }
@@ -78,6 +91,9 @@ export class Source {
       wantWord = undefined;
       focus = null;
     }
+    const english = ex.tokens; // the server's words: the opening word is named by them
+    ex = inLanguage(ex);
+    if (wantWord && english.includes(wantWord)) wantWord = ex.tokens[english.indexOf(wantWord)];
     const notice = this.store.state.notice;
     this.heads.stopHeads();
     this.modelRecomputer.cancel();

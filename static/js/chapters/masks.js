@@ -1,12 +1,19 @@
 // Chapter `masks`: full attention (BERT) against the causal mask (GPT), on the attention view
 // (static/js/attention/), with the side-by-side difference of the two weight tables. Each step
 // sets the view's step and mask (`view`); M still switches the mask by hand. Functions get the
-// same `answer` and attentionCtx(ctx) as chapters/steps.js.
+// same `answer` and attentionCtx(ctx) as chapters/steps.js (a step's text reads it itself).
+//
+// Its words are in the catalogs (static/i18n/<lang>.json, keys "chapter.masks.…"), read when the
+// lesson draws them: the title, summary and each step's title and short name are getters, and the
+// texts and the numbers' labels call t() (chapters/CONTRACT.md: "Words in every language").
 
 import { fixed3 } from "../format.js";
+import { integer, t } from "../i18n.js";
 import { attentionChapter, attentionCtx, preamble, stageLines } from "./steps.js";
 
-const quote = (w) => `“${w}”`;
+/** This chapter's message `key` (chapter.masks.<key>) with `values`. */
+const say = (key, values) => t(`chapter.masks.${key}`, values);
+const quote = (w) => t("format.quote", { text: w });
 
 function visibleKeys(answer, row) {
   return answer.masked[row].filter((x) => x !== null).length;
@@ -17,75 +24,94 @@ function sharesText(answer, row) {
     .map((w, j) => ({ w, j }))
     .filter(({ j }) => answer.masked[row][j] !== null)
     .map(({ w, j }) => `${quote(answer.tokens[j])} ${fixed3(w)}`)
-    .join(", ");
+    .join(t("format.listSeparator"));
+}
+
+/**
+ * The line saying that the example's words stay English, where the language cannot carry "the cat
+ * ate its fish" word for word (its catalog's example.<id>.note; empty elsewhere): shown while the
+ * view shows that example's words.
+ */
+function wordsNote(answer) {
+  const id = "the-cat-ate-its-fish";
+  const note = answer && answer.tokens.join(" ") === t(`example.${id}.tokens`) ? t(`example.${id}.note`) : "";
+  return note ? ` ${note}` : "";
 }
 
 const STEPS = [
   {
     id: "full",
-    title: "Full attention: every word sees every word",
-    short: "full",
+    get title() {
+      return say("full.title");
+    },
+    get short() {
+      return say("full.short");
+    },
     view: { step: "mask", mask: "full" },
-    text: (answer, ctx) => {
+    text: (answer, raw) => {
+      const ctx = attentionCtx(raw);
       const n = answer?.tokens.length ?? 0;
-      return (
-        "A model that reads a whole sentence at once, such as BERT for search or classification, lets every word " +
-        `look at every other word, before and after it. Nothing is hidden: each of the ${n} rows keeps all ${n} scores.` +
-        (ctx.mask === "causal" ? " (The causal mask is on now: press M to see the full one.)" : "")
-      );
+      return say("full.text", { n, causalOn: String(ctx.mask === "causal") }) + wordsNote(answer);
     },
   },
   {
     id: "causal",
-    title: "The causal mask: no peeking ahead",
-    short: "causal",
+    get title() {
+      return say("causal.title");
+    },
+    get short() {
+      return say("causal.short");
+    },
     view: { step: "mask", mask: "causal" },
-    text: (answer, ctx) => {
+    text: (answer, raw) => {
+      const ctx = attentionCtx(raw);
       const row = ctx.focusRow;
       const seen = answer ? visibleKeys(answer, row) : 0;
-      return (
-        "A model that writes text one word at a time, such as GPT, must not learn from words it has not written yet. " +
-        "So before softmax the scores of every later word become −∞: only the lower triangle of the table survives. " +
-        (answer ? `${quote(answer.tokens[row])} may look at ${seen} word${seen === 1 ? "" : "s"}: itself and those before it.` : "")
-      );
+      return say("causal.text") + (answer ? " " + say("causal.seen", { word: answer.tokens[row], seen }) : "");
     },
   },
   {
     id: "weights",
-    title: "After softmax: hidden words get exactly 0",
-    short: "weights",
+    get title() {
+      return say("weights.title");
+    },
+    get short() {
+      return say("weights.short");
+    },
     view: { step: "softmax", mask: "causal" },
-    text: (answer, ctx) => {
+    text: (answer, raw) => {
+      const ctx = attentionCtx(raw);
       const row = ctx.focusRow;
       return (
-        "e raised to −∞ is 0, so a hidden word gets no weight at all, and the visible ones share the whole 1 between them. " +
-        (answer && !ctx.withheld ? `Under the ${ctx.mask} mask ${quote(answer.tokens[row])} splits its attention as ${sharesText(answer, row)}.` : "")
+        say("weights.text") +
+        (answer && !ctx.withheld ? " " + say("weights.shares", { mask: ctx.mask, word: answer.tokens[row], shares: sharesText(answer, row) }) : "")
       );
     },
   },
   {
     id: "difference",
-    title: "Side by side: what the mask changes",
-    short: "difference",
+    get title() {
+      return say("difference.title");
+    },
+    get short() {
+      return say("difference.short");
+    },
     view: { step: "softmax" },
     compare: true,
     figure: "#compare-tables table",
-    text: () =>
-      "Beside the view, the two weight tables stand side by side with their difference (causal − full). " +
-      "The first word can only look at itself, so it keeps all its attention; later rows lose what they gave to the " +
-      "words after them and hand it to the words before.",
+    text: () => say("difference.text"),
   },
 ];
 
 function numbers(answer, stepId, ctx) {
   const row = ctx.focusRow;
   const out = [
-    { label: "focused query", value: quote(answer.tokens[row]), testid: "num-focus" },
-    { label: "mask", value: ctx.mask, testid: "num-mask" },
-    { label: "keys it may see", value: String(visibleKeys(answer, row)), testid: "num-visible" },
+    { label: say("number.focus"), value: quote(answer.tokens[row]), testid: "num-focus" },
+    { label: say("number.mask"), value: say("number.maskName", { mask: ctx.mask }), testid: "num-mask" },
+    { label: say("number.visible"), value: integer(visibleKeys(answer, row)), testid: "num-visible" },
   ];
   if ((stepId === "weights" || stepId === "difference") && !ctx.withheld) {
-    out.push({ label: "row sum", value: fixed3(answer.weights[row].reduce((s, x) => s + x, 0)), testid: "num-rowsum" });
+    out.push({ label: say("number.rowSum"), value: fixed3(answer.weights[row].reduce((s, x) => s + x, 0)), testid: "num-rowsum" });
   }
   return out;
 }
@@ -143,10 +169,14 @@ const withCtx = (fn) => (answer, ...rest) => fn(answer, ...rest.slice(0, -1), at
 
 export default {
   id: "masks",
-  title: "Full vs causal",
-  summary: "BERT lets every word see every word; GPT hides the words ahead.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   ...attentionChapter,
-  steps: STEPS.map((s) => ({ ...s, text: typeof s.text === "function" ? withCtx(s.text) : s.text })),
+  steps: STEPS,
   numbers: withCtx(numbers),
   code: withCtx(code),
 };

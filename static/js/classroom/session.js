@@ -55,7 +55,7 @@ export function takeUrl() {
     window.history.replaceState(null, "", url.pathname + (url.search || "") + url.hash);
   }
   // a bare /?present=1 names no view: a projector reloaded that way takes up its room's view
-  const names = [...url.searchParams.keys()].length > 0;
+  const names = [...url.searchParams.keys()].some((k) => k !== "lang"); // ?lang= is the reader's, not a view
   return { room: room ? room.trim().toUpperCase() : null, present, hadToken: Boolean(token), namesView: names };
 }
 

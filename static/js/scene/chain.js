@@ -14,6 +14,7 @@ import { deltaRgb, heatRgb, KIND_COLOURS } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
 import { LabelSpots } from "./labelspots.js";
 import { redrawOnResize, sizeOf } from "./resize.js";
+import { t } from "../i18n.js";
 
 const CHAIN_Y = 1.3; // height of the chain's line
 const ROW_Y = -1.0; // height of attention's row of words
@@ -148,11 +149,11 @@ export class RnnChain {
         this.label(text, at, "stage-label ca-grid-word");
       }
     });
-    const title = `RNN: ${n} steps, one after another`;
+    const title = t("scene.chain.rnn", { n });
     const titleAt = [0, CHAIN_Y + 1.45, 0];
     this.label(title, titleAt, "stage-label ca-grid-title");
     spots.reserve(titleAt, title);
-    const attTitle = "attention: 1 step, every word at once";
+    const attTitle = t("scene.chain.attention");
     // between the rows, clear of the states' names (a long sentence is drawn smaller)
     const attAt = spots.place(new THREE.Vector3(0, ROW_Y + 0.95, 0), attTitle, 8.5, [[0, 0], [0, -1.5], [0, 1.5], [0, -2.5]]);
     this.label(attTitle, attAt, "stage-label ca-grid-title");

@@ -7,6 +7,7 @@ import { KIND_COLOURS, vector } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
 import { planar } from "./geometry.js";
 import { SPACING } from "./layout.js";
+import { t } from "../i18n.js";
 
 export class OutputArrow {
   constructor() {
@@ -54,7 +55,7 @@ export class OutputArrow {
     this.label.element.hidden = !show;
     const vec = show ? planar((data.drawn ?? data).output[focus], lay.valueScale) : new THREE.Vector3();
     this.arrows.set([{ origin, vec, colour: KIND_COLOURS.z }]);
-    this.label.element.textContent = `z of “${data.tokens[focus]}” = ${vector(data.output[focus], 4)}`;
+    this.label.element.textContent = t("scene.output", { who: data.tokens[focus], z: vector(data.output[focus], 4) });
     this.label.position.copy(origin).add(new THREE.Vector3(0, -0.35, 0));
     // under two staggered lines of words there is no room for it: the table and the
     // arithmetic panel give z then

@@ -4,11 +4,12 @@
 import * as THREE from "three";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
 import { KIND_COLOURS } from "../format.js";
+import { t } from "../i18n.js";
 
 const rows = (z) => [
-  { z: z.query, colour: KIND_COLOURS.q, text: "queries q" },
-  { z: z.key, colour: KIND_COLOURS.k, text: "keys k" },
-  { z: z.value, colour: KIND_COLOURS.v, text: "values v", right: true },
+  { z: z.query, colour: KIND_COLOURS.q, text: t("scene.plane.queries") },
+  { z: z.key, colour: KIND_COLOURS.k, text: t("scene.plane.keys") },
+  { z: z.value, colour: KIND_COLOURS.v, text: t("scene.plane.values"), right: true },
 ];
 
 export class VectorPlanes {

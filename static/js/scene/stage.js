@@ -7,6 +7,7 @@ import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
 import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
+import { t } from "../i18n.js";
 
 export class Stage {
   /** @param container element the canvas and the label layer go into */
@@ -16,7 +17,7 @@ export class Stage {
     this.frames = 0;
     this.renderer = makeRenderer(container, {
       testid: "stage-canvas",
-      ariaLabel: "3D view of this chapter; the panel beside it holds the same numbers",
+      ariaLabel: t("scene.stage.label"),
       preserveDrawingBuffer: true,
     });
     const canvas = this.renderer.domElement;

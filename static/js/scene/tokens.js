@@ -6,6 +6,7 @@
 import * as THREE from "three";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
 import { KIND_COLOURS } from "../format.js";
+import { t } from "../i18n.js";
 
 const BASE = 0xb8b8b0;
 const _m = new THREE.Matrix4();
@@ -75,7 +76,7 @@ export class TokenMarkers {
       const drop = -1.15 * (i % (lay.lines ?? 1));
       ql.position.set(xs[i], -0.55, lay.z.query + 0.5);
       ql.center.set(0.5, drop);
-      ql.element.setAttribute("aria-label", `Focus query ${i + 1}: ${data.tokens[i]}`);
+      ql.element.setAttribute("aria-label", t("table.focusColumn", { i: i + 1, token: data.tokens[i] }));
       const kl = this.label(data.tokens[i], i === col ? "label-key hot" : "label-key", null);
       kl.position.set(xs[i], -0.45, lay.z.key);
       kl.center.set(0.5, drop);

@@ -14,6 +14,7 @@ import { softwareContext } from "./software.js";
 import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
 import { TokenMarkers } from "./tokens.js";
 import { VectorArrows } from "./vectors.js";
+import { t } from "../i18n.js";
 
 const TRANSITION_MS = 450;
 const LABEL_GAP = 6; // CSS pixels between two labels side by side
@@ -43,7 +44,7 @@ export class SceneView {
     const context = softwareContext(probed);
     this.renderer = makeRenderer(container, {
       testid: "scene-canvas",
-      ariaLabel: "3D view of the attention links; the table beside it holds the same numbers",
+      ariaLabel: t("scene.view.label"),
       ...(context ? { canvas: probed, context, antialias: false } : { antialias: true }),
     });
     const canvas = this.renderer.domElement;

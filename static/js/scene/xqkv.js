@@ -11,6 +11,7 @@ import { KIND_COLOURS } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
 import { LabelSpots } from "./labelspots.js";
 import { redrawOnResize, sizeOf } from "./resize.js";
+import { t } from "../i18n.js";
 
 const X_COLOUR = 0x5c5a52;
 const REACH = 2.6; // scene length of the longest drawn vector
@@ -53,7 +54,7 @@ export class TokenProjection {
     this.size = "";
     this.resizer = redrawOnResize(this, stage);
     this.axisLabels = [[1, 0, 0], [0, 1, 0], [0, 0, 1]].map((d, i) =>
-      stage.label(`coord ${i + 1}`, d.map((v) => v * (REACH + 0.25)), "stage-label ca-axis"),
+      stage.label(t("scene.axis", { i: i + 1 }), d.map((v) => v * (REACH + 0.25)), "stage-label ca-axis"),
     );
   }
 
@@ -128,7 +129,7 @@ export class TokenProjection {
     this.arrows.set(shown.map((name) => ({ origin: new THREE.Vector3(), vec: vec(rows[name]), colour: colours[name] })));
     this.arrows.tick(1); // drawn where they end: no transition
     const spots = new LabelSpots(this.stage, 0.22);
-    for (const [i, d] of [[1, 0, 0], [0, 1, 0], [0, 0, 1]].entries()) spots.reserve(d.map((v) => v * (REACH + 0.25)), `coord ${i + 1}`, 7);
+    for (const [i, d] of [[1, 0, 0], [0, 1, 0], [0, 0, 1]].entries()) spots.reserve(d.map((v) => v * (REACH + 0.25)), t("scene.axis", { i: i + 1 }), 7);
     for (const name of shown) {
       const tip = vec(rows[name]);
       const text = name === "x" ? `x (${answer.tokens[token]})` : name;
