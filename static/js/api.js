@@ -11,10 +11,12 @@
 
 import { CAUSAL_STAGES, COMPARE_MAX, FULL_STAGES, asInfo, causalFrom, fewestRows, frameAsJson, fullFrom, oneHead, wordGroups } from "./model.js";
 
+import { t } from "./i18n.js";
+
 /** An API error as { field, msg } items; field is "q", "k", "v", "tokens" or "body". */
 function errorItems(status, body) {
   const detail = body && Array.isArray(body.detail) ? body.detail : null;
-  if (!detail) return [{ field: "body", msg: `The server answered ${status}.` }];
+  if (!detail) return [{ field: "body", msg: t("error.status", { status }) }];
   return detail.map((d) => {
     const loc = Array.isArray(d.loc) ? d.loc : [];
     const field = loc[0] === "body" && typeof loc[1] === "string" ? loc[1] : "body";
@@ -167,7 +169,7 @@ export async function attentionBothMasks(input, signal) {
  */
 /** The outcome of a request that never reached the server (a network error): the page says so. */
 export function unreachable(err) {
-  return { ok: false, errors: [{ field: "body", msg: `Could not reach the server (${err.message}).` }] };
+  return { ok: false, errors: [{ field: "body", msg: t("error.unreachable", { reason: err.message }) }] };
 }
 
 export class Recomputer {
@@ -219,7 +221,7 @@ export class Recomputer {
 /** A refused or failed request of a chapter: `errors` as { field, msg } items (see errorItems). */
 export class ApiError extends Error {
   constructor(status, errors) {
-    super(errors.map((e) => e.msg).join(" ") || `The server answered ${status}.`);
+    super(errors.map((e) => e.msg).join(" ") || t("error.status", { status }));
     this.name = "ApiError";
     this.status = status;
     this.errors = errors;

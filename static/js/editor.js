@@ -7,11 +7,13 @@
 
 import { MAX_DIM, MAX_TOKENS, parseCell } from "./state.js";
 import { el } from "./dom.js";
+import { t as say } from "./i18n.js";
 
+// each matrix's grid: its caption is a catalog key (i18n.js)
 const MATRICES = [
-  { id: "q", title: "Q: queries (what each word looks for)", dim: "d_k" },
-  { id: "k", title: "K: keys (what each word offers)", dim: "d_k" },
-  { id: "v", title: "V: values (what each word passes on)", dim: "d_v" },
+  { id: "q", title: "editor.matrix.q", dim: "d_k" },
+  { id: "k", title: "editor.matrix.k", dim: "d_k" },
+  { id: "v", title: "editor.matrix.v", dim: "d_v" },
 ];
 
 /** A copy of the numbers that an edit may change. */
@@ -68,7 +70,7 @@ export class Editor {
       const where = `${matrix} ${row} ${col}`;
       const x = parseCell(t.value);
       if (typeof x === "number" && !Number.isFinite(x)) {
-        this.localErrors.set(where, `${this.cellName(matrix, Number(row), Number(col))}: ${t.value.trim()} is too large (a number must stay within ±1.8e308).`);
+        this.localErrors.set(where, say("editor.error.tooLarge", { cell: this.cellName(matrix, Number(row), Number(col)), text: t.value.trim() }));
         this.showErrors(this.serverErrors);
         return;
       }
@@ -83,8 +85,7 @@ export class Editor {
   /** A cell as the editor shows it: the matrix, the row's word (and number), the column from 1. */
   cellName(matrix, row, col) {
     const word = this.state.input?.tokens[row];
-    const named = word === undefined ? `row ${row + 1}` : `row “${word}” (word ${row + 1})`;
-    return `${matrix.toUpperCase()}, ${named}, column ${col + 1}`;
+    return say("editor.cell", { matrix: matrix.toUpperCase(), named: String(word !== undefined), word: word ?? "", row: row + 1, col: col + 1 });
   }
 
   /** The server's message with its 0-based place (`q[3][0]: …`) named as the editor shows it. */
@@ -95,8 +96,9 @@ export class Editor {
     const box = this.root.querySelector(`input[data-matrix="${m}"][data-row="${r}"][data-col="${c}"]`);
     const typed = box ? box.value.trim() : "";
     let why = rest;
-    if (/valid number|finite number/i.test(rest)) why = typed === "" ? "empty: type a number" : `“${typed}” is not a number`;
-    return `${this.cellName(m, Number(r), Number(c))}: ${why}`;
+    const cell = this.cellName(m, Number(r), Number(c));
+    if (/valid number|finite number/i.test(rest)) return typed === "" ? say("editor.error.empty", { cell }) : say("editor.error.notNumber", { cell, text: typed });
+    return `${cell}: ${why}`;
   }
 
   resize(which) {
@@ -110,7 +112,7 @@ export class Editor {
     if (text === "" || !Number.isInteger(d) || d < 1 || d > MAX_DIM) {
       // said, not silently undone: the box keeps what was typed until it is a length the page can draw
       box.setAttribute("aria-invalid", "true");
-      this.dimsError.textContent = `${name} must be a whole number from 1 to ${MAX_DIM}${text === "" ? "" : ` (not ${text})`}; the matrices keep ${name} = ${now}.`;
+      this.dimsError.textContent = say("editor.error.dims", { name, max: MAX_DIM, text, typed: String(text !== ""), now });
       this.dimsError.hidden = false;
       return;
     }
@@ -130,7 +132,7 @@ export class Editor {
   addToken() {
     if (!this.state.input || this.state.input.tokens.length >= MAX_TOKENS) return;
     const input = copyInput(this.state.input);
-    input.tokens.push(`word${input.tokens.length + 1}`);
+    input.tokens.push(say("editor.newWord", { n: input.tokens.length + 1 }));
     for (const m of ["q", "k", "v"]) input[m].push(input[m][0].map(() => 0));
     this.changed(input, { structural: true });
   }
@@ -165,7 +167,7 @@ export class Editor {
     // the words
     const words = el("div", { className: "grid-block" });
     const wt = el("table", { className: "grid", dataset: { testid: "edit-tokens" } });
-    wt.append(el("caption", {}, "Words"));
+    wt.append(el("caption", {}, say("editor.words")));
     const wbody = el("tbody");
     input.tokens.forEach((t, i) => {
       const tr = el("tr");
@@ -175,7 +177,7 @@ export class Editor {
         type: "text",
         maxlength: "100",
         spellcheck: "false",
-        "aria-label": `Word ${i + 1}`,
+        "aria-label": say("editor.word", { i: i + 1 }),
         dataset: { token: String(i), testid: `edit-token-${i}` },
       });
       box.value = t;
@@ -183,7 +185,7 @@ export class Editor {
       const rm = el("td");
       const btn = el(
         "button",
-        { type: "button", className: "remove", "aria-label": `Remove word ${i + 1}`, dataset: { remove: String(i) } },
+        { type: "button", className: "remove", "aria-label": say("editor.remove", { i: i + 1 }), dataset: { remove: String(i) } },
         "✕",
       );
       btn.disabled = n <= 1;
@@ -200,7 +202,7 @@ export class Editor {
       const d = rows[0].length;
       const block = el("div", { className: `grid-block grid-${m.id}` });
       const table = el("table", { className: "grid", dataset: { testid: `edit-${m.id}` } });
-      table.append(el("caption", {}, m.title));
+      table.append(el("caption", {}, say(m.title)));
       const head = el("tr");
       head.append(el("td"));
       for (let c = 0; c < d; c++) head.append(el("th", { scope: "col" }, String(c + 1)));
@@ -216,7 +218,7 @@ export class Editor {
             type: "text",
             inputmode: "decimal",
             size: "5",
-            "aria-label": `${m.id.toUpperCase()} row ${r + 1}, coordinate ${c + 1}`,
+            "aria-label": say("editor.coordinate", { matrix: m.id.toUpperCase(), row: r + 1, col: c + 1 }),
             dataset: { matrix: m.id, row: String(r), col: String(c), testid: `edit-${m.id}-${r}-${c}` },
           });
           box.value = String(x);

@@ -3,16 +3,17 @@
 
 import { el } from "./dom.js";
 import { fixed3 } from "./format.js";
+import { decimal, language, t } from "./i18n.js";
 
 
 const norm = (row) => Math.hypot(...row);
-const two = (x) => Number(x).toFixed(2).replace("-", "\u2212");
+const two = (x) => (language() === "en" ? Number(x).toFixed(2).replace("-", "\u2212") : decimal(Number(x), 2));
 
 function vectorLine(kind, token, row) {
   const line = el("p", { className: `vi-line vi-${kind}` });
   line.append(
-    el("span", { className: "vi-name" }, `${kind} of “${token}”`),
-    el("span", { className: "vi-norm" }, ` ‖${kind}‖ = ${fixed3(norm(row))}, ${row.length} numbers: `),
+    el("span", { className: "vi-name" }, t("inspect.name", { kind, token })),
+    el("span", { className: "vi-norm" }, t("inspect.norm", { kind, norm: fixed3(norm(row)), n: row.length })),
     el("span", { className: "vi-nums" }, row.map(two).join(" ")),
   );
   return line;
@@ -25,10 +26,7 @@ function vectorLine(kind, token, row) {
 export function renderInspect(box, data, what) {
   const parts = [];
   const head = el("p", { className: "vi-head" });
-  head.textContent =
-    what.why === "cell"
-      ? "The hovered cell: the query's q and the key's k, every number (the 3D view shows their PCA projection)."
-      : `The ${what.why === "hover" ? "hovered" : "focused"} word's q, k and v, every number (the 3D view shows their PCA projection; hover a word in the 3D view or a cell of the table for another).`;
+  head.textContent = t("inspect.head", { why: what.why });
   parts.push(head);
   for (const i of what.query) {
     parts.push(vectorLine("q", data.tokens[i], data.q[i]));

@@ -23,7 +23,7 @@ import { SceneView } from "./scene/view.js";
 import { SentenceParts } from "./sentence.js";
 import { ATTENTION_CHAPTERS, createState, current, readUrl, snapshot, writeUrl } from "./state.js";
 import { createStore } from "./store.js";
-import { startLanguage } from "./i18n.js";
+import { startLanguage, t } from "./i18n.js";
 import "./classroom/index.js";
 import "./export/index.js";
 
@@ -46,7 +46,7 @@ function threeD(container, make) {
     return make();
   } catch (err) {
     console.warn("3D view unavailable:", err);
-    container.append(el("p", { className: "scene-fallback" }, `The 3D view needs WebGL, which this browser has turned off (${err.message}). The numbers beside it are all there.`));
+    container.append(el("p", { className: "scene-fallback" }, t("scene.noWebgl", { reason: err.message })));
     return null;
   }
 }
@@ -139,7 +139,7 @@ $("example-select").addEventListener("change", (e) => {
 function runSentence(text) {
   act.setNotice(null);
   if (!text.trim()) {
-    act.setNotice(text ? "That sentence is only spaces: type some words for the model to read." : "Type a sentence first: the model needs some words to read.");
+    act.setNotice(t(text ? "notice.onlySpaces" : "notice.noSentence"));
     return;
   }
   if (!attentionOn()) lesson.go("steps", null, null, { history: true });

@@ -8,6 +8,7 @@
 import { heatRgb } from "./format.js";
 import { el } from "./dom.js";
 import { kvGroups } from "./model.js";
+import { decimal, integer, listOf, t } from "./i18n.js";
 
 /** Draw a B × B map of thousandths (a head's pooled weights). */
 function paint(canvas, matrix) {
@@ -110,21 +111,21 @@ export class Overview {
     const kvOf = (h) => groups.findIndex((g) => g.includes(h));
     this.grid.dataset.kvHeads = String(groups.length);
     if (groups.length < data.heads) {
-      this.grid.append(el("span", { className: "ov-corner", "aria-hidden": "true" }, "shared K, V →"));
+      this.grid.append(el("span", { className: "ov-corner", "aria-hidden": "true" }, t("overview.shared")));
       for (const [g, members] of groups.entries()) {
-        const span = el("span", { className: `ov-kv kv-${g % 3}`, dataset: { kv: String(g), testid: `ov-kv-${g}` } }, `KV head ${g}`);
+        const span = el("span", { className: `ov-kv kv-${g % 3}`, dataset: { kv: String(g), testid: `ov-kv-${g}` } }, t("overview.kvHead", { g }));
         span.style.gridColumn = `span ${members.length}`;
-        span.title = `Query heads ${members.join(", ")} read the keys and values of KV head ${g}`;
+        span.title = t("overview.kvTitle", { heads: listOf(members.map(integer)), g });
         this.grid.append(span);
       }
       this.grid.append(el("span", { "aria-hidden": "true" }));
     }
-    this.grid.append(el("span", { className: "ov-corner", "aria-hidden": "true" }, "layer ↓ head →"));
+    this.grid.append(el("span", { className: "ov-corner", "aria-hidden": "true" }, t("overview.corner")));
     for (let h = 0; h <= data.heads; h++) {
       const grouped = h < data.heads && groups.length < data.heads;
       const attrs = { className: grouped ? `ov-head kv-${kvOf(h) % 3}` : "ov-head", "aria-hidden": "true" };
       if (grouped) attrs.dataset = { kv: String(kvOf(h)) };
-      this.grid.append(el("span", attrs, h < data.heads ? String(h) : "mean"));
+      this.grid.append(el("span", attrs, h < data.heads ? integer(h) : t("model.mean")));
     }
     const L = data.layers;
     const H = data.heads;
@@ -136,29 +137,22 @@ export class Overview {
           : h === "mean"
             ? data.pooled[l]
             : [data.pooled[l][h]];
-    const label = (l, h) =>
-      l === "mean" && h === "mean"
-        ? "mean of all heads of all layers"
-        : l === "mean"
-          ? `head ${h}, mean over the layers`
-          : h === "mean"
-            ? `layer ${l}, mean of its heads`
-            : `layer ${l} head ${h}`;
+    const label = (l, h) => t("overview.cell", { which: l === "mean" ? (h === "mean" ? "all" : "layers") : h === "mean" ? "heads" : "one", layer: String(l), head: String(h) });
     const picks = (n) => [...Array.from({ length: n }, (_, i) => i), "mean"];
     for (const l of picks(L)) {
-      this.grid.append(el("span", { className: "ov-layer", "aria-hidden": "true" }, String(l)));
+      this.grid.append(el("span", { className: "ov-layer", "aria-hidden": "true" }, l === "mean" ? t("model.mean") : integer(l)));
       for (const h of picks(H)) {
         const isMean = l === "mean" || h === "mean";
         const kv = !isMean && groups.length < H ? kvOf(h) : null;
         const btn = el("button", {
           type: "button",
           className: isMean ? "ov-cell ov-mean" : kv === null ? "ov-cell" : `ov-cell kv-${kv % 3}`,
-          "aria-label": kv === null ? label(l, h) : `${label(l, h)} (KV head ${kv})`,
+          "aria-label": kv === null ? label(l, h) : t("overview.cellKv", { label: label(l, h), kv }),
           "aria-pressed": "false",
           tabindex: "-1",
           dataset: { layer: String(l), head: String(h), testid: `head-${l}-${h}` },
         });
-        if (!isMean) btn.title = `${label(l, h)}: entropy ${data.entropy[l][h].toFixed(2)} bits, reads ${data.distance[l][h].toFixed(1)} tokens away on average`;
+        if (!isMean) btn.title = t("overview.cellTitle", { label: label(l, h), entropy: decimal(data.entropy[l][h], 2), distance: decimal(data.distance[l][h], 1) });
         const canvas = el("canvas", { "aria-hidden": "true" });
         paint(canvas, meanMatrix(all(l, h)));
         btn.append(canvas);

@@ -4,7 +4,8 @@
 // modelLoading, headsState); picking a head goes through `pick(layer, head, from)`.
 
 import { allHeads, listModels, modelInfo } from "./api.js";
-import { isCausal, kvGroups, parsePick, pickText } from "./model.js";
+import { andList, integer, t } from "./i18n.js";
+import { isCausal, kvGroups, parsePick } from "./model.js";
 import { Overview } from "./overview.js";
 
 const $ = (id) => document.getElementById(id);
@@ -54,20 +55,21 @@ export class SentenceParts {
     const key = `${layers}×${heads}×${kvHeads}`;
     if (this.built === key) return;
     this.built = key;
-    const options = (count) => Array.from({ length: count }, (_, i) => new Option(String(i), String(i)));
-    $("layer-select").replaceChildren(...options(layers), new Option("mean", "mean"));
+    const options = (count) => Array.from({ length: count }, (_, i) => new Option(integer(i), String(i)));
+    const mean = () => new Option(t("model.mean"), "mean");
+    $("layer-select").replaceChildren(...options(layers), mean());
     const groups = kvGroups(heads, kvHeads);
     const head = $("head-select");
-    if (groups.length === heads) head.replaceChildren(...options(heads), new Option("mean", "mean"));
+    if (groups.length === heads) head.replaceChildren(...options(heads), mean());
     else {
       const parts = groups.map((members, g) => {
         const group = document.createElement("optgroup");
-        group.label = `KV head ${g}: heads ${members[0]}–${members[members.length - 1]} share its keys and values`;
+        group.label = t("model.kvGroup", { g, first: members[0], last: members[members.length - 1] });
         group.dataset.kv = String(g);
-        group.append(...members.map((h) => new Option(`${h} (KV ${g})`, String(h))));
+        group.append(...members.map((h) => new Option(t("model.kvHead", { h, g }), String(h))));
         return group;
       });
-      head.replaceChildren(...parts, new Option("mean", "mean"));
+      head.replaceChildren(...parts, mean());
     }
     head.dataset.kvHeads = String(groups.length);
   }
@@ -133,7 +135,7 @@ export class SentenceParts {
       outcome = await allHeads(state.sentence, mask, controller.signal, state.modelId);
     } catch (err) {
       if (controller.signal.aborted) return;
-      outcome = { ok: false, errors: [{ msg: `Could not reach the server (${err.message}).` }] };
+      outcome = { ok: false, errors: [{ msg: t("error.unreachable", { reason: err.message }) }] };
     }
     if (state.heads?.key !== key) return;
     this.act.headsState(outcome.ok ? { key, data: outcome.data } : { key, error: outcome.errors.map((e) => e.msg).join(" ") });
@@ -157,8 +159,8 @@ export class SentenceParts {
     if (!on) return;
     const m = state.model;
     if (m) {
-      const gqa = m.kv_heads && m.kv_heads < m.heads ? ` sharing ${m.kv_heads} key/value heads` : "";
-      $("model-name").textContent = `${m.name}: ${m.layers} layers × ${m.heads} heads${gqa}, d_k = ${m.head_size}`;
+      const shared = m.kv_heads && m.kv_heads < m.heads ? m.kv_heads : 0;
+      $("model-name").textContent = t("model.name", { name: m.name, layers: m.layers, heads: m.heads, shared, dk: m.head_size });
       this.buildPickers(m.layers, m.heads, m.kv_heads ?? m.heads);
     }
     $("model-select").value = state.modelId ?? state.models?.find((x) => x.default)?.id ?? "";
@@ -167,9 +169,9 @@ export class SentenceParts {
     $("merge-toggle").checked = state.merge;
     const status = $("model-status");
     const text = state.modelLoading
-      ? `Loading the model (${state.model?.name ?? "all-MiniLM-L6-v2"}) for the first time: a few seconds…`
+      ? t("model.loading", { name: state.model?.name ?? "all-MiniLM-L6-v2" })
       : state.pending && slow
-        ? "Running the model…"
+        ? t("model.running")
         : "";
     status.textContent = text;
     status.hidden = !text;
@@ -183,40 +185,26 @@ export class SentenceParts {
       this.overview.message("");
     } else {
       this.overview.clear();
-      this.overview.message(heads?.error ? `The overview is unavailable: ${heads.error}` : "Loading all the heads…");
+      this.overview.message(heads?.error ? t("overview.unavailable", { error: heads.error }) : t("overview.loading"));
     }
   }
 
   notes(data, mergedNow) {
     const state = this.state;
     const notes = [];
-    const hasPieces = data && data.tokens.some((t) => t.startsWith("##"));
-    if (data) notes.push(`Showing ${pickText(data.layer, data.head)}.`);
-    if (state.merge && !mergedNow) {
-      notes.push(
-        "Word pieces are merged from step 4 (softmax) on: a word's share is the sum of its pieces' weights, " +
-          "but scores before softmax do not add up, so steps 1–3 show the model's own tokens.",
-      );
-    } else if (mergedNow) {
-      notes.push(
-        "Pieces merged (the common convention): a key word gets the sum of its pieces' weights, " +
-          "a query word the mean of its pieces' rows, so each row still sums to 1.",
-      );
-    } else if (hasPieces) {
-      notes.push("## marks a word piece: the model reads unfamiliar words in parts.");
-    }
-    if (data?.mean_over?.length) {
-      notes.push(
-        `Every stage is the mean over the ${data.mean_over.join(" and ")} of each one's own numbers: ` +
-          "a mean weight is not the softmax of the mean score.",
-      );
-    }
-    if (state.mask === "causal" && !isCausal(state.model)) {
-      notes.push(
-        "Causal mask: the server recomputes this head from the model's q, k, v as if it could not see later " +
-          "tokens (the model itself ran with its full mask).",
-      );
-    }
+    const hasPieces = data && data.tokens.some((token) => token.startsWith("##"));
+    if (data) notes.push(t("model.note.showing", { pick: pickText(data.layer, data.head) }));
+    if (state.merge && !mergedNow) notes.push(t("model.note.mergeLater"));
+    else if (mergedNow) notes.push(t("model.note.merged"));
+    else if (hasPieces) notes.push(t("model.note.pieces"));
+    if (data?.mean_over?.length) notes.push(t("model.note.mean", { over: andList(data.mean_over.map((name) => t("arith.over", { name }))) }));
+    if (state.mask === "causal" && !isCausal(state.model)) notes.push(t("model.note.causal"));
     return notes;
   }
+}
+
+/** "layer 3, head 1", "the mean of layer 3's heads", … in the page's language, for the model bar's note. */
+function pickText(layer, head) {
+  const which = layer === "mean" ? (head === "mean" ? "all" : "layers") : head === "mean" ? "heads" : "one";
+  return t("model.pick", { which, layer: String(layer), head: String(head) });
 }

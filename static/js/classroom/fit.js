@@ -11,6 +11,7 @@
 // Only when all of that is not enough does the zoom go below the floor (the panel says so: data-fit-below).
 
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 
 const FLOOR_REM = 0.73; // the smallest text, in root sizes (the root is 1.5vw in the projector view)
 const MIN_FIT = 0.35; // the smallest zoom at all (below the floor: the last resort)
@@ -157,7 +158,7 @@ function words(text) {
 /** A block's name: its label, its heading, or its first words. */
 function blockName(block) {
   const head = block.querySelector("h3, h4, caption, .ca-title, strong, b, th") ?? block;
-  return words(block.getAttribute("aria-label")) || words(head.textContent) || "More";
+  return words(block.getAttribute("aria-label")) || words(head.textContent) || t("projector.more");
 }
 
 /** Does the step's explanation name this block (its heading, e.g. "head 2")? Such blocks fold last. */
@@ -213,7 +214,7 @@ function drawTabs(panel) {
   if (strip.dataset.names === names.join("|")) return; // nothing changed: no mutation (the panel is watched)
   strip.dataset.names = names.join("|");
   strip.replaceChildren(
-    el("span", { className: "cr-tabs-title" }, "Also here:"),
+    el("span", { className: "cr-tabs-title" }, t("projector.alsoHere")),
     ...names.map((name, i) => {
       const tab = el("button", { type: "button", className: "cr-tab", dataset: { testid: `projector-tab-${i}`, tab: name } }, name);
       tab.setAttribute("aria-expanded", "false");

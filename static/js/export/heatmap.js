@@ -3,6 +3,7 @@
 // textContent, so a word such as <script> is text in the file, never markup; a control character
 // in a word is drawn as its control picture (printable()), so the file is always well-formed XML.
 import { fixed3, heatRgb, inkFor, rgbCss, rowLevels } from "../format.js";
+import { t as say } from "../i18n.js";
 import { arrayTable, printable } from "./table-data.js";
 
 const NS = "http://www.w3.org/2000/svg";
@@ -25,7 +26,7 @@ export function heatmapSvg(answer, name, title) {
   const labelW = Math.min(160, 14 + 8 * Math.max(...t.rows.map((r) => r.length), 4));
   const headH = Math.min(140, 20 + 7 * Math.max(...t.cols.map((c) => c.length), 4));
   const top = 34 + headH;
-  const scaleText = mode === "weight" ? "0 → 1 (the weight itself)" : "each row's smallest → largest";
+  const scaleText = say("heatmap.scale", { mode });
   const width = Math.ceil(Math.max(labelW + t.cols.length * CELL + 24, 16 + 8.6 * title.length, labelW + 230 + 7.2 * (14 + scaleText.length)));
   const height = top + t.rows.length * CELL + 70;
   const svg = node("svg", { xmlns: NS, width, height, viewBox: `0 0 ${width} ${height}`, role: "img" });
@@ -61,8 +62,8 @@ export function heatmapSvg(answer, name, title) {
   for (let s = 0; s < 20; s++) {
     svg.append(node("rect", { x: labelW + s * 10, y: barY, width: 10, height: 14, fill: rgbCss(heatRgb(s / 19)) }));
   }
-  svg.append(node("text", { x: labelW + 210, y: barY + 12, "font-family": FONT, "font-size": 12, fill: "#111" }, `less → more: ${scaleText}`));
-  svg.append(node("text", { x: 8, y: barY + 40, "font-family": FONT, "font-size": 12, fill: "#333" }, "rows: queries · columns: keys"));
+  svg.append(node("text", { x: labelW + 210, y: barY + 12, "font-family": FONT, "font-size": 12, fill: "#111" }, say("heatmap.lessMore", { scale: scaleText })));
+  svg.append(node("text", { x: 8, y: barY + 40, "font-family": FONT, "font-size": 12, fill: "#333" }, say("heatmap.axes")));
   return svg;
 }
 

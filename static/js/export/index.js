@@ -6,6 +6,7 @@
 // Every number exported is the server's own; user text is data in every format.
 import { postJson } from "../api.js";
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { currentView, onViewChange, whenReady } from "../pageview.js";
 import { toCsv } from "./csv.js";
 import { fileName, pngBlob, save } from "./download.js";
@@ -16,15 +17,16 @@ import { arrayNames, arrayTable } from "./table-data.js";
 
 const bar = document.getElementById("export-bar");
 
-function button(label, title, action) {
-  const b = el("button", { type: "button", className: "export-button", title, dataset: { testid: `export-${label.toLowerCase().replace(/\s+/g, "-")}` } }, label);
+/** A button of the bar: `id` names it (its test id), `label` and `title` are what it says. */
+function button(id, label, title, action) {
+  const b = el("button", { type: "button", className: "export-button", title, dataset: { testid: `export-${id}` } }, label);
   b.addEventListener("click", async () => {
     b.disabled = true;
     status.textContent = "";
     try {
       await action();
     } catch (err) {
-      status.textContent = `Could not export: ${err.message}`;
+      status.textContent = t("export.failed", { reason: err.message });
       console.warn("export failed:", err);
     } finally {
       b.disabled = false;
@@ -33,22 +35,22 @@ function button(label, title, action) {
   return b;
 }
 
-const picker = el("select", { "aria-label": "Array to export as CSV, JSON, SVG", dataset: { testid: "export-stage" } });
+const picker = el("select", { dataset: { testid: "export-stage" } });
 const status = el("span", { className: "export-status", role: "status", dataset: { testid: "export-status" } });
 
 function view() {
   const v = currentView();
-  if (!v || !v.answer) throw new Error("nothing is drawn yet");
+  if (!v || !v.answer) throw new Error(t("export.error.nothing"));
   return v;
 }
 
 /** The array the picker names, else the view's current stage, else the answer's first array. */
 function chosen(v) {
-  if (picker.value === ALL) throw new Error("pick one array for this format (the whole answer is JSON only)");
+  if (picker.value === ALL) throw new Error(t("export.error.pickOne"));
   const names = arrayNames(v.answer);
   if (names.includes(picker.value)) return picker.value;
   if (names.includes(v.stage)) return v.stage;
-  if (!names.length) throw new Error("this view has no table of numbers");
+  if (!names.length) throw new Error(t("export.error.noTable"));
   return names[0];
 }
 
@@ -58,14 +60,14 @@ const stem = (v, ...more) => fileName("attention", v.chapter, v.sentence ? "sent
 async function exportPng() {
   const v = view();
   const canvas = v.canvas ?? v.renderScene?.(1);
-  if (!canvas) throw new Error("this view has no 3D picture");
+  if (!canvas) throw new Error(t("export.error.noPicture"));
   save(await pngBlob(scenePicture(v, 2)), `${stem(v, v.mask)}.png`);
 }
 
 function heatmap(v) {
   const name = chosen(v);
-  const t = arrayTable(v.answer, name);
-  const title = `${name}${t.heads ? " (head 0)" : ""}${v.mask ? `, ${v.mask} mask` : ""}`;
+  const table = arrayTable(v.answer, name);
+  const title = t("export.heatmapTitle", { name, head0: String(Boolean(table.heads)), mask: v.mask ?? "none" });
   return { name, svg: heatmapSvg(v.answer, name, title) };
 }
 
@@ -116,7 +118,7 @@ async function exportHtml() {
   const v = view();
   const app = document.getElementById("app");
   const assets = { viewer: app.dataset.viewerSrc, styles: app.dataset.stylesSrc };
-  if (!assets.viewer || !assets.styles) throw new Error("the page was served without its bundle (run make)");
+  if (!assets.viewer || !assets.styles) throw new Error(t("export.error.noBundle"));
   let html;
   if (isAttention(v.answer)) {
     html = await standaloneHtml(v, await bothMasks(v), assets);
@@ -137,25 +139,27 @@ function fillPicker() {
   const keep = picker.dataset.picked === "true" && [...names, ALL].includes(picker.value) ? picker.value : (follow ?? ALL);
   const values = [...names, ALL];
   if (values.join() !== [...picker.options].map((o) => o.value).join()) {
-    picker.replaceChildren(...names.map((n) => new Option(n, n)), new Option("the whole answer (JSON)", ALL));
+    picker.replaceChildren(...names.map((n) => new Option(n, n)), new Option(t("export.whole"), ALL));
   }
   picker.value = keep;
   bar.hidden = !v?.answer;
 }
 
 if (bar) {
-  bar.append(
-    el("span", { className: "export-label", "aria-hidden": "true" }, "Export"),
-    button("PNG", "The 3D view as a picture, twice its size, with a legend", exportPng),
-    picker,
-    button("SVG", "The table as a heatmap picture (SVG)", exportSvg),
-    button("Table PNG", "The table as a heatmap picture (PNG)", exportTablePng),
-    button("CSV", "The picked array as CSV (spreadsheets)", exportCsv),
-    button("JSON", "The picked array as JSON", exportJson),
-    button("HTML", "This view as one HTML file that works offline", exportHtml),
-    status,
-  );
+  // made once the page's language is settled (whenReady: after main.js's startLanguage)
   whenReady(() => {
+    picker.setAttribute("aria-label", t("export.picker"));
+    bar.append(
+      el("span", { className: "export-label", "aria-hidden": "true" }, t("export.label")),
+      button("png", "PNG", t("export.png"), exportPng),
+      picker,
+      button("svg", "SVG", t("export.svg"), exportSvg),
+      button("table-png", t("export.tablePng.label"), t("export.tablePng"), exportTablePng),
+      button("csv", "CSV", t("export.csv"), exportCsv),
+      button("json", "JSON", t("export.json"), exportJson),
+      button("html", "HTML", t("export.html"), exportHtml),
+      status,
+    );
     fillPicker();
     onViewChange(() => fillPicker());
     // a chapter's answer arrives after its view changed: refill when the page says it is drawn

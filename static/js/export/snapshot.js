@@ -1,12 +1,14 @@
 // The 3-D view as a picture at 2× its on-screen size, with its word labels and a legend strip
 // that says what the colours and the thicknesses mean.
 import { KIND_COLOURS } from "../format.js";
+import { canvasFamily, dir, t } from "../i18n.js";
 
+// the legend's colours and their words (catalog keys: the page's legend says the same)
 const LEGEND = [
-  ["q", "query q: what a word looks for"],
-  ["k", "key k: what it offers"],
-  ["v", "value v: what it passes on"],
-  ["z", "output z: the mix"],
+  ["q", "page.legend.q"],
+  ["k", "page.legend.k"],
+  ["v", "page.legend.v"],
+  ["z", "snapshot.legend.z"],
 ];
 const hex = (c) => `#${c.toString(16).padStart(6, "0")}`;
 
@@ -47,7 +49,7 @@ function drawLabels(ctx, canvas, rect, scale) {
     const x = (r.left + r.width / 2 - rect.left) * scale;
     const y = (r.top + r.height / 2 - rect.top) * scale;
     if (x < 0 || y < 0 || x > rect.width * scale || y > rect.height * scale) continue;
-    ctx.font = `${style.fontWeight} ${parseFloat(style.fontSize) * scale}px system-ui, sans-serif`;
+    ctx.font = `${style.fontWeight} ${parseFloat(style.fontSize) * scale}px ${canvasFamily()}`;
     if (style.backgroundColor && style.backgroundColor !== "rgba(0, 0, 0, 0)") {
       ctx.fillStyle = style.backgroundColor;
       ctx.fillRect(r.left * scale - rect.left * scale, r.top * scale - rect.top * scale, r.width * scale, r.height * scale);
@@ -59,11 +61,12 @@ function drawLabels(ctx, canvas, rect, scale) {
 
 /** Where the legend's items go, wrapping to a new line when the picture is narrow: [[x, y, kind, text]]. */
 function legendPlaces(ctx, width, s) {
-  ctx.font = `${13 * s}px system-ui, sans-serif`;
+  ctx.font = `${13 * s}px ${canvasFamily()}`;
   const places = [];
   let x = 12 * s;
   let y = 16 * s;
-  for (const [kind, text] of LEGEND) {
+  for (const [kind, key] of LEGEND) {
+    const text = t(key);
     const w = ctx.measureText(text).width + 38 * s;
     if (x > 12 * s && x + w > width) {
       x = 12 * s;
@@ -84,6 +87,7 @@ function drawLegend(ctx, view, top, width, scale) {
   const s = scale;
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";
+  ctx.direction = dir(); // Arabic words drawn right to left, each item still placed from the left
   const places = legendPlaces(ctx, width, s);
   for (const [x, y, kind, text] of places) {
     ctx.fillStyle = hex(KIND_COLOURS[kind]);
@@ -91,6 +95,6 @@ function drawLegend(ctx, view, top, width, scale) {
     ctx.fillStyle = "#111";
     ctx.fillText(text, x + 17 * s, top + y);
   }
-  const what = view.stage === "weights" ? "a larger weight (the query's share of attention)" : `a larger ${view.stage ?? "value"}, within the focused query's row`;
-  ctx.fillText(`Links: thicker and darker = ${what}.`, 12 * s, top + places[places.length - 1][1] + 24 * s);
+  const links = t("snapshot.links", { stage: view.stage ?? "value" });
+  ctx.fillText(links, 12 * s, top + places[places.length - 1][1] + 24 * s);
 }

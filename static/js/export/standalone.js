@@ -16,6 +16,14 @@ import { drawing } from "../projection.js";
 import { SceneView } from "../scene/view.js";
 import { STEPS, stepText } from "../attention/stages.js";
 import { MatrixTable } from "../table.js";
+import { useLanguage } from "../i18n.js";
+
+// the file's language: the exporting page's catalog is inside the file (export/html.js), English's in this viewer
+const words = document.getElementById("attention-i18n");
+if (words) {
+  const { lang, messages } = JSON.parse(words.textContent);
+  useLanguage(lang, messages);
+}
 
 const SCENE_MAX = 32; // the most tokens the page's 3D view draws at once (static/js/main.js)
 
