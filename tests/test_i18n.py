@@ -147,7 +147,9 @@ def client() -> TestClient:
         ({"cookies": {"a3d_lang": "ar"}, "headers": {"accept-language": "es"}}, "ar", "rtl", ">الفصول<"),
     ],
 )
-def test_the_page_is_written_in_the_readers_language(client: TestClient, how: dict[str, Any], lang: str, dir_: str, word: str) -> None:
+def test_the_page_is_written_in_the_readers_language(
+    client: TestClient, how: dict[str, Any], lang: str, dir_: str, word: str
+) -> None:
     cookies = how.pop("cookies", None)
     if cookies:
         client.cookies.update(cookies)

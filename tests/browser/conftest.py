@@ -156,10 +156,11 @@ class Watched:
 
 
 @contextmanager
-def watched_page(browser: Any, base: str) -> Iterator[Watched]:
-    """A fresh browser context on `base`, guarded like every test page."""
+def watched_page(browser: Any, base: str, **options: Any) -> Iterator[Watched]:
+    """A fresh browser context on `base`, guarded like every test page; `options` for the context
+    (e.g. locale="es-ES": the browser's language, as navigator.languages and Accept-Language say)."""
     # reduced motion: transitions jump to their end, which keeps the suite fast (the page honours it)
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, reduced_motion="reduce")
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 800}, "reduced_motion": "reduce", **options})
     page = context.new_page()
     w = Watched(page=page, base=base)
 
