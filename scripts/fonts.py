@@ -53,7 +53,7 @@ SCRIPTS = {
         family="A3D Noto Sans Arabic",
         first="arabic",
         ranges=((0x0600, 0x06FF), (0x0750, 0x077F), (0x08A0, 0x08FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF)),
-        always=ARABIC_DIGITS + "،؛؟\u061c\u0640",  # ALM (Intl's sign mark), tatweel
+        always=ARABIC_DIGITS + "،؛؟\u061c\u0640" + "العربية",  # ALM (Intl's sign mark), tatweel; the menu's name
     ),
     "zh": Script(
         package="noto-sans-sc",
@@ -68,7 +68,7 @@ SCRIPTS = {
             (0x4E00, 0x9FFF),
             (0xFF00, 0xFFEF),
         ),
-        always="，。、：；！？（）“”‘’《》「」…",
+        always="，。、：；！？（）“”‘’《》「」…中文简体",  # and the language menu's name of Chinese
     ),
 }
 

@@ -4,7 +4,7 @@
 
 import { fixed3, heatRgb, inkFor, rgbCss, rowLevels, vector } from "./format.js";
 import { el } from "./dom.js";
-import { integer, listOf, t } from "./i18n.js";
+import { integer, t } from "./i18n.js";
 
 // A long sentence's table (up to 64 × 64 cells) is drawn a block of rows at a time: the rows on
 // the first screen (and the focused one) at once, the rest in the idle time after the view has
@@ -69,7 +69,7 @@ export class MatrixTable {
     if (step.output) notes.push(t("table.note.output"));
     notes.push(t("table.note.mask", { mask: data.mask }));
     const caption = el("caption", {}, `${t(CAPTIONS[step.stage])} `);
-    caption.append(el("span", { className: "notes" }, t("table.notes", { notes: listOf(notes) })));
+    caption.append(el("span", { className: "notes" }, t("table.notes", { notes: notes.join(t("format.phraseSeparator")) })));
     // a window of a long sentence says which (the projector view shows this line alone)
     table.classList.toggle("windowed", Boolean(win));
     if (win) caption.append(el("span", { className: "window", dataset: { testid: "table-window" } }, t("table.window", { from: from + 1, to, n })));
