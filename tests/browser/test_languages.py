@@ -88,8 +88,8 @@ def test_the_english_sentence_finder_finds_english_and_only_english() -> None:
 
 
 def language_of(w: Watched) -> tuple[str, str]:
-    got: tuple[str, str] = tuple(w.page.evaluate("[document.documentElement.lang, document.documentElement.dir]"))  # type: ignore[assignment]
-    return got
+    lang, direction = w.page.evaluate("[document.documentElement.lang, document.documentElement.dir]")
+    return str(lang), str(direction)
 
 
 def words_of(w: Watched) -> str:
@@ -98,7 +98,7 @@ def words_of(w: Watched) -> str:
 
 
 def say(code: str, key: str) -> str:
-    return CATALOGS[code][key]
+    return str(CATALOGS[code][key])
 
 
 def at_step(w: Watched, step: str) -> None:
