@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import ROOT, Watched, watched_page
-from tests.browser.helpers import next_frames
+from tests.browser.helpers import next_frames, offline_page
 from tests.browser.test_projector import CUT, TOKEN, settle
 
 pytestmark = pytest.mark.browser
@@ -332,3 +332,20 @@ def test_fonts_are_subset_and_licensed() -> None:
         ranges = re.findall(r"U\+([0-9A-F]+)(?:-([0-9A-F]+))?", css.split("unicode-range:")[1].split(";")[0])
         covered = {p for a, b in ranges for p in range(int(a, 16), int(b or a, 16) + 1)}
         assert {ord(c) for c in used} <= covered
+
+
+def test_an_exported_view_keeps_its_language(watched: Watched, browser: Any, tmp_path: Path) -> None:
+    """The HTML file of a Spanish page opens offline in Spanish: its lang, its words and its numbers."""
+    w = watched
+    w.goto("?chapter=masks&step=weights&focus=3&lang=es")
+    with w.page.expect_download() as info:
+        w.page.get_by_test_id("export-html").click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    with offline_page(browser, path) as page:
+        assert page.evaluate("document.documentElement.lang") == "es"
+        assert page.locator("#mask-full").inner_text() == say("es", "page.mask.full")
+        caption = page.locator("#matrix caption").inner_text()
+        assert say("es", "table.note.rows") in caption, caption
+        assert re.fullmatch(r"\d,\d{3}", page.locator('[data-testid="cell-3-1"]').inner_text())  # a decimal comma
+        assert page.locator('[data-testid="row-3"]').inner_text().endswith("su")  # the example's Spanish words
