@@ -16,6 +16,7 @@
 
 import { IntlMessageFormat } from "intl-messageformat";
 import en from "../i18n/en.json" with { type: "json" };
+import { apiGet } from "./api.js";
 
 /** The languages with a catalog: `locale` for Intl and the document's lang, `dir`, `name` in itself. */
 export const LANGUAGES = {
@@ -29,8 +30,8 @@ const STORE_KEY = "a3d.lang";
 const COOKIE = "a3d_lang"; // read by the server (app/i18n.py) to write the page's own words
 const MINUS = "\u2212";
 
-let code = SOURCE_LANGUAGE;
-let messages = en;
+// the page's language and its catalog: set once, before the page draws (startLanguage, useLanguage)
+const current = { code: SOURCE_LANGUAGE, messages: en };
 const compiled = new Map(); // key → IntlMessageFormat, made on first use
 
 /** The language code of `tag` ("es-MX" → "es", "zh-Hant-TW" → "zh"), or null when there is no catalog. */
@@ -61,25 +62,25 @@ export function wantedLanguage(search = window.location.search, kept = stored(),
 }
 
 /** The current language's code ("en", "es", "zh", "ar"). */
-export const language = () => code;
+export const language = () => current.code;
 /** Its locale for Intl and the document (zh → "zh-Hans"). */
-export const locale = () => LANGUAGES[code].locale;
+export const locale = () => LANGUAGES[current.code].locale;
 /** Its direction: "ltr" or "rtl". */
-export const dir = () => LANGUAGES[code].dir;
+export const dir = () => LANGUAGES[current.code].dir;
 
 /**
  * Use catalog `catalog` for language `lang` (the page does this once, in startLanguage; the exported
  * viewer with the catalog written into its file).
  */
 export function useLanguage(lang, catalog) {
-  code = Object.hasOwn(LANGUAGES, lang) ? lang : SOURCE_LANGUAGE;
-  messages = code === SOURCE_LANGUAGE ? en : catalog;
+  current.code = Object.hasOwn(LANGUAGES, lang) ? lang : SOURCE_LANGUAGE;
+  current.messages = current.code === SOURCE_LANGUAGE ? en : catalog;
   compiled.clear();
   numberFormats.clear();
 }
 
 /** The catalog in use (the standalone export writes it into its file). */
-export const catalog = () => messages;
+export const catalog = () => current.messages;
 
 /** The names of a message's plain {placeholders} (not a plural's or a select's), at any depth. */
 function plainArguments(ast, names = new Set()) {
@@ -94,7 +95,7 @@ function plainArguments(ast, names = new Set()) {
 function format(key) {
   let f = compiled.get(key);
   if (!f) {
-    const text = Object.hasOwn(messages, key) ? messages[key] : en[key];
+    const text = Object.hasOwn(current.messages, key) ? current.messages[key] : en[key];
     if (text === undefined) throw new Error(`no message "${key}" in the catalogs`);
     f = new IntlMessageFormat(text, locale());
     f.plain = plainArguments(f.getAst());
@@ -109,7 +110,7 @@ function format(key) {
  * not pull the Arabic words or the punctuation around it out of place.
  */
 function isolated(f, values) {
-  if (!values || LANGUAGES[code].dir !== "rtl") return values;
+  if (!values || dir() !== "rtl") return values;
   const out = { ...values };
   for (const name of f.plain) if (typeof out[name] === "string" && out[name]) out[name] = `\u2068${out[name]}\u2069`;
   return out;
@@ -166,7 +167,7 @@ export function decimal(x, min, max = min) {
 
 /** A whole number (a count, a row's index) in the language's digits. */
 export function integer(n) {
-  return code === SOURCE_LANGUAGE ? String(n) : numberFormat(0, 0).format(n);
+  return current.code === SOURCE_LANGUAGE ? String(n) : numberFormat(0, 0).format(n);
 }
 
 /** A share (0.895) as a percentage with `digits` decimals, as the language writes one ("89,5 %", "٨٩٫٥٪"). */
@@ -204,10 +205,7 @@ export async function startLanguage() {
   if (wanted !== SOURCE_LANGUAGE) {
     try {
       const urls = JSON.parse(root?.dataset.catalogs ?? "{}");
-      // a static file, as the page's modules are: not an API request (api.js is the API's one door)
-      const response = await fetch(urls[wanted]);
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      useLanguage(wanted, await response.json());
+      useLanguage(wanted, await apiGet(urls[wanted])); // through the page's one door (api.js)
     } catch (err) {
       console.warn(`the ${wanted} catalog could not be loaded; the page stays in English:`, err);
       useLanguage(SOURCE_LANGUAGE);
@@ -219,7 +217,7 @@ export async function startLanguage() {
     translateDocument(document);
   }
   html.dir = dir();
-  html.dataset.lang = code;
+  html.dataset.lang = current.code;
   setupMenu();
   await loadFonts(root);
 }
@@ -234,6 +232,7 @@ const FONT_WAIT = 3000; // ms: at most this long before the page draws without i
  * projector view's fit) and canvas-drawn text then use them from the start.
  */
 async function loadFonts(root) {
+  const code = current.code;
   const family = FONT_FAMILY[code];
   const href = JSON.parse(root?.dataset.fonts ?? "{}")[code];
   if (!family || !href) return;
@@ -257,7 +256,7 @@ async function loadFonts(root) {
 
 /** The font family for text drawn on a canvas in the page's language (the app's own font first). */
 export function canvasFamily() {
-  const own = FONT_FAMILY[code];
+  const own = FONT_FAMILY[current.code];
   return own ? `"${own}", system-ui, sans-serif` : "system-ui, sans-serif";
 }
 
@@ -305,6 +304,6 @@ export function withLang(query) {
 function setupMenu() {
   const select = document.getElementById("language-select");
   if (!select) return;
-  select.value = code;
+  select.value = current.code;
   select.addEventListener("change", () => chooseLanguage(select.value));
 }

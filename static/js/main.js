@@ -1,9 +1,8 @@
-// Wires the page, and only wires: the store (one state object, changed by the named actions of
-// actions.js), the lesson (lesson.js: the chapters of chapters/index.js), the attention view
-// (attention/: derive(state) → view, drawn by AttentionView) and where its numbers come from
-// (attention/source.js), the editor, sentence mode's bar, the keys, the URL, and the view for
-// the classroom and the exports (pageview.js). After every change of the state the chapter on
-// screen draws itself again, the URL follows, and the classroom hears of it.
+// Wires the page, and only wires: its language first (i18n.js), the store (one state object, changed by
+// the named actions of actions.js), the lesson (lesson.js: the chapters of chapters/index.js), the attention
+// view (attention/: derive(state) → view, drawn by AttentionView) and its numbers' source (attention/source.js),
+// the editor, sentence mode's bar, the keys, the URL, and the view for the classroom and the exports
+// (pageview.js). After every change of the state the chapter draws again, the URL follows, the classroom hears.
 
 import { actions, OPENING_WORD } from "./actions.js";
 import { modelInfo } from "./api.js";
@@ -27,8 +26,7 @@ import { startLanguage, t } from "./i18n.js";
 import "./classroom/index.js";
 import "./export/index.js";
 
-await startLanguage(); // the page's language and its catalog, before anything draws (i18n.js)
-
+await startLanguage(); // the page's language and its catalog, before anything draws
 const $ = (id) => document.getElementById(id);
 const root = $("app");
 const DEFAULT_EXAMPLE = root.dataset.defaultExample;
