@@ -14,11 +14,13 @@ Messages (JSON objects, one per WebSocket text frame):
   {"voted": {...}} / {"error": {...}}   the answer to this socket's own vote
   {"closed": "why"}                 the room is closed; the socket closes with code 4404
 
-A follower's hello also holds its seat: {"seat": "<token>"}, issued by the server for this socket and
-signed (a client cannot make one up). A vote counts once per seat and, unless
-$ATTENTION_VOTES_PER_ADDRESS is "0", once per client address: a page that reconnects sends the seat
-of its earlier hello with its vote ({"vote": {"quiz", "choice", "seat"}}) and keeps its one vote.
-One address holds at most limits.followers_per_address() followers of a room.
+A follower's hello also holds its seat: {"seat": "<token>"}, issued by the server and signed (a
+client cannot make one up); the page keeps it and offers it again when it reconnects (the socket's
+subprotocol "seat.<token>"), so it keeps its seat and its one vote. A vote counts once per seat; one
+address seats at most limits.seats_per_address() voters of a room (app.classroom.quiz), and holds at
+most limits.followers_per_address() follower sockets. A follower's hello during a question holds its
+own vote, if it has one ({"yours": {"quiz", "choice"}}); a presenter's holds the lesson being played
+({"deck": {...}}, presenters only: the teacher's windows step through it together).
 
 Rooms expire ROOM_TTL_SECONDS after they were opened or last driven (by `clock`): in memory and in
 storage at once, their followers told {"closed": ...}.
@@ -74,13 +76,17 @@ def seat_of(code: str, token: object) -> str | None:
     return seat if hmac.compare_digest(seat_token(code, seat), token) else None
 
 
+def new_seat() -> str:
+    return uuid.uuid4().hex
+
+
 @dataclass(eq=False)
 class Subscriber:
     """One WebSocket of this process: what it is owed, in order."""
 
     presenter: bool
     address: str = ""  # the client's address ("" when unknown)
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)  # its seat
+    id: str = field(default_factory=new_seat)  # its seat (one the page kept, or a new one)
     queue: asyncio.Queue[str] = field(default_factory=lambda: asyncio.Queue(limits.FOLLOWER_QUEUE))
     overflow: bool = False
 
@@ -90,13 +96,10 @@ class Subscriber:
         except asyncio.QueueFull:
             self.overflow = True  # its sender closes it; the page reconnects and catches up
 
-    def voters(self, code: str, seat: object = None) -> list[str]:
-        """Who a vote of this socket is counted for: its seat (or an earlier seat of its page, `seat`,
-        a token this server issued for room `code`) and, by default, its address."""
-        voters = ["seat:" + (seat_of(code, seat) or self.id)]
-        if limits.one_vote_per_address() and self.address:
-            voters.append("address:" + self.address)
-        return voters
+    def seat_for_vote(self, code: str, seat: object = None) -> str:
+        """The seat a vote of this socket counts for: its own, or an earlier seat of its page (`seat`, a token
+        this server issued for room `code`: a page whose socket joined before it had a seat to offer)."""
+        return seat_of(code, seat) or self.id
 
 
 def state_message(state: str | None, seq: int) -> str:
@@ -155,12 +158,37 @@ class Broker(ABC):
         """Keep the room's quiz (or none); its votes start from nothing when its id changes."""
 
     @abstractmethod
-    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int) -> bool:
-        """Count one vote unless one of `voters` (the socket, the page) already voted in this quiz."""
+    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int, seconds: float = 0.0) -> bool:
+        """Count one vote (its choice, and the seconds it took) unless one of `voters` (its seat, its
+        address) already voted in this quiz; the first voter is the one the vote is kept under."""
 
     @abstractmethod
-    async def votes(self, code: str, quiz_id: str) -> list[int]:
-        """Each vote's choice."""
+    async def votes(self, code: str, quiz_id: str) -> list[tuple[int, float]]:
+        """Each vote's (choice, seconds after the question was asked)."""
+
+    @abstractmethod
+    async def vote_of(self, code: str, quiz_id: str, seat: str) -> int | None:
+        """The choice of this seat's vote in this quiz, or None."""
+
+    @abstractmethod
+    async def take_seat(self, code: str, address: str, seat: str, most: int) -> bool:
+        """Seat a voter from this address (once per seat): False when the address has `most` seats already."""
+
+    @abstractmethod
+    async def deck(self, code: str) -> dict[str, Any] | None:
+        """The lesson the teacher's windows are playing ({lesson, title, index, count}), or None."""
+
+    @abstractmethod
+    async def set_deck(self, code: str, deck: dict[str, Any] | None) -> None:
+        """Keep the lesson being played (presenters only hear it: publish it yourself)."""
+
+    @abstractmethod
+    async def run(self, code: str) -> str:
+        """The id of the room's current class (a new one after a reset): its class reports are kept under it."""
+
+    @abstractmethod
+    async def new_run(self, code: str) -> None:
+        """A new class in the same room (Reset the room)."""
 
     @abstractmethod
     async def publish(self, code: str, text: str, presenters_only: bool = False) -> None: ...
@@ -248,8 +276,8 @@ class Broker(ABC):
         self._count_flush[code] = asyncio.get_running_loop().create_task(flush())
 
     async def hello(self, code: str, presenter: bool, seat: str | None = None) -> str:
-        """The first message of a socket: the state, the followers, the quiz (and its votes for presenters),
-        a follower's seat (its signed token)."""
+        """The first message of a socket: the state, the followers, the quiz (and its votes for presenters,
+        the lesson being played), a follower's seat (its signed token) and its own vote in the quiz."""
         state, seq = await self.state(code)
         quiz = await self.quiz(code)
         text = state_message(state, seq)[:-1] + f',"followers":{await self.followers(code)}'
@@ -260,19 +288,21 @@ class Broker(ABC):
             if presenter and "answer" not in quiz:
                 answered = len(await self.votes(code, quiz["id"]))
                 text += ',"votes":' + json.dumps({"id": quiz["id"], "answered": answered})
+            if seat is not None and not presenter:
+                mine = await self.vote_of(code, quiz["id"], seat)
+                if mine is not None:
+                    text += ',"yours":' + json.dumps({"quiz": quiz["id"], "choice": mine})
+        if presenter:
+            deck = await self.deck(code)
+            if deck is not None:
+                text += ',"deck":' + json.dumps(deck)
         return text + "}"
-
-    async def vote_counts(self, code: str, quiz: dict[str, Any]) -> dict[str, Any]:
-        counts = [0] * len(quiz["tokens"])
-        for choice in await self.votes(code, quiz["id"]):
-            if 0 <= choice < len(counts):
-                counts[choice] += 1
-        return {"id": quiz["id"], "counts": counts}
 
 
 def public_quiz(quiz: dict[str, Any]) -> dict[str, Any]:
-    """What followers see of a quiz: the counts only once it is revealed."""
-    return {k: v for k, v in quiz.items() if k != "counts" or "answer" in quiz}
+    """What every page sees of a quiz: never its answer before the reveal (the server's "secret"),
+    and the counts only once it is revealed."""
+    return {k: v for k, v in quiz.items() if k != "secret" and (k != "counts" or "answer" in quiz)}
 
 
 class RoomLimit(Exception):
@@ -288,9 +318,12 @@ class _Room:
     followers: int = 0
     addresses: dict[str, int] = field(default_factory=dict)  # followers per client address
     quiz: dict[str, Any] | None = None
-    votes: dict[str, int] = field(default_factory=dict)  # voter id → choice
+    votes: dict[str, tuple[int, float]] = field(default_factory=dict)  # voter id → (choice, seconds)
     voters: set[str] = field(default_factory=set)
     quiz_log: list[dict[str, Any]] = field(default_factory=list)  # the finished questions
+    seats: dict[str, set[str]] = field(default_factory=dict)  # address → the seats that voted from it
+    deck: dict[str, Any] | None = None
+    run: str = ""  # the class's id, "" until first asked (then made from the room's code and key: a restart keeps it)
 
 
 class MemoryBroker(Broker):
@@ -395,20 +428,60 @@ class MemoryBroker(Broker):
             room.votes, room.voters = {}, set()
         room.quiz = quiz
 
-    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int) -> bool:
+    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int, seconds: float = 0.0) -> bool:
         room = self._live(code)
         voters = list(voters)
         if room is None or room.quiz is None or room.quiz["id"] != quiz_id or room.voters.intersection(voters):
             return False
         room.voters.update(voters)
-        room.votes[voters[0]] = choice
+        room.votes[voters[0]] = (choice, seconds)
         return True
 
-    async def votes(self, code: str, quiz_id: str) -> list[int]:
+    async def votes(self, code: str, quiz_id: str) -> list[tuple[int, float]]:
         room = self._live(code)
         if room is None or room.quiz is None or room.quiz["id"] != quiz_id:
             return []
         return list(room.votes.values())
+
+    async def vote_of(self, code: str, quiz_id: str, seat: str) -> int | None:
+        room = self._live(code)
+        if room is None or room.quiz is None or room.quiz["id"] != quiz_id:
+            return None
+        found = room.votes.get("seat:" + seat)
+        return None if found is None else found[0]
+
+    async def take_seat(self, code: str, address: str, seat: str, most: int) -> bool:
+        room = self._live(code)
+        if room is None:
+            return False
+        seats = room.seats.setdefault(address, set())
+        if seat not in seats:
+            if len(seats) >= most:
+                return False
+            seats.add(seat)
+        return True
+
+    async def deck(self, code: str) -> dict[str, Any] | None:
+        room = self._live(code)
+        return None if room is None else room.deck
+
+    async def set_deck(self, code: str, deck: dict[str, Any] | None) -> None:
+        room = self._live(code)
+        if room is not None:
+            room.deck = deck
+
+    async def run(self, code: str) -> str:
+        room = await self._room(code)
+        if room is None:
+            return ""
+        if not room.run:
+            room.run = hashlib.sha256(f"{code}\0{room.key_digest}".encode()).hexdigest()[:32]
+        return room.run
+
+    async def new_run(self, code: str) -> None:
+        room = self._live(code)
+        if room is not None:
+            room.run = new_seat()
 
     async def publish(self, code: str, text: str, presenters_only: bool = False) -> None:
         self.deliver(code, text, presenters_only)
@@ -445,6 +518,14 @@ redis.call('EXPIRE', KEYS[3], 43200)
 return 1
 """
 
+_SEAT = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
 
 class RedisBroker(Broker):
     """Rooms in Redis; every process subscribes to the rooms' channels and feeds its own sockets."""
@@ -459,6 +540,7 @@ class RedisBroker(Broker):
         self.process = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._set_state = self.redis.register_script(_SET_STATE)
         self._vote = self.redis.register_script(_VOTE)
+        self._seat = self.redis.register_script(_SEAT)
         self._reader: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
 
@@ -562,10 +644,39 @@ class RedisBroker(Broker):
         else:
             await self.redis.hset(key, mapping={"quiz": json.dumps(quiz), "quiz_id": quiz["id"]})
 
-    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int) -> bool:
+    async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int, seconds: float = 0.0) -> bool:
         keys = [self._key(code), self._key(code, "votes"), self._key(code, "voters")]
-        done = await self._vote(keys=keys, args=[quiz_id, choice, *voters])
+        done = await self._vote(keys=keys, args=[quiz_id, f"{choice}:{seconds:.3f}", *voters])
         return bool(done)
+
+    async def vote_of(self, code: str, quiz_id: str, seat: str) -> int | None:
+        if await self.redis.hget(self._key(code), "quiz_id") != quiz_id:
+            return None
+        found = await self.redis.hget(self._key(code, "votes"), "seat:" + seat)
+        return None if found is None else _vote_value(str(found))[0]
+
+    async def take_seat(self, code: str, address: str, seat: str, most: int) -> bool:
+        key = self._key(code, "seats", address)
+        taken = await self._seat(keys=[key], args=[seat, most, int(room_ttl())])
+        return bool(taken)
+
+    async def deck(self, code: str) -> dict[str, Any] | None:
+        text = await self.redis.hget(self._key(code), "deck")
+        return None if not text else dict(json.loads(text))
+
+    async def set_deck(self, code: str, deck: dict[str, Any] | None) -> None:
+        if deck is None:
+            await self.redis.hdel(self._key(code), "deck")
+        else:
+            await self.redis.hset(self._key(code), "deck", json.dumps(deck))
+
+    async def run(self, code: str) -> str:
+        key = self._key(code)
+        await self.redis.hsetnx(key, "run", new_seat())
+        return str(await self.redis.hget(key, "run") or "")
+
+    async def new_run(self, code: str) -> None:
+        await self.redis.hset(self._key(code), "run", new_seat())
 
     async def log_quiz(self, code: str, entry: dict[str, Any] | None) -> None:
         key = self._key(code, "quizlog")
@@ -580,10 +691,16 @@ class RedisBroker(Broker):
         texts = await self.redis.lrange(self._key(code, "quizlog"), 0, -1)
         return [dict(json.loads(t)) for t in texts]
 
-    async def votes(self, code: str, quiz_id: str) -> list[int]:
+    async def votes(self, code: str, quiz_id: str) -> list[tuple[int, float]]:
         if await self.redis.hget(self._key(code), "quiz_id") != quiz_id:
             return []
-        return [int(v) for v in await self.redis.hvals(self._key(code, "votes"))]
+        return [_vote_value(str(v)) for v in await self.redis.hvals(self._key(code, "votes"))]
+
+
+def _vote_value(text: str) -> tuple[int, float]:
+    """A vote as Redis keeps it, "choice:seconds"."""
+    choice, _, seconds = text.partition(":")
+    return int(choice), float(seconds or 0)
 
     async def close(self) -> None:
         await super().close()

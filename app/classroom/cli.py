@@ -38,9 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"${limits.FOLLOWERS_PER_ADDRESS_ENV}); raise it when a class shares one address (NAT)",
     )
     group.add_argument(
+        "--seats-per-address",
+        type=int,
+        metavar="N",
+        help=f"phones behind one address (a school's NAT) that may vote in a room (default {limits.SEATS_PER_ADDRESS}; "
+        f"${limits.SEATS_PER_ADDRESS_ENV})",
+    )
+    group.add_argument(
         "--votes-per-seat",
         action="store_true",
-        help=f"count one vote per follower seat only, not also one per address (${limits.VOTES_PER_ADDRESS_ENV}=0)",
+        help="count one vote per page (seat): the default, kept for old scripts",
     )
     group.add_argument(
         "--database",
@@ -81,6 +88,11 @@ def configure(args: argparse.Namespace) -> str:
             print("attention3d: --followers-per-address must be ≥ 1", file=sys.stderr)
             sys.exit(2)
         os.environ[limits.FOLLOWERS_PER_ADDRESS_ENV] = str(args.followers_per_address)
+    if args.seats_per_address is not None:
+        if args.seats_per_address < 1:
+            print("attention3d: --seats-per-address must be ≥ 1", file=sys.stderr)
+            sys.exit(2)
+        os.environ[limits.SEATS_PER_ADDRESS_ENV] = str(args.seats_per_address)
     if args.votes_per_seat:
         os.environ[limits.VOTES_PER_ADDRESS_ENV] = "0"
     os.environ[auth.TOKEN_ENV] = token

@@ -28,10 +28,13 @@ MAX_LESSONS = 1000  # lessons kept in one data directory: POST answers 429 past 
 LESSONS_PAGE = 100  # lessons in one page of GET /api/lessons (?limit= up to MAX_LESSONS_PAGE)
 MAX_LESSONS_PAGE = 1000
 
-# One device (client address) in a room (docs/security.md): settable, as a school behind one NAT may need.
-FOLLOWERS_PER_ADDRESS = 8  # follower sockets of one address in one room: more are closed with 4409 ("address_full")
+# One device (client address) in a room (docs/security.md): settable. A school's NAT or proxy puts a
+# whole class behind one address, so the defaults are generous: one laptop still cannot stuff the box.
+FOLLOWERS_PER_ADDRESS = 60  # follower sockets of one address in one room: more are closed with 4409 ("address_full")
 FOLLOWERS_PER_ADDRESS_ENV = "ATTENTION_FOLLOWERS_PER_ADDRESS"  # --followers-per-address
-VOTES_PER_ADDRESS_ENV = "ATTENTION_VOTES_PER_ADDRESS"  # "0" (--votes-per-seat): votes are counted per seat only
+SEATS_PER_ADDRESS = 60  # pages (seats) of one address that may vote in one room: more are refused ("seat_cap")
+SEATS_PER_ADDRESS_ENV = "ATTENTION_SEATS_PER_ADDRESS"
+VOTES_PER_ADDRESS_ENV = "ATTENTION_VOTES_PER_ADDRESS"  # "1": also one vote per address (default: per seat only)
 
 
 def followers_per_address() -> int:
@@ -39,5 +42,10 @@ def followers_per_address() -> int:
     return int(raw) if raw.isdigit() and int(raw) >= 1 else FOLLOWERS_PER_ADDRESS
 
 
+def seats_per_address() -> int:
+    raw = os.environ.get(SEATS_PER_ADDRESS_ENV, "")
+    return int(raw) if raw.isdigit() and int(raw) >= 1 else SEATS_PER_ADDRESS
+
+
 def one_vote_per_address() -> bool:
-    return os.environ.get(VOTES_PER_ADDRESS_ENV, "1") != "0"
+    return os.environ.get(VOTES_PER_ADDRESS_ENV, "0") == "1"

@@ -79,47 +79,101 @@ class RoomInfo(BaseModel):
 
 
 class QuizStart(BaseModel):
+    """Ask the class a question about the room's current view; the server computes its answer."""
+
     model_config = ConfigDict(extra="forbid")
-    tokens: list[Annotated[str, Field(max_length=100)]] = Field(min_length=2, max_length=limits.MAX_QUIZ_TOKENS)
-    focus: int = Field(ge=0, lt=limits.MAX_QUIZ_TOKENS, description="the query the question is about")
-    question: str = Field("Which word will this query attend to most?", max_length=300)
-
-    @model_validator(mode="after")
-    def _focus_in_range(self) -> QuizStart:
-        if self.focus >= len(self.tokens):
-            raise ValueError(f"focus {self.focus} is past the last of {len(self.tokens)} tokens")
-        return self
-
-
-class QuizReveal(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    answer: int = Field(ge=0, lt=limits.MAX_QUIZ_TOKENS, description="index of the right word")
+    question: str = Field(
+        max_length=80, pattern=r"^[a-z][a-z0-9_.-]*$", description="a question's id (GET /api/questions)"
+    )
 
 
 class QuizCreated(BaseModel):
     id: str
 
 
-class QuizSummaryRow(BaseModel):
-    number: int = Field(description="1 for the room's first question")
+class QuestionInfo(BaseModel):
     id: str
-    question: str
-    query: str = Field(description="the word whose attention the question was about")
-    tokens: list[str]
-    answer: int | None = Field(description="index of the right word; null when it was never revealed")
-    asked: int = Field(description="followers in the room when the question ended (at least those who answered)")
+    chapter: str
+    steps: list[str] = Field(description="the steps of the chapter it may be asked at")
+    kind: Literal["word", "range", "number", "cell"]
+    title: str
+
+
+class Deck(BaseModel):
+    """The saved lesson the teacher's windows are playing (presenters only: notes never reach a phone)."""
+
+    model_config = ConfigDict(extra="forbid")
+    lesson: int | None = Field(None, ge=1, le=2**62, description="the saved lesson's id (null: none)")
+    title: str = Field("", max_length=limits.MAX_LESSON_TITLE)
+    index: int = Field(0, ge=0, lt=limits.MAX_LESSON_VIEWS, description="the view shown, from 0")
+    count: int = Field(0, ge=0, le=limits.MAX_LESSON_VIEWS)
+
+
+class ReportRow(BaseModel):
+    """One question of a class report (app.classroom.report)."""
+
+    number: int = Field(description="1 for the first question")
+    id: str
+    question: str = Field(description="the question's id")
+    chapter: str
+    step: str
+    kind: str
+    text: str
+    options: list[str]
+    grid: dict[str, list[str]] | None = Field(None, description="a cell question's rows and cols")
+    right: list[int] = Field(description="the right options (the server's answer)")
+    value: float | None = Field(description="the number behind the answer")
+    explain: str
+    revealed: bool
+    in_room: int = Field(description="followers in the room (at least those who answered)")
     answered: int
-    right: int | None = Field(description="answers that were right; null when never revealed")
-    counts: list[int] = Field(description="the distribution: answers per word, in the order of tokens")
-    at: float = Field(description="when the question ended (Unix time)")
+    correct: int
+    percent_right: float | None
+    answer_text: str
+    common_wrong: str = Field(description="the most common wrong answer ('' when none)")
+    common_wrong_count: int
+    counts: list[int] = Field(description="answers per option, in order")
+    median_seconds: float | None = Field(description="the median time to answer, from the question")
+    pre_post: Literal["", "pre", "post"] = Field(description="the first / last time the same question was asked")
+    change: float | None = Field(description="post only: % right now minus % right the first time")
+    asked_at: float | None
+    ended_at: float
+    lesson: dict[str, Any] | None
 
 
-class QuizSummary(BaseModel):
-    questions: list[QuizSummaryRow]
-    asked: int = Field(description="questions asked")
-    answers: int = Field(description="answers given, over every question")
-    answers_revealed: int = Field(description="answers to questions whose answer was revealed")
-    right: int = Field(description="right answers, over the revealed questions")
+class ReportTotals(BaseModel):
+    questions: int
+    answers: int
+    correct: int
+    percent_right: float | None
+
+
+class RoomReport(BaseModel):
+    """The room's questions so far (its current class): rows and totals."""
+
+    rows: list[ReportRow]
+    totals: ReportTotals
+
+
+class ReportSummary(BaseModel):
+    id: int
+    room: str
+    lesson_id: int | None
+    lesson_title: str
+    started: str
+    updated: str
+    questions: int
+
+
+class Report(BaseModel):
+    id: int
+    room: str
+    lesson_id: int | None
+    lesson_title: str
+    started: str
+    updated: str
+    rows: list[ReportRow]
+    totals: ReportTotals
 
 
 # what a title or a note may not hold: control characters (NUL, ESC, DEL, the C1 block) and the

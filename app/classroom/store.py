@@ -44,6 +44,7 @@ from app.classroom.database import (
     Unavailable,
     connect,
 )
+from app.classroom.report import MIGRATION as REPORT_TABLES
 
 log = logging.getLogger(__name__)
 DATA_ENV = "ATTENTION_DATA_DIR"
@@ -131,6 +132,12 @@ def _summaries(db: Database, run: Cursor) -> None:
     run("CREATE INDEX lessons_by_position ON lessons (position, id)")
 
 
+def _class_reports(db: Database, run: Cursor) -> None:
+    """Migration 6: the class reports (app.classroom.report), one row per room's run and lesson."""
+    for statement in REPORT_TABLES:
+        run(db.ddl(statement))
+
+
 Migration = str | Callable[[Database, Cursor], None]
 MIGRATIONS: list[Migration] = [
     # 1: lessons
@@ -155,6 +162,8 @@ MIGRATIONS: list[Migration] = [
     _summaries,
     # 5: each lesson's version (its ETag): a change made from an older version is refused, not lost
     "ALTER TABLE lessons ADD COLUMN version BIGINT NOT NULL DEFAULT 1",
+    # 6: the class reports: what each class answered, kept after its room closes
+    _class_reports,
 ]
 
 

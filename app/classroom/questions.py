@@ -1,0 +1,608 @@
+"""The class's questions: one or more per chapter, each answered by reasoning, not by reading the screen.
+
+Every question is asked about the room's current view (its chapter, step and parameters: the
+state the presenter's page put in the room) and its right answer is computed HERE, from the same
+numbers the chapter shows, when the question is asked. The page never sends an answer; the server
+keeps it until the reveal (app.classroom.quiz).
+
+A question is asked at a step where the numbers that give its answer away are not on any screen:
+the attention chapters hold the weights back while a question is open (static/js/classroom/
+withhold.js), and the other chapters either ask before the step that shows the answer or leave
+those numbers out while `ctx.withheld` (static/js/chapters/*.js, each step's `quiz`).
+
+Kinds, and what a vote's `choice` (always an integer) means:
+
+  word     pick one of the sentence's words             choice = the option's index
+  range    pick a range that holds the number            choice = the range's index
+  number   pick one of a few numbers                      choice = the number's index
+  cell     tap one cell of a table (rows × cols)          choice = row · cols + col
+
+Each question's `make(view, models)` returns an Asked: the text, the options, the right option(s),
+the number behind the answer and the sentence the reveal shows. `hides` lists the strings that
+would give the answer away: no screen shows them before the reveal (tests/browser check).
+
+Adding a question: a function here (the chapter's numbers from its math module), one line in
+QUESTIONS, and `quiz: "<id>"` on the step in the chapter's module (static/js/chapters/<id>.js).
+
+References: the chapters' math (app.attention, app.examples, app.lesson.*, app.model.today,
+app.model.generate), which this module calls and never re-implements. No web imports.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from app.attention import Mask, attention
+from app.examples import DEFAULT_EXAMPLE, EXAMPLES
+from app.lesson import mistakes, multihead, positions, projections, rnn, scaling
+
+Kind = Literal["word", "range", "number", "cell"]
+MAX_CELL_SIDE = 8  # a cell question's table: at most 8 × 8 cells on a phone
+
+
+class NotAskable(ValueError):
+    """This question can't be asked about this view (the message says why, for the teacher)."""
+
+
+@dataclass(frozen=True)
+class SentenceAttention:
+    """One head (or a mean of heads) of the real model on a sentence, as the page's table shows it."""
+
+    tokens: list[str]
+    masked: np.ndarray  # (n, n) scaled scores, −∞ where the mask hides a key
+    weights: np.ndarray  # (n, n)
+
+
+class Models(Protocol):
+    """What the questions on the real models need; the web layer provides it (app.classroom.room_routes)."""
+
+    def sentence(
+        self, sentence: str, model: str | None, layer: int | str, head: int | str, mask: Mask
+    ) -> SentenceAttention:
+        """The attention of a typed sentence, as the five steps show it."""
+
+    def block(self, sentence: str, layer: int) -> tuple[list[str], dict[str, np.ndarray]]:
+        """The block chapter's tokens and each point's per-token length (name → (n,))."""
+
+    def today(self, sentence: str, layer: int, head: int) -> tuple[list[str], np.ndarray]:
+        """The decoder's tokens and one head's causal weights (n, n) (the chapter on today's models)."""
+
+    def next_tokens(self, prompt: str, written: list[str]) -> list[tuple[str, float]]:
+        """The decoder's ten likeliest next tokens after the prompt and the written tokens: (token, p), best first."""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A question as the class sees it, with its answer (kept by the server until the reveal)."""
+
+    kind: Kind
+    text: str
+    options: list[str]
+    right: list[int]  # the right options' indices (a cell question may have several)
+    value: float  # the number behind the answer (a weight, a length, a count, …)
+    explain: str  # the reveal's sentence, with that number
+    grid: tuple[list[str], list[str]] | None = None  # a cell question's row and column labels
+    hides: list[str] = field(default_factory=list)  # strings no screen shows before the reveal
+
+    def public(self) -> dict[str, Any]:
+        """What every page receives while the class answers: no answer, no value."""
+        out: dict[str, Any] = {"kind": self.kind, "text": self.text, "options": self.options}
+        if self.grid is not None:
+            out["grid"] = {"rows": self.grid[0], "cols": self.grid[1]}
+        return out
+
+    def answer(self) -> dict[str, Any]:
+        """What the reveal adds."""
+        return {"right": self.right, "value": self.value, "explain": self.explain}
+
+
+class View:
+    """The room's state (the page's URL parameters, strings) with the chapter's defaults."""
+
+    def __init__(self, state: dict[str, Any], defaults: dict[str, str] | None = None) -> None:
+        self.state = {k: str(v) for k, v in state.items()}
+        self.defaults = defaults or {}
+
+    def __getitem__(self, name: str) -> str:
+        value = self.state.get(name)
+        return value if value not in (None, "") else self.defaults.get(name, "")
+
+    def int(self, name: str, default: int) -> int:
+        try:
+            return int(self[name])
+        except ValueError:
+            return default
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    chapter: str
+    steps: tuple[str, ...]  # the steps it may be asked at
+    kind: Kind
+    title: str  # a short name for the teacher (the Ask button's hint, the report)
+    make: Callable[[View, Models], Asked]
+    defaults: dict[str, str] = field(default_factory=dict)  # the chapter's parameters, as its module's `params`
+
+    def ask(self, state: dict[str, Any], models: Models) -> Asked:
+        view = View(state, self.defaults)
+        if view["chapter"] != self.chapter or view["step"] not in self.steps:
+            where = f"chapter {self.chapter!r}, step {' or '.join(repr(s) for s in self.steps)}"
+            here = f"{view['chapter']!r}, {view['step']!r}"
+            raise NotAskable(f"this question is asked at {where}; the class is at {here}")
+        return self.make(view, models)
+
+
+# ---- what the questions share ------------------------------------------------------------------
+
+RangeBin = tuple[float, float, str]  # [low, high) and its label
+
+
+def _bin(value: float, bins: Sequence[RangeBin]) -> int:
+    """The index of the bin that holds value ([low, high); the last bin includes its high end)."""
+    for i, (low, high, _) in enumerate(bins):
+        if low <= value < high or (i == len(bins) - 1 and value == high):
+            return i
+    raise ValueError(f"{value} lies outside every range")  # pragma: no cover - the bins cover [0, 1]
+
+
+def _range(text: str, value: float, bins: Sequence[RangeBin], explain: str, hides: list[str]) -> Asked:
+    return Asked("range", text, [b[2] for b in bins], [_bin(value, bins)], float(value), explain, hides=hides)
+
+
+def _numbers(text: str, right: int, wrong: Sequence[int], explain: str, hides: list[str]) -> Asked:
+    """A number question: the right number and up to three others (misreadings), smallest first."""
+    shown = sorted({right, *(w for w in wrong if w > 0 and w != right)})[:4]
+    if right not in shown:
+        shown = sorted([*shown[:3], right])
+    return Asked("number", text, [f"{n:,}" for n in shown], [shown.index(right)], float(right), explain, hides=hides)
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in text.split() if w]
+
+
+def quote(word: str) -> str:
+    return f"“{word}”"
+
+
+def f3(x: float) -> str:
+    """As the page writes a number (format.js fixed3): three decimals, a minus sign for negatives."""
+    return f"{x:.3f}".replace("-", "\u2212")
+
+
+def _value_hides(x: float) -> list[str]:
+    """The ways a page writes x: 3 and 4 decimals."""
+    return sorted({f3(x), f"{x:.4f}".replace("-", "\u2212")})
+
+
+def _matrix(text: str) -> np.ndarray | None:
+    try:
+        rows = [[float(c) for c in row.split(",")] for row in text.split(";")]
+    except ValueError:
+        return None
+    return np.array(rows, dtype=np.float64) if rows and len({len(r) for r in rows}) == 1 else None
+
+
+def _attention_view(view: View, models: Models, mask: Mask) -> SentenceAttention:
+    """The five steps' numbers for the view: its sentence, its hand-set q, k, v, or its example."""
+    if view["sentence"]:
+        layer: int | str = view["layer"] if view["layer"] == "mean" else view.int("layer", 0)
+        head: int | str = view["head"] if view["head"] == "mean" else view.int("head", 0)
+        return models.sentence(view["sentence"], view["model"] or None, layer, head, mask)
+    q, k, v = (_matrix(view[name]) for name in "qkv")
+    if q is not None and k is not None and v is not None:
+        try:
+            tokens = [str(t) for t in json.loads(view["tokens"] or "null") or []]
+        except ValueError:
+            tokens = []
+        if len(tokens) != len(q):
+            tokens = [f"t{i}" for i in range(len(q))]
+    else:
+        example = EXAMPLES.get(view["example"] or DEFAULT_EXAMPLE)
+        if example is None:
+            raise NotAskable(f"no example {view['example']!r}")
+        q, k, v, tokens = example.q, example.k, example.v, list(example.tokens)
+    stages = attention(q, k, v, mask)
+    return SentenceAttention(tokens, stages.masked, stages.weights)
+
+
+def _focus(view: View, n: int) -> int:
+    f = view.int("focus", 0)
+    if not 0 <= f < n:
+        raise NotAskable(f"the focused word {f} is past the sentence's {n} tokens")
+    return f
+
+
+# ---- chapter 1: why not an RNN ---------------------------------------------------------------------
+
+FADE_BINS: list[RangeBin] = [
+    (0.0, 0.01, "less than a hundredth"),
+    (0.01, 0.1, "a hundredth to a tenth"),
+    (0.1, 0.5, "a tenth to a half"),
+    (0.5, math.inf, "half as much or more"),
+]
+
+
+def rnn_fade(view: View, models: Models) -> Asked:
+    words = _words(view["words"])
+    if len(words) < 2:
+        raise NotAskable("the RNN needs at least two words")
+    r = rnn.run(words)
+    n = len(words)
+    ratio = float(r.influence[-1] / r.influence[0])
+    text = (
+        f"The RNN reads {n} words, one at a time. By h_{n}, how much does the first word, {quote(words[0])}, "
+        f"still count, compared with how much it counted in h_1?"
+    )
+    explain = (
+        f"{quote(words[0])} counts {ratio:.3g} times as much in h_{n} as in h_1 "
+        f"(‖∂h/∂x₁‖ from {r.influence[0]:.4f} to {r.influence[-1]:.4g}): each word in between multiplies it "
+        "by W_h and by tanh′ ≤ 1."
+    )
+    last = float(r.influence[-1])
+    hides = [f"{last:.4f}" if last >= 0.001 else f"{last:.2e}".replace("-", "\u2212")]
+    return _range(text, ratio, FADE_BINS, explain, hides)
+
+
+# ---- chapter 2: where q, k and v come from ---------------------------------------------------------
+
+
+def projections_learned(view: View, models: Models) -> Asked:
+    p = projections.project()
+    n, d = p.x.shape
+    learned = int(p.w_q.size + p.w_k.size + p.w_v.size)
+    text = (
+        f"Each token's x has {d} numbers, and W_Q, W_K and W_V turn it into its q, k and v ({d} numbers each). "
+        f"How many numbers must the model learn for the three matrices, however long the sentence?"
+    )
+    explain = f"Three matrices of {d} × {d}: 3 × {d} × {d} = {learned}, the same for {n} tokens or 1,000."
+    return _numbers(text, learned, [3 * d, d * d, n * learned], explain, [f"3 × {d} × {d} = {learned}"])
+
+
+# ---- chapter 3: the five steps ---------------------------------------------------------------------
+
+SHARE_BINS: list[RangeBin] = [
+    (0.0, 0.25, "less than a quarter"),
+    (0.25, 0.5, "a quarter to a half"),
+    (0.5, 0.75, "a half to three quarters"),
+    (0.75, 1.0, "more than three quarters"),
+]
+
+
+def steps_share(view: View, models: Models) -> Asked:
+    mask: Mask = "causal" if view["mask"] == "causal" else "full"
+    a = _attention_view(view, models, mask)
+    f = _focus(view, len(a.tokens))
+    row = a.masked[f]
+    seen = np.flatnonzero(np.isfinite(row))
+    top = int(seen[np.argmax(row[seen])])  # the key it scores highest (first of a tie), on the screen
+    share = float(a.weights[f, top])
+    word, key = a.tokens[f], a.tokens[top]
+    text = (
+        f"{quote(word)} scores {quote(key)} highest. "
+        f"About how much of the attention of {quote(word)} goes to {quote(key)}?"
+    )
+    explain = f"{quote(word)} gives {f3(share)} of its attention to {quote(key)} (softmax of the scaled scores)."
+    return _range(text, share, SHARE_BINS, explain, [*_value_hides(share), f"{100 * share:.1f}%"])
+
+
+# ---- chapter 4: why divide by √d_k ---------------------------------------------------------------
+
+LARGEST_BINS: list[RangeBin] = [
+    (0.0, 0.25, "under 0.25 (spread out)"),
+    (0.25, 0.5, "0.25 to 0.5"),
+    (0.5, 0.9, "0.5 to 0.9"),
+    (0.9, 1.0, "over 0.9 (nearly all on one key)"),
+]
+
+
+def scaling_unscaled(view: View, models: Models) -> Asked:
+    d_k = view.int("dk", 64)
+    if not scaling.MIN_D_K <= d_k <= scaling.MAX_D_K:
+        raise NotAskable(f"d_k must be {scaling.MIN_D_K} … {scaling.MAX_D_K}")
+    s = scaling.measure(d_k)
+    top = s.max_unscaled
+    text = (
+        f"d_k = {d_k}: one query against {scaling.KEYS} keys. If softmax gets the raw scores q·k, without ÷√d_k, "
+        "how large is the query's largest weight?"
+    )
+    explain = f"Without ÷√d_k its largest weight is {f3(top)}; with it, {f3(s.max_scaled)}."
+    return _range(text, top, LARGEST_BINS, explain, _value_hides(top))
+
+
+# ---- chapter 5: full vs causal ---------------------------------------------------------------------
+
+
+def masks_zero(view: View, models: Models) -> Asked:
+    a = _attention_view(view, models, "full")
+    n = min(len(a.tokens), MAX_CELL_SIDE)
+    names = a.tokens[:n]
+    right = [i * n + j for i in range(n) for j in range(n) if j > i]
+    text = "Switch on the causal mask (GPT's). Tap one cell whose weight becomes exactly 0 after softmax."
+    if n < len(a.tokens):
+        text += f" (The first {n} words.)"
+    explain = (
+        f"Every cell right of the diagonal: a word may look only at itself and the words before it. "
+        f"{len(right)} of the {n * n} cells become 0."
+    )
+    cells = [f"{names[i]} → {names[j]}" for i in range(n) for j in range(n)]
+    return Asked("cell", text, cells, right, float(len(right)), explain, grid=(names, names))
+
+
+def masks_split(view: View, models: Models) -> Asked:
+    a = _attention_view(view, models, "causal")
+    f = _focus(view, len(a.tokens))
+    if f == 0:
+        raise NotAskable("the first word sees only itself: focus a later word to ask this question")
+    w = float(a.weights[f, 0])
+    word, first = a.tokens[f], a.tokens[0]
+    text = f"Under the causal mask, after softmax: what weight does {quote(word)} give to {quote(first)}?"
+    visible = f + 1
+    # the misreadings: hidden (0), every word alike as with no mask (1/n), only visible words alike, all of it
+    candidates = {round(w, 2), 0.0, round(1 / len(a.tokens), 2), round(1 / visible, 2), 1.0}
+    shown = sorted(candidates)
+    if len(shown) > 4:  # keep the right one and the three misreadings nearest to it
+        shown = sorted(sorted(shown, key=lambda x: (x != round(w, 2), abs(x - w)))[:4])
+    options = [f"{x:.2f}".rstrip("0").rstrip(".") if x not in (0.0, 1.0) else str(int(x)) for x in shown]
+    right = shown.index(round(w, 2))
+    explain = (
+        f"{quote(word)} may see {visible} word{'s' if visible > 1 else ''} (itself and those before it); "
+        f"it gives {f3(w)} to {quote(first)}."
+    )
+    return Asked("number", text, options, [right], w, explain, hides=_value_hides(w))
+
+
+# ---- chapter 6: many heads -------------------------------------------------------------------------
+
+
+def heads_concat(view: View, models: Models) -> Asked:
+    h = min(4, max(2, view.int("heads", 2)))
+    ex = multihead.example(h, view.int("seed", 7))
+    x, w_v = np.asarray(ex["x"]), np.asarray(ex["w_v"])
+    n, d_model = x.shape
+    d_v = w_v.shape[2]
+    width = h * d_v
+    text = (
+        f"Each of the {h} heads hands back a z of {d_v} numbers for every word. After Concat, "
+        "how many numbers does each word have?"
+    )
+    explain = f"Concat writes the heads' z one after the other: {h} × {d_v} = {width} numbers per word."
+    # the misreadings: one head's z only, each head keeping the model's width, every word's numbers together
+    return _numbers(text, width, [d_v, h * d_model, n * width], explain, [f"{h} × {d_v} = {width}"])
+
+
+# ---- chapter 7: word order -------------------------------------------------------------------------
+
+
+def _order(view: View, words: list[str]) -> list[int]:
+    parts = view["order"].replace(",", " ").split()
+    if parts:
+        try:
+            return [int(p) for p in parts]
+        except ValueError:
+            raise NotAskable(f"order {view['order']!r} is not a list of word numbers") from None
+    default = list(positions.DEFAULT_ORDER) if words == list(positions.DEFAULT_WORDS) else None
+    return default if default is not None else list(range(len(words)))[::-1]
+
+
+def positions_moved(view: View, models: Models) -> Asked:
+    words = _words(view["words"])
+    order = _order(view, words)
+    try:
+        t = positions.toy(words, order)
+    except ValueError as e:
+        raise NotAskable(str(e)) from None
+    n = len(words)
+    # the query: a word that stays in place while the word it attends to most moves (else one that stays, else
+    # the first); of those, the one whose answer is clearest (the largest weight)
+    stays = [i for i in range(n) if order[i] == i]
+    moved_top = [i for i in stays if order[int(np.argmax(t.plain_perm[i]))] != int(np.argmax(t.plain_perm[i]))]
+    i = max(moved_top or stays or [0], key=lambda r: float(t.plain_perm[r].max()))
+    top = int(np.argmax(t.plain_perm[i]))
+    perm = t.words_perm
+    text = (
+        f"No positions yet. Reorder {quote(' '.join(words))} as {quote(' '.join(perm))}. "
+        f"In the new order, which word does {quote(perm[i])} attend to most?"
+    )
+    w = float(t.plain_perm[i, top])
+    explain = (
+        f"{quote(perm[i])} still gives {f3(w)} to {quote(perm[top])}: without positions each word keeps its q, k "
+        "and v, so the weights are the same numbers, moved with the words."
+    )
+    options = list(perm)
+    return Asked("word", text, options, [top], w, explain, hides=_value_hides(w))
+
+
+# ---- chapter 8: the transformer block --------------------------------------------------------------
+
+
+def block_residual(view: View, models: Models) -> Asked:
+    tokens, norms = models.block(view["sentence"], view.int("layer", 3))
+    tok = view["tok"]
+    if tok.isdigit() and int(tok) < len(tokens):
+        t = int(tok)
+    else:
+        t = tokens.index("it") if "it" in tokens else min(1, len(tokens) - 1)
+    a, b, r = float(norms["input"][t]), float(norms["attention"][t]), float(norms["residual"][t])
+    word = quote(tokens[t])
+    text = (
+        f"{word} comes in with length ‖x‖ = {f3(a)}, and attention proposes a change of length {f3(b)}. "
+        f"After the residual add, x + change, how long is {word}'s vector?"
+    )
+    options = [
+        f"shorter than {f3(a)}",
+        f"between {f3(a)} and {f3(a + b)}",
+        f"exactly {f3(a + b)}",
+        f"longer than {f3(a + b)}",
+    ]
+    right = 0 if r < a else 2 if math.isclose(r, a + b, rel_tol=1e-6) else 3 if r > a + b else 1
+    explain = (
+        f"‖x + change‖ = {f3(r)}: two arrows add like arrows, not like lengths, so the sum is never longer than "
+        f"{f3(a)} + {f3(b)} and is shorter when they point apart."
+    )
+    return Asked("range", text, options, [right], r, explain, hides=_value_hides(r))
+
+
+# ---- chapter 9: common mistakes --------------------------------------------------------------------
+
+ROWSUM_BINS: list[RangeBin] = [
+    (0.0, 0.5, "less than 0.5"),
+    (0.5, 0.9, "0.5 to 0.9"),
+    (0.9, 1.0 - 1e-9, "0.9 to just under 1"),
+    (1.0 - 1e-9, 2.0, "exactly 1"),
+]
+
+
+def mistakes_late(view: View, models: Models) -> Asked:
+    example = EXAMPLES.get(view["example"] or DEFAULT_EXAMPLE)
+    if example is None:
+        raise NotAskable(f"no example {view['example']!r}")
+    tokens = list(example.tokens)
+    word = view["word"]
+    if word.isdigit() and int(word) < len(tokens):
+        f = int(word)
+    else:
+        f = tokens.index("its") if "its" in tokens else len(tokens) - 1
+    late = mistakes.with_mistake(example.q, example.k, example.v, "causal", "mask-after-softmax")
+    total = float(late.weights[f].sum())
+    text = (
+        "The next mistake: softmax first, over every word, and only then the causal mask sets the later words' "
+        f"weights to 0. What does the row of {quote(tokens[f])} add up to then?"
+    )
+    explain = (
+        f"The row of {quote(tokens[f])} adds up to {f3(total)}: the shares softmax gave the later words are "
+        "thrown away."
+        if total < 1 - 1e-9
+        else f"The row of {quote(tokens[f])} still adds up to 1: it has no later words to lose."
+    )
+    return _range(text, total, ROWSUM_BINS, explain, _value_hides(total) if total < 1 - 1e-9 else [])
+
+
+# ---- chapter 11: attention in today's models -------------------------------------------------------
+
+SINK_BINS: list[RangeBin] = [
+    (0.0, 0.1, "under a tenth"),
+    (0.1, 1 / 3, "a tenth to a third"),
+    (1 / 3, 2 / 3, "a third to two thirds"),
+    (2 / 3, 1.0, "over two thirds"),
+]
+
+
+def today_sink(view: View, models: Models) -> Asked:
+    layer, head = view.int("layer", 5), view.int("head", 0)
+    tokens, weights = models.today(view["sentence"], layer, head)
+    if len(tokens) < 2:
+        raise NotAskable("the sentence needs at least two tokens")
+    mean = float(weights[1:, 0].mean())  # the queries after the first, on token 0 (the page's sinkMean)
+    text = (
+        f"Layer {layer}, head {head} of the decoder, on {quote(view['sentence'])}: on average, how much of its "
+        f"attention does each later token give the very first token, {quote(tokens[0])}?"
+    )
+    explain = f"On average {100 * mean:.1f}% ({mean:.4f}) goes to {quote(tokens[0])}: the attention sink."
+    return _range(text, mean, SINK_BINS, explain, [f"{100 * mean:.1f}%", f"{mean:.4f}"])
+
+
+# ---- the registry --------------------------------------------------------------------------------
+
+# the chapters' own parameters and their defaults, as in their modules (static/js/chapters/*.js `params`)
+_RNN = {"words": " ".join(rnn.DEFAULT_WORDS)}
+_SCALING = {"dk": "64"}
+_HEADS = {"heads": "2", "seed": "7", "word": "1"}
+_POSITIONS = {"words": " ".join(positions.DEFAULT_WORDS), "order": ""}
+_BLOCK = {"sentence": "The animal didn't cross the street because it was too tired.", "layer": "3", "tok": ""}
+_MISTAKES = {"example": DEFAULT_EXAMPLE, "word": ""}
+_TODAY = {"sentence": "The cat ate its fish because it was hungry.", "layer": "5", "head": "0"}
+_ATTENTION = {"example": DEFAULT_EXAMPLE, "focus": "0", "mask": "full"}
+
+QUESTIONS: dict[str, Question] = {
+    q.id: q
+    for q in (
+        Question("rnn.fade", "rnn", ("chain",), "range", "how much the first word still counts", rnn_fade, _RNN),
+        Question(
+            "projections.learned",
+            "projections",
+            ("x", "q", "k", "v"),
+            "number",
+            "numbers to learn for W_Q, W_K, W_V",
+            projections_learned,
+        ),
+        Question(
+            "steps.share",
+            "steps",
+            ("scale", "mask", "softmax", "mix"),
+            "range",
+            "the share of the top-scored word",
+            steps_share,
+            _ATTENTION,
+        ),
+        Question(
+            "scaling.unscaled",
+            "scaling",
+            ("spread",),
+            "range",
+            "the largest weight without ÷√d_k",
+            scaling_unscaled,
+            _SCALING,
+        ),
+        Question("masks.zero", "masks", ("full",), "cell", "which cells become 0", masks_zero, _ATTENTION),
+        Question(
+            "masks.split", "masks", ("causal",), "number", "a weight under the causal mask", masks_split, _ATTENTION
+        ),
+        Question("heads.concat", "heads", ("heads",), "number", "numbers per word after Concat", heads_concat, _HEADS),
+        Question(
+            "positions.moved",
+            "positions",
+            ("plain",),
+            "word",
+            "where a word attends, reordered",
+            positions_moved,
+            _POSITIONS,
+        ),
+        Question(
+            "block.residual",
+            "block",
+            ("attention",),
+            "range",
+            "the length after the residual add",
+            block_residual,
+            _BLOCK,
+        ),
+        Question(
+            "mistakes.late",
+            "mistakes",
+            ("no-scale", "softmax-columns"),
+            "range",
+            "a row's sum with the mask after softmax",
+            mistakes_late,
+            _MISTAKES,
+        ),
+        Question("today.sink", "today", ("sink",), "range", "the attention on the first token", today_sink, _TODAY),
+    )
+}
+
+
+def register(question: Question) -> None:
+    """Add a question (a chapter written elsewhere, e.g. a later engineer's, or a test's)."""
+    if question.id in QUESTIONS:
+        raise ValueError(f"question {question.id!r} exists already")
+    QUESTIONS[question.id] = question
+
+
+def at(chapter: str, step: str) -> list[Question]:
+    """The questions that may be asked at this step of this chapter."""
+    return [q for q in QUESTIONS.values() if q.chapter == chapter and step in q.steps]
+
+
+def catalogue() -> list[dict[str, Any]]:
+    """Every question, for the page: where it may be asked, its kind and its short name (no answers)."""
+    return [
+        {"id": q.id, "chapter": q.chapter, "steps": list(q.steps), "kind": q.kind, "title": q.title}
+        for q in QUESTIONS.values()
+    ]
