@@ -73,8 +73,10 @@ class Models(Protocol):
     def today(self, sentence: str, layer: int, head: int) -> tuple[list[str], np.ndarray]:
         """The decoder's tokens and one head's causal weights (n, n) (the chapter on today's models)."""
 
-    def next_tokens(self, prompt: str, written: list[str]) -> list[tuple[str, float]]:
-        """The decoder's ten likeliest next tokens after the prompt and the written tokens: (token, p), best first."""
+    def next_tokens(self, prompt: str, written: int, sampling: tuple[float, int, float]) -> list[tuple[str, float]]:
+        """The decoder's ten likeliest tokens after the prompt and the `written` tokens it writes with `sampling`
+        (temperature, top-k, top-p; the Write chapter's fixed draw): (token, p), likeliest first; [] when the
+        writing ends before."""
 
 
 @dataclass(frozen=True)
@@ -434,7 +436,7 @@ def block_residual(view: View, models: Models) -> Asked:
     word = quote(tokens[t])
     text = (
         f"{word} comes in with length ‖x‖ = {f3(a)}, and attention proposes a change of length {f3(b)}. "
-        f"After the residual add, x + change, how long is {word}'s vector?"
+        f"After the residual add, x + change, how long is the vector of {word}?"
     )
     options = [
         f"shorter than {f3(a)}",
@@ -485,6 +487,41 @@ def mistakes_late(view: View, models: Models) -> Asked:
     return _range(text, total, ROWSUM_BINS, explain, _value_hides(total) if total < 1 - 1e-9 else [])
 
 
+# ---- chapter 10: writing one token at a time ---------------------------------------------------------
+
+NEXT_OPTIONS = 4  # the likeliest next token and the three after it
+
+
+def shown_token(token: str) -> str:
+    """A token as the Write chapter shows it (a newline ↵, a tab ⇥, nothing ∅)."""
+    return token.replace("\n", "↵").replace("\t", "⇥") or "∅"
+
+
+def writing_next(view: View, models: Models) -> Asked:
+    written = max(0, view.int("n", 0))
+    used = (view["used"] or "0,0,1").split(",")
+    try:
+        sampling = (float(used[0]), int(used[1]), float(used[2]))
+    except (ValueError, IndexError):
+        sampling = (0.0, 0, 1.0)
+    prompt = view["prompt"]
+    if not prompt.strip():
+        raise NotAskable("the prompt is empty: type the start of a text first")
+    candidates = models.next_tokens(prompt, written, sampling)
+    if len(candidates) < NEXT_OPTIONS:
+        raise NotAskable("the writing has ended (the model wrote its end-of-text token)")
+    top = candidates[:NEXT_OPTIONS]
+    labels = [shown_token(t) for t, _ in top]
+    options = sorted(set(labels), key=lambda w: (w.strip().lower(), w))  # no order that gives the answer away
+    if len(options) < NEXT_OPTIONS:
+        raise NotAskable("the likeliest tokens look alike on a screen")
+    best, p = labels[0], top[0][1]
+    so_far = "the prompt" if not written else f"the prompt and the {written} tokens written"
+    text = f"The model has read {so_far}. Which token does it rate the likeliest to come next?"
+    explain = f"{quote(best)}, with a probability of {100 * p:.1f}%."
+    return Asked("word", text, options, [options.index(best)], p, explain, hides=[f"{100 * p:.1f}%", f"{p:.3f}"])
+
+
 # ---- chapter 11: attention in today's models -------------------------------------------------------
 
 SINK_BINS: list[RangeBin] = [
@@ -518,6 +555,7 @@ _HEADS = {"heads": "2", "seed": "7", "word": "1"}
 _POSITIONS = {"words": " ".join(positions.DEFAULT_WORDS), "order": ""}
 _BLOCK = {"sentence": "The animal didn't cross the street because it was too tired.", "layer": "3", "tok": ""}
 _MISTAKES = {"example": DEFAULT_EXAMPLE, "word": ""}
+_WRITING = {"prompt": "The capital of France is", "n": "0", "used": "0,0,1"}
 _TODAY = {"sentence": "The cat ate its fish because it was hungry.", "layer": "5", "head": "0"}
 _ATTENTION = {"example": DEFAULT_EXAMPLE, "focus": "0", "mask": "full"}
 
@@ -582,6 +620,15 @@ QUESTIONS: dict[str, Question] = {
             "a row's sum with the mask after softmax",
             mistakes_late,
             _MISTAKES,
+        ),
+        Question(
+            "writing.next",
+            "writing",
+            ("write", "causal", "cache", "size"),
+            "word",
+            "the next token",
+            writing_next,
+            _WRITING,
         ),
         Question("today.sink", "today", ("sink",), "range", "the attention on the first token", today_sink, _TODAY),
     )

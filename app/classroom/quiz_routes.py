@@ -43,6 +43,7 @@ _DOWN = error_docs(s503="The database can't be reached now (rooms and the quiz k
 Code = Path(max_length=32, description="the room's code (case and dashes do not matter)")
 ReportId = Path(ge=1, le=2**62, description="the report's id")
 SMALL_BODY_BYTES = 4096
+WRITING_DRAW = 7  # the Write chapter's fixed random draw (static/js/chapters/writing.js DRAW)
 
 
 class ServerModels:
@@ -101,17 +102,24 @@ class ServerModels:
         t = today(model, enc.ids, enc.tokens, layer, head)
         return list(enc.tokens), np.asarray(t.head_weights)
 
-    def next_tokens(self, prompt: str, written: list[str]) -> list[tuple[str, float]]:
+    def next_tokens(self, prompt: str, written: int, sampling: tuple[float, int, float]) -> list[tuple[str, float]]:
         from app.model import generate
 
         model = self._decoder()
-        ids = model.tokenizer.encode(prompt).ids + [model.tokenizer.token_to_id(t) for t in written]
-        steps = generate.write(model, ids, 1, generate.Sampling(0.0, 0, 1.0), 0, model.spec.layers - 1, 0, self.backend)
+        ids = model.tokenizer.encode(prompt).ids
+        if not ids or len(ids) + written >= model.spec.max_positions:
+            return []
+        draw = generate.Sampling(*sampling)  # the Write chapter's fixed draw: the same tokens as the page wrote
+        steps = generate.write(model, ids, written + 1, draw, WRITING_DRAW, model.spec.layers - 1, 0, self.backend)
         try:
-            first = next(steps)
+            for item in steps:
+                if isinstance(item, generate.Done):
+                    return []
+                if item.index == written:
+                    return [(c.token, float(c.p)) for c in item.candidates]
         finally:
             steps.close()
-        return [(c.token, float(c.p)) for c in first.candidates]  # type: ignore[union-attr]
+        return []
 
 
 def _keeper(request: Request) -> quiz.Keep:
