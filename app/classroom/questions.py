@@ -60,7 +60,7 @@ class SentenceAttention:
 
 
 class Models(Protocol):
-    """What the questions on the real models need; the web layer provides it (app.classroom.room_routes)."""
+    """What the questions on the real models need; the web layer provides it (app.web.quiz ServerModels)."""
 
     def sentence(
         self, sentence: str, model: str | None, layer: int | str, head: int | str, mask: Mask

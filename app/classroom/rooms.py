@@ -12,7 +12,7 @@ import socket
 from urllib.parse import urlsplit
 
 from app.classroom import auth
-from app.classroom.broker import Broker
+from app.classroom.broker import Broker, seat_of
 from app.errors import ClientError
 
 # easy to read aloud and to type: no 0/O, 1/I/L (the code is upper case; lower case is accepted)
@@ -21,7 +21,9 @@ CODE_LENGTH = 6
 BIND_ENV = "ATTENTION_BIND_HOST"  # set by `attention3d --host`
 PUBLIC_ENV = "ATTENTION_PUBLIC_URL"  # e.g. http://classroom.school.lan:8000 when students use another name
 PRESENTER_PROTOCOL = "attention3d.presenter"
-KEY_PROTOCOL = "key."  # a presenter's socket offers "attention3d.presenter" and "key.<presenter key>"
+KEY_PROTOCOL = "key."  # a presenter's socket offers "attention3d.presenter" and "key.<presenter key or teacher token>"
+FOLLOWER_PROTOCOL = "attention3d.follower"
+SEAT_PROTOCOL = "seat."  # a follower's socket offers "attention3d.follower" and "seat.<the seat its page kept>"
 
 CLOSE_NO_ROOM = 4404
 CLOSE_FULL = 4409
@@ -87,6 +89,18 @@ async def check_presenter(broker: Broker, code: str, given: str) -> None:
 
 def presenter_socket(offered: list[str], digest: str) -> bool:
     """Whether a socket offering these subprotocols is the room's presenter: it offers
-    "attention3d.presenter" and "key.<the room's presenter key>"."""
+    "attention3d.presenter" and "key.<the room's presenter key>" (or the teacher token: the teacher's
+    phone used as a remote)."""
     keys = [p[len(KEY_PROTOCOL) :] for p in offered if p.startswith(KEY_PROTOCOL)]
-    return PRESENTER_PROTOCOL in offered and any(auth.key_matches(k, digest) for k in keys)
+    return PRESENTER_PROTOCOL in offered and any(
+        auth.key_matches(k, digest) or auth.same(k, auth.teacher_token()) for k in keys
+    )
+
+
+def kept_seat(offered: list[str], code: str) -> str | None:
+    """The seat a follower's page kept from an earlier hello in room `code` ("seat.<token>", signed by this
+    server), or None: the socket then gets a new seat."""
+    for p in offered:
+        if p.startswith(SEAT_PROTOCOL):
+            return seat_of(code, p[len(SEAT_PROTOCOL) :])
+    return None

@@ -1,33 +1,28 @@
-"""Routes of the classroom's rooms: a teacher's view followed live by phones, and the quiz.
+"""Routes of the classroom's rooms: a teacher's view followed live by phones.
 
 POST   /api/rooms                        teacher token → 201 {code, presenter_key, join_url}
 GET    /api/rooms/{code}                 → {state, followers}
 PUT    /api/rooms/{code}/state           presenter key, a view state → 204
 DELETE /api/rooms/{code}                 presenter key → 204 (followers are told the room closed)
 GET    /api/rooms/{code}/qr.svg          the join address as a QR code
-POST   /api/rooms/{code}/quiz            presenter key, {tokens, focus} → 201 {id}
-POST   /api/rooms/{code}/quiz/reveal     presenter key, {answer} → the quiz with its counts
-DELETE /api/rooms/{code}/quiz            presenter key → 204
 POST   /api/rooms/{code}/reset           presenter key → 204 (no quiz, an empty quiz summary; the view stays)
-GET    /api/rooms/{code}/quiz/summary    presenter key → per question: asked, answered, right, the distribution
-GET    /api/rooms/{code}/quiz/summary.csv   presenter key → the same as CSV (a download)
 WS     /api/rooms/{code}/ws              {state, followers} then every change; followers may only vote
 GET    /api/teacher                      teacher token → 204 (is this token right?)
 
-Saved lessons have their own routes (app.web.lessons); bodies are read by app.web.http.
+The quiz and the class reports have their own routes (app.web.quiz), as have saved lessons
+(app.web.lessons); bodies are read by app.web.http.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import anyio
 from fastapi import APIRouter, Path, Request, Response, WebSocket
 
 from app.classroom import auth, limits, qr, quiz, rooms
 from app.classroom.broker import Broker, RoomLimit
-from app.classroom.schemas import CreatedRoom, QuizCreated, QuizReveal, QuizStart, QuizSummary, RoomInfo, ViewState
+from app.classroom.schemas import CreatedRoom, RoomInfo, ViewState
 from app.classroom.service import classroom, lifespan
 from app.errors import ClientError
 from app.web import auth as web_auth
@@ -42,8 +37,6 @@ _ROOM = error_docs(s404="No such room (closed, expired or never opened).")
 _BAD = error_docs(413, 415, 422)
 _TOO_OFTEN = error_docs(s429=f"More than {limits.MAX_PUTS_PER_SECOND} changes a second.")
 Code = Path(max_length=32, description="the room's code (case and dashes do not matter)")
-QUIZ_BODY_BYTES = 64 * 1024
-REVEAL_BODY_BYTES = 1024
 
 
 async def _presenters_room(request: Request, code: str) -> tuple[Broker, str]:
@@ -143,39 +136,6 @@ async def room_qr(request: Request, code: str = Code) -> Response:
 
 
 @router.post(
-    "/rooms/{code}/quiz",
-    status_code=201,
-    response_model=QuizCreated,
-    summary="Ask the class: which word will this query attend to most?",
-    responses={**_AUTH, **_ROOM, **_BAD},
-    openapi_extra=body_doc(QuizStart),
-)
-async def start_quiz(request: Request, code: str = Code) -> QuizCreated:
-    broker, code = await _presenters_room(request, code)
-    body = await json_body(request, QuizStart, QUIZ_BODY_BYTES)
-    return QuizCreated(id=await quiz.start(broker, code, body))
-
-
-@router.post(
-    "/rooms/{code}/quiz/reveal",
-    summary="Reveal the quiz's answer (followers see it and the counts)",
-    responses={**_AUTH, **_ROOM, **_BAD, **error_docs(s409="No quiz is running.")},
-    openapi_extra=body_doc(QuizReveal),
-)
-async def reveal_quiz(request: Request, code: str = Code) -> dict[str, Any]:
-    broker, code = await _presenters_room(request, code)
-    body = await json_body(request, QuizReveal, REVEAL_BODY_BYTES)
-    return await quiz.reveal(broker, code, body.answer)
-
-
-@router.delete("/rooms/{code}/quiz", status_code=204, summary="End the quiz", responses={**_AUTH, **_ROOM})
-async def end_quiz(request: Request, code: str = Code) -> Response:
-    broker, code = await _presenters_room(request, code)
-    await quiz.end(broker, code)
-    return Response(status_code=204)
-
-
-@router.post(
     "/rooms/{code}/reset",
     status_code=204,
     summary="Reset a room: no quiz running, an empty quiz summary (the view and followers stay)",
@@ -185,31 +145,6 @@ async def reset_room(request: Request, code: str = Code) -> Response:
     broker, code = await _presenters_room(request, code)
     await quiz.reset(broker, code)
     return Response(status_code=204)
-
-
-@router.get(
-    "/rooms/{code}/quiz/summary",
-    response_model=QuizSummary,
-    summary="The class's quiz so far: per question asked, answered, right and the distribution",
-    responses={**_AUTH, **_ROOM},
-)
-async def quiz_summary(request: Request, code: str = Code) -> QuizSummary:
-    broker, code = await _presenters_room(request, code)
-    return await quiz.summary(broker, code)
-
-
-@router.get(
-    "/rooms/{code}/quiz/summary.csv",
-    summary="The quiz summary as CSV (one row per question)",
-    responses={200: {"content": {"text/csv": {}}}, **_AUTH, **_ROOM},
-    response_class=Response,
-)
-async def quiz_summary_csv(request: Request, code: str = Code) -> Response:
-    broker, code = await _presenters_room(request, code)
-    text = quiz.summary_csv(await quiz.summary(broker, code))
-    disposition = f'attachment; filename="quiz-{code}.csv"'
-    headers = {"content-disposition": disposition, "cache-control": "no-store"}
-    return Response(text.encode("utf-8-sig"), media_type="text/csv; charset=utf-8", headers=headers)
 
 
 @router.websocket("/rooms/{code}/ws")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.web import attention, chapters, generate, lessons, model, overview, rooms
+from app.web import attention, chapters, generate, lessons, model, overview, quiz, rooms
 
 ROUTERS: tuple[APIRouter, ...] = (
     attention.router,
@@ -13,5 +13,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     generate.router,
     chapters.router,
     rooms.router,
+    quiz.router,
     lessons.router,
 )

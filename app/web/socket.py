@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import WebSocket, WebSocketDisconnect
 
 from app.classroom import limits, quiz, rooms
-from app.classroom.broker import Broker, Subscriber
+from app.classroom.broker import Broker, Subscriber, new_seat
 from app.web.security import same_origin
 
 
@@ -33,15 +33,17 @@ async def serve_socket(ws: WebSocket, broker: Broker, code: str) -> None:
         )
         return
     address = ws.client.host if ws.client else ""
-    sub = Subscriber(
-        presenter=rooms.presenter_socket(list(ws.scope.get("subprotocols") or []), digest), address=address
-    )
+    offered = list(ws.scope.get("subprotocols") or [])
+    presenter = rooms.presenter_socket(offered, digest)
+    seat = None if presenter else rooms.kept_seat(offered, code)  # a page that comes back keeps its seat
+    sub = Subscriber(presenter=presenter, address=address, id=seat or new_seat())
     refused = await broker.join(code, sub)
     if refused:
         await _refuse(ws, rooms.CLOSE_FULL, {"error": refused})
         return
     try:
-        await ws.accept(subprotocol=rooms.PRESENTER_PROTOCOL if sub.presenter else None)
+        follower = rooms.FOLLOWER_PROTOCOL if rooms.FOLLOWER_PROTOCOL in offered else None
+        await ws.accept(subprotocol=rooms.PRESENTER_PROTOCOL if sub.presenter else follower)
         await ws.send_text(await broker.hello(code, sub.presenter, sub.id))
         sender = asyncio.create_task(_send(ws, sub))
         try:

@@ -205,7 +205,7 @@ def test_where_a_word_attends_after_reordering() -> None:
 
 @pytest.fixture(scope="module")
 def models(minilm: Any) -> Any:
-    from app.classroom.quiz_routes import ServerModels
+    from app.web.quiz import ServerModels
 
     return ServerModels(SimpleNamespace(state=SimpleNamespace(model_dir=None, backend="numpy")))
 

@@ -24,14 +24,15 @@ import numpy as np
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from app.attention import Backend, Mask
-from app.classroom import auth, quiz, report, rooms
+from app.classroom import quiz, report, rooms
 from app.classroom.broker import Broker
 from app.classroom.database import Unavailable
 from app.classroom.questions import SentenceAttention, catalogue
 from app.classroom.schemas import Deck, QuestionInfo, QuizCreated, QuizStart, Report, ReportSummary, RoomReport
 from app.classroom.service import classroom
-from app.errors import ClientError, InputError
-from app.http import body_doc, error_docs, json_body
+from app.errors import ClientError, InputError, in_range
+from app.web import auth as web_auth
+from app.web.http import body_doc, error_docs, json_body
 
 router = APIRouter(prefix="/api", tags=["classroom"])
 log = logging.getLogger(__name__)
@@ -55,9 +56,8 @@ class ServerModels:
 
     def _handle(self, model_id: str | None) -> Any:
         from app.model import registry
-        from app.model.loader import handle_for
 
-        return handle_for(self.default_dir) if model_id is None else registry.handle(model_id, self.default_dir)
+        return registry.handle(model_id, self.default_dir)
 
     def sentence(
         self, sentence: str, model: str | None, layer: int | str, head: int | str, mask: Mask
@@ -70,7 +70,6 @@ class ServerModels:
     def block(self, sentence: str, layer: int) -> tuple[list[str], dict[str, np.ndarray]]:
         from app.lesson import block as blocks
         from app.model.service import encode_sentence
-        from app.schemas import in_range
 
         handle = self._handle(None)
         spec = handle.spec()
@@ -92,15 +91,10 @@ class ServerModels:
         return model
 
     def today(self, sentence: str, layer: int, head: int) -> tuple[list[str], np.ndarray]:
-        from app.model.today import today
+        from app.lesson.today import for_sentence
 
-        model = self._decoder()
-        if not 0 <= layer < model.spec.layers or not 0 <= head < model.spec.heads:
-            within = f"{model.spec.layers} layers and {model.spec.heads} heads"
-            raise InputError("layer", f"layer and head must be within the decoder's {within}")
-        enc = model.tokenizer.encode(sentence)
-        t = today(model, enc.ids, enc.tokens, layer, head)
-        return list(enc.tokens), np.asarray(t.head_weights)
+        t = for_sentence(self._decoder(), sentence, layer, head)
+        return list(t.tokens), np.asarray(t.head_weights)
 
     def next_tokens(self, prompt: str, written: int, sampling: tuple[float, int, float]) -> list[tuple[str, float]]:
         from app.model import generate
@@ -135,7 +129,7 @@ def _keeper(request: Request) -> quiz.Keep:
 async def _presenters_room(request: Request, code: str) -> tuple[Broker, str]:
     code = rooms.normal_code(code)
     broker = classroom(request.app).broker
-    await rooms.presenter_room(request, broker, code)
+    await web_auth.require_presenter(request, broker, code)
     return broker, code
 
 
@@ -228,7 +222,7 @@ async def put_deck(request: Request, code: str = Code) -> Response:
 
 
 async def _reports(request: Request, work: Any) -> Any:
-    auth.require_teacher(request)
+    web_auth.require_teacher(request)
     try:
         return await anyio.to_thread.run_sync(lambda: work(report.Reports(classroom(request.app).store.db)))
     except Unavailable as e:
