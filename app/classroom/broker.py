@@ -696,12 +696,6 @@ class RedisBroker(Broker):
             return []
         return [_vote_value(str(v)) for v in await self.redis.hvals(self._key(code, "votes"))]
 
-
-def _vote_value(text: str) -> tuple[int, float]:
-    """A vote as Redis keeps it, "choice:seconds"."""
-    choice, _, seconds = text.partition(":")
-    return int(choice), float(seconds or 0)
-
     async def close(self) -> None:
         await super().close()
         if self._reader is not None:
@@ -709,3 +703,9 @@ def _vote_value(text: str) -> tuple[int, float]:
         for code in list(self.local):
             await self.redis.hdel(self._key(code, "followers"), self.process)  # this process counts no one now
         await self.redis.aclose()
+
+
+def _vote_value(text: str) -> tuple[int, float]:
+    """A vote as Redis keeps it, "choice:seconds"."""
+    choice, _, seconds = text.partition(":")
+    return int(choice), float(seconds or 0)

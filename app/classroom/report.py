@@ -209,7 +209,8 @@ class Reports:
 
     def listed(self, *, lesson_id: int | None = None, run: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
         """Reports newest first (no questions): of one saved lesson (0: none), of one room's run, or all."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[int | str] = []
         if lesson_id is not None:
             where.append("lesson_id = ?")
             args.append(lesson_id)

@@ -164,7 +164,8 @@ def test_how_much_the_first_word_still_counts() -> None:
         return h
 
     def first_state(x1: np.ndarray) -> np.ndarray:
-        return np.tanh(w.w_x @ x1)
+        h: np.ndarray = np.tanh(w.w_x @ x1)
+        return h
 
     def spectral(f: Any) -> float:  # the Jacobian by central differences, then its largest singular value
         eps = 1e-6
