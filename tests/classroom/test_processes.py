@@ -69,18 +69,19 @@ def test_two_processes_share_rooms_through_redis(tmp_path: Path, redis_url: str)
                 seen = [until(ws, "state")["state"]["focus"] for _ in range(10)]
                 assert seen == [str(i) for i in range(10)]
             assert call("GET", f"{b}/api/rooms/{code}")[1]["state"]["focus"] == "9"
-            # the quiz: asked on A, voted on B, counted once per follower
-            tokens = ["the", "cat", "ate", "its", "fish"]
-            _, quiz = call("POST", f"{a}/api/rooms/{code}/quiz", {"tokens": tokens, "focus": 1}, key)
-            for ws, choice in ((f1, 0), (f2, 1), (f3, 1)):
+            # the quiz: asked on A, voted on B, counted once per follower, revealed on B with A's answer
+            asked_at = {**STATE, "step": "softmax", "focus": "3"}
+            assert call("PUT", f"{a}/api/rooms/{code}/state", asked_at, key)[0] == 204
+            _, quiz = call("POST", f"{a}/api/rooms/{code}/quiz", {"question": "steps.share"}, key)
+            for ws, choice in ((f1, 0), (f2, 3), (f3, 3)):
                 until(ws, "quiz")
                 ws.send(json.dumps({"vote": {"quiz": quiz["id"], "choice": choice}}))
                 assert until(ws, "voted")["voted"]["choice"] == choice
             f1.send(json.dumps({"vote": {"quiz": quiz["id"], "choice": 3}}))
             assert until(f1, "error")["error"]["type"] == "voted"
-            _, revealed = call("POST", f"{b}/api/rooms/{code}/quiz/reveal", {"answer": 0}, key)
-            assert revealed["counts"] == [1, 2, 0, 0, 0]
-            assert until(f3, "quiz")["quiz"]["answer"] == 0
+            _, revealed = call("POST", f"{b}/api/rooms/{code}/quiz/reveal", None, key)
+            assert revealed["counts"] == [1, 0, 0, 2]
+            assert until(f3, "quiz")["quiz"]["answer"]["right"] == [3]
             # closing on B closes the followers on A
             assert call("DELETE", f"{b}/api/rooms/{code}", secret=key)[0] == 204
             assert "closed" in until(f3, "closed")
