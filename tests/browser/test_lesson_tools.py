@@ -108,12 +108,20 @@ def test_a_printable_handout(watched: Watched, lesson_server: str, tmp_path: Pat
     w.base = lesson_server
     lesson_id = api("POST", lesson_server + "/api/lessons", THREE)["id"]
     open_lessons(w, lesson_id)
-    w.page.get_by_test_id("lesson-handout-make").click()
-    w.page.wait_for_selector("[data-testid=lesson-handout]", timeout=30_000)
+    # the teacher's handout has each view's note; the students' has none (a note may hold an answer)
+    w.page.get_by_test_id("lesson-handout-notes").click()
+    w.page.wait_for_selector("[data-testid=lesson-handout][data-notes=true]", timeout=30_000)
     w.wait_ready(step="mix")  # the page is back on the teacher's view
+    assert w.page.get_by_test_id("handout-note").all_inner_texts() == [v["note"] for v in THREE["views"]]
+    w.page.get_by_test_id("handout-close").click()
+    w.page.get_by_test_id("lesson-handout-make").click()
+    w.page.wait_for_selector("[data-testid=lesson-handout][data-notes=false]", timeout=30_000)
+    w.wait_ready(step="mix")
     sections = w.page.get_by_test_id("handout-view")
     assert sections.count() == 3
-    assert w.page.get_by_test_id("handout-note").all_inner_texts() == [v["note"] for v in THREE["views"]]
+    assert w.page.get_by_test_id("handout-note").count() == 0
+    handout_text = w.page.get_by_test_id("lesson-handout").inner_text()
+    assert not any(v["note"] in handout_text for v in THREE["views"] if v["note"])
     pictures = w.page.get_by_test_id("handout-picture")
     assert pictures.count() == 3
     widths = pictures.evaluate_all("(imgs) => imgs.map((i) => [i.src.slice(0, 22), i.naturalWidth, i.naturalHeight])")
@@ -150,15 +158,15 @@ def test_the_whole_lesson_as_one_offline_file(
     w.page.wait_for_selector("[data-testid=lesson-status]:has-text('(4 views) that opens offline')")
     html = path.read_text(encoding="utf-8")
     assert "<script src=" not in html and "http://" not in html.split("attention-data")[0]
+    assert not any(v["note"] in html for v in four["views"] if v["note"])  # the students' file: no note at all
     with offline_page(browser, path) as page:
         assert page.locator("#lesson-where").inner_text() == "1 / 4"
-        assert page.locator("#lesson-note").inner_text() == "q·k for its"
+        assert page.locator("#lesson-note").inner_text() == ""
         assert page.evaluate("document.body.dataset.step") == "score"
         assert page.locator('[data-testid="cell-3-1"]').inner_text() == "6.000"  # its·cat = 2·3 + 0·0
         page.wait_for_function("() => Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         page.keyboard.press("PageDown")
         assert page.locator("#lesson-where").inner_text() == "2 / 4"
-        assert page.locator("#lesson-note").inner_text() == "softmax: each row sums to 1"
         row = [page.locator(f'[data-testid="cell-3-{j}"]').inner_text() for j in range(5)]
         assert row == ["0.013", "0.895", "0.013", "0.026", "0.053"]
         page.keyboard.press("m")  # both masks travel, as in the single-view file
@@ -166,7 +174,6 @@ def test_the_whole_lesson_as_one_offline_file(
         page.get_by_role("button", name="Next view →").click()
         assert page.locator("#lesson-where").inner_text() == "3 / 4"
         assert page.locator("#viewer").is_hidden() and page.locator("#still").is_visible()
-        assert page.locator("#lesson-note").inner_text() == "before attention: a chain"
         size = page.locator("#still-picture").evaluate("(i) => [i.naturalWidth, i.naturalHeight]")
         assert size[0] > 300 and size[1] > 150
         assert len(json.loads(page.locator("#still-numbers").inner_text())) > 0

@@ -164,6 +164,7 @@ function numbers(a, stepId, ctx) {
     return out;
   }
   const names = stepId === "order" ? ["input", "output"] : ["input", ...POINTS[a.kind][stepId].filter((n) => n !== "input")];
+  // (a step's own points only: those after it stay unknown while the class answers a question on them)
   for (const name of names) {
     out.push({ label: `‖${name}‖`, value: norm(a, name, t), testid: `block-norm-${name}` });
     out.push({ label: `${name}, first numbers`, value: vec(a.vectors[name][t], SHOW), testid: `block-vec-${name}` });
@@ -249,10 +250,18 @@ function mount(ctx) {
     return Object.fromEntries(order.map((name) => [name, `${READABLE[name] ?? name}\n‖x‖ ${fixed3(norms[name][t])}`]));
   }
 
+  function hideAfter(labelsOf, upto, order) {
+    for (const name of order.slice(upto + 1)) labelsOf[name] = `${READABLE[name] ?? name}\n‖x‖ ?`;
+    return labelsOf;
+  }
+
   return {
     update(a, stepId) {
       const t = tokenOf(a, ctx);
       const current = stepId === "order" ? ["input", "output"] : POINTS[a.kind][stepId];
+      // while the class answers a question, the points after this step keep their lengths to themselves
+      const upto = ctx.withheld ? Math.max(...current.map((n) => a.order.indexOf(n))) : a.order.length - 1;
+      const known = (name) => a.order.indexOf(name) <= upto;
       controls.replaceChildren(
         sentenceBox(ctx.params.sentence, (s) => ctx.setParams({ sentence: s, tok: "" }), "block-sentence"),
         picker("layer", Array.from({ length: a.layers }, (_, l) => [l, String(l)]), a.layer, (v) => ctx.setParams({ layer: v }), "block-layer"),
@@ -260,7 +269,7 @@ function mount(ctx) {
       );
       flow.replaceChildren(
         ...a.order.map((name) => {
-          const li = el("li", { className: current.includes(name) ? "current" : "" }, `${name} ${fixed3(a.norms[name][t])}`);
+          const li = el("li", { className: current.includes(name) ? "current" : "" }, known(name) ? `${name} ${fixed3(a.norms[name][t])}` : `${name} ?`);
           li.dataset.testid = `block-point-${name}`;
           return li;
         }),
@@ -301,7 +310,7 @@ function mount(ctx) {
         );
       }
       body.replaceChildren(...parts);
-      const columns = [{ title: `${a.kind === "bert" ? "post-LN: the model" : "pre-LN: the model"}`, order: a.order, labels: labels(a, a.order, a.norms, t) }];
+      const columns = [{ title: `${a.kind === "bert" ? "post-LN: the model" : "pre-LN: the model"}`, order: a.order, labels: hideAfter(labels(a, a.order, a.norms, t), upto, a.order) }];
       if (stepId === "order" && a.what_if) columns.push({ title: "pre-LN: what-if", order: a.what_if.order, labels: labels(a, a.what_if.order, a.what_if.norms, t) });
       diagram?.update(columns, current);
     },

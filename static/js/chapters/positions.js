@@ -41,7 +41,14 @@ const STEPS = [
     id: "plain",
     title: "No positions: the same numbers, moved",
     short: "no positions",
-    text: (a) => {
+    text: (a, ctx) => {
+      if (ctx?.withheld) {
+        return (
+          `Attention compares every word with every word. Here is ${sentence(a.words)} without any position signal. ` +
+          `Now reorder it as ${sentence(a.words_perm)}: each word brings the same x, so the same q, k and v. ` +
+          "Think: what happens to the weights? The reordered table comes back with the answer."
+        );
+      }
       const e = example(a);
       const w = a.plain_perm[e.r][e.c];
       return (
@@ -128,7 +135,8 @@ export function moved(w, order) {
 
 /** The 3D view's grids: the reordered sentence's weights W′ beside P·W·Pᵀ (the first table moved), then
  *  |W′ − P·W·Pᵀ|, which is flat where the two agree. */
-function scene(a, stepId) {
+function scene(a, stepId, hide = false) {
+  if (hide) return [{ title: "first order: W", values: a.plain, rowNames: a.words.length <= 8 ? a.words : null, colNames: a.words.length <= 8 ? a.words : null }];
   const m = stepId === "model" ? a.model : null;
   const enc = stepId === "sinusoid";
   const w = m ? m.weights : enc ? a.encoded : a.plain;
@@ -144,8 +152,14 @@ function scene(a, stepId) {
   return grids;
 }
 
-function pair(a, stepId) {
+/** The two orders' tables and the proof line; while the class answers (`hide`) the first order's table only. */
+function pair(a, stepId, hide = false) {
   const pairBox = el("div", { className: "ca-pair" });
+  if (hide) {
+    pairBox.append(heatTable(a.plain, { rowNames: a.words, colNames: a.words, caption: sentence(a.words), testid: "pos-plain" }));
+    const p = el("p", { className: "ca-proof", dataset: { testid: "pos-proof" } }, `Reordered: ${sentence(a.words_perm)}. Its table comes back with the answer.`);
+    return [p, pairBox];
+  }
   let proof;
   if (stepId === "model" && a.model) {
     const m = a.model;
@@ -240,15 +254,16 @@ export default {
         modelBar.hidden = stepId !== "model";
         layer.value = String(a.model?.layer ?? ctx.params.layer);
         head.value = String(a.model?.head ?? ctx.params.head);
-        out.replaceChildren(...pair(a, stepId));
+        const hide = Boolean(ctx.withheld);
+        out.replaceChildren(...pair(a, stepId, hide));
         if (!bars) return;
-        const grids = scene(a, stepId);
+        const grids = scene(a, stepId, hide);
         const c = ctx.stage.container;
         const aspect = c.clientWidth / Math.max(1, c.clientHeight);
         const stacked = aspect < 1.25;
         const max = Math.max(...grids.flatMap((g) => g.values.flat()));
         bars.update(grids, { max, height: 1.6, perRow: stacked ? 2 : grids.length, names: !stacked });
-        const key = `${stacked}:${grids[0].values.length}`;
+        const key = `${stacked}:${grids.length}:${grids[0].values.length}`;
         if (looked !== key) {
           const { width, depth } = bars.size;
           const d = Math.max((width + 1.5) / Math.min(aspect, 1.6), depth) * 1.5 + 2.5; // + room for the row names
@@ -263,9 +278,10 @@ export default {
     };
   },
 
-  numbers: (a, stepId) => {
+  numbers: (a, stepId, ctx) => {
     // short labels: each item stays on one line on a phone
     const items = [{ label: "order", value: a.order.join(" "), testid: "pos-order-used" }];
+    if (ctx?.withheld) return items; // the reordered weights are the class's question
     if (stepId === "plain") items.push({ label: "max |W′ − PWPᵀ|", value: gapText(a.plain_gap), testid: "pos-plain-gap" });
     if (stepId === "sinusoid") items.push({ label: "max |W′ − PWPᵀ|", value: a.encoded_gap.toFixed(4), testid: "pos-enc-gap" });
     if (stepId === "model" && a.model) {

@@ -55,7 +55,8 @@ const STEPS = [
     id: "fade",
     title: "The first word fades",
     short: "fade",
-    text: (a) => {
+    text: (a, ctx) => {
+      if (ctx?.withheld) return HIDDEN;
       const n = a.words.length;
       return (
         `How much does ${quote(a.words[0])} still count in h_t? Nudge the first word's x a tiny bit and ask how far h_t ` +
@@ -87,12 +88,15 @@ const STEPS = [
   },
 ];
 
-function table(a, stepId) {
+const HIDDEN = "The numbers that answer the class's question are hidden for now: think first.";
+
+/** The table; while the class answers (`hide`) without the first word's influence (the question's answer). */
+function table(a, stepId, hide = false) {
   const n = a.words.length;
   const t = el("table", { className: "ca-table", dataset: { testid: "rnn-table" } });
   t.append(el("caption", {}, stepId === "direct" ? `Attention of ${quote(a.words[n - 1])} on every word` : `Hidden states, and how much ${quote(a.words[0])} counts in each`));
   const head = el("tr");
-  const cols = stepId === "direct" ? ["word", "weight", ""] : ["t", "word", "h_t", "‖∂h_t/∂x₁‖₂", ""];
+  const cols = stepId === "direct" ? ["word", "weight", ""] : hide ? ["t", "word", "h_t"] : ["t", "word", "h_t", "‖∂h_t/∂x₁‖₂", ""];
   for (const c of cols) head.append(el("th", { scope: "col" }, c));
   const thead = el("thead");
   thead.append(head);
@@ -109,12 +113,12 @@ function table(a, stepId) {
       tr.append(el("td", {}, a.words[i]), el("td", { dataset: { testid: `rnn-weight-${i}` } }, fixed3(w)));
     } else {
       bar.style.width = `${(100 * a.influence[i]) / top}%`;
-      tr.append(
-        el("td", {}, String(i + 1)),
-        el("td", {}, a.words[i]),
-        el("td", { className: "ca-vec" }, `[${a.h[i].map(fixed3).join(", ")}]`),
-        el("td", { dataset: { testid: `rnn-influence-${i}` } }, sig(a.influence[i])),
-      );
+      tr.append(el("td", {}, String(i + 1)), el("td", {}, a.words[i]), el("td", { className: "ca-vec" }, `[${a.h[i].map(fixed3).join(", ")}]`));
+      if (hide) {
+        body.append(tr);
+        continue;
+      }
+      tr.append(el("td", { dataset: { testid: `rnn-influence-${i}` } }, sig(a.influence[i])));
     }
     const cell = el("td", { className: "ca-bar-cell", "aria-hidden": "true" });
     cell.append(bar);
@@ -156,8 +160,9 @@ export default {
     return {
       update(answer, stepId) {
         input.value = answer.words.join(" ");
-        out.replaceChildren(table(answer, stepId));
-        chain?.update(answer, { influence: stepId === "fade", links: stepId === "direct" });
+        const hide = Boolean(ctx.withheld);
+        out.replaceChildren(table(answer, stepId, hide));
+        chain?.update(answer, { influence: stepId === "fade" && !hide, links: stepId === "direct" && !hide });
       },
       dispose() {
         chain?.dispose();
@@ -165,12 +170,16 @@ export default {
     };
   },
 
-  numbers: (a) => {
+  numbers: (a, stepId, ctx) => {
     const n = a.words.length;
-    return [
+    const steps = [
       // short labels: each item stays on one line on a phone
       { label: "steps, RNN", value: String(a.rnn_steps), testid: "rnn-steps" },
       { label: "steps, attention", value: String(a.attention_steps), testid: "attention-steps" },
+    ];
+    if (ctx?.withheld) return steps; // the influence is the class's question
+    return [
+      ...steps,
       { label: "‖∂h_1/∂x_1‖₂", value: sig(a.influence[0]), testid: "rnn-influence-first" },
       { label: `‖∂h_${n}/∂x_1‖₂`, value: sig(a.influence[n - 1]), testid: "rnn-influence-last" },
       { label: "weight last → first", value: sig(a.last_to_first), testid: "rnn-last-to-first" },

@@ -17,6 +17,7 @@ function dkOf(ctx) {
 }
 
 const f3 = (x) => fixed3(x);
+const HIDDEN = "The numbers that answer the class's question are hidden for now: think first.";
 const keysNamed = (a) => Array.from({ length: a.keys }, (_, j) => `k${j + 1}`);
 
 const STEPS = [
@@ -38,7 +39,8 @@ const STEPS = [
     figure: "#chapter-stage, [data-testid=scaling-row]", // the chart of every d_k follows
     title: "Without the division, softmax turns one-hot",
     short: "unscaled",
-    text: (a) =>
+    text: (a, ctx) =>
+      ctx?.withheld ? HIDDEN :
       `One query against ${a.keys} keys, d_k = ${a.d_k}: softmax of the raw scores gives its largest weight ` +
       `${f3(a.max_unscaled)}, and an entropy (how spread out the row is, in nats: natural log) of ${f3(a.entropy_unscaled)}; ` +
       `an even row of ${a.keys} has ln ${a.keys} = ${f3(a.ln_keys)}, a one-hot row 0. Over ${a.queries} queries the largest weight averages ` +
@@ -50,13 +52,22 @@ const STEPS = [
     figure: "#chapter-stage, [data-testid=scaling-row]",
     title: "With ÷√d_k it stays soft",
     short: "scaled",
-    text: (a) =>
+    text: (a, ctx) =>
+      ctx?.withheld ? HIDDEN :
       `Dividing every score by √d_k = ${f3(a.sqrt_d_k)} brings their spread back to about 1 whatever d_k is. The same ` +
       `query's largest weight is now ${f3(a.max_scaled)} (entropy ${f3(a.entropy_scaled)} nats), and over ` +
       `${a.queries} queries it averages ${f3(a.mean_max_scaled)} instead of ${f3(a.mean_max_unscaled)}. The chart shows ` +
       `it for every d_k: unscaled, the largest weight climbs towards 1; scaled, it stays flat. That is the √d_k in ` +
       `softmax(Q·Kᵀ / √d_k).`,
   },
+];
+
+/** The softmax's numbers (the class's question while it answers). */
+const softmaxNumbers = (a) => [
+  { label: "max w, unscaled", value: a.max_unscaled.toFixed(4), testid: "scaling-max-unscaled" },
+  { label: "max w, ÷√d_k", value: a.max_scaled.toFixed(4), testid: "scaling-max-scaled" },
+  { label: "entropy (nats), unscaled", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
+  { label: "entropy (nats), ÷√d_k", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
 ];
 
 /** A line chart over d_k = 2 … 1024 (log scale), built as SVG elements (no markup strings). */
@@ -103,7 +114,8 @@ function chart(a, series, { yMax, yLabel, testid }) {
   return box;
 }
 
-function rowTable(a) {
+/** One query's row: its scores, and (unless the class is answering a question about them) its softmax both ways. */
+function rowTable(a, hide = false) {
   const t = el("table", { className: "ca-table ca-heat", dataset: { testid: "scaling-row" } });
   t.append(el("caption", {}, `One query against ${a.keys} keys, d_k = ${a.d_k}`));
   const head = el("tr");
@@ -113,11 +125,12 @@ function rowTable(a) {
   thead.append(head);
   t.append(thead);
   const body = el("tbody");
-  for (const [name, row, id] of [
+  const rows = [
     ["q·k", a.scores, "score"],
     ["softmax", a.unscaled, "unscaled"],
     ["softmax ÷√d_k", a.scaled, "scaled"],
-  ]) {
+  ];
+  for (const [name, row, id] of hide ? rows.slice(0, 1) : rows) {
     const tr = el("tr");
     tr.append(el("th", { scope: "row" }, name));
     row.forEach((v, j) => tr.append(el("td", { dataset: { testid: `scaling-${id}-${j}` } }, f3(v))));
@@ -161,8 +174,9 @@ export default {
       update(a, stepId) {
         number.value = String(a.d_k);
         slider.value = String(Math.max(1, Math.min(10, Math.round(Math.log2(a.d_k)))));
-        const parts = [rowTable(a)];
-        if (stepId === "spread") {
+        const hide = Boolean(ctx.withheld);
+        const parts = [rowTable(a, hide)];
+        if (stepId === "spread" || hide) {
           parts.unshift( // the chart first: this step's text is about it
             chart(a, [
               { label: "std of q·k", value: (p) => p.std, cls: "ca-line-a" },
@@ -180,7 +194,7 @@ export default {
         out.replaceChildren(...parts);
         if (!bars) return;
         const names = keysNamed(a);
-        if (stepId === "spread") {
+        if (stepId === "spread" || hide) {
           const top = Math.max(...a.scores.map(Math.abs));
           bars.update(
             [
@@ -211,14 +225,11 @@ export default {
     };
   },
 
-  numbers: (a) => [
+  numbers: (a, stepId, ctx) => [
     { label: "d_k", value: String(a.d_k), testid: "scaling-d-k" },
     { label: "√d_k", value: a.sqrt_d_k.toFixed(4), testid: "scaling-sqrt" },
     { label: "std of q·k", value: a.std.toFixed(4), testid: "scaling-std" },
-    { label: "max w, unscaled", value: a.max_unscaled.toFixed(4), testid: "scaling-max-unscaled" },
-    { label: "max w, ÷√d_k", value: a.max_scaled.toFixed(4), testid: "scaling-max-scaled" },
-    { label: "entropy (nats), unscaled", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
-    { label: "entropy (nats), ÷√d_k", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
+    ...(ctx?.withheld ? [] : softmaxNumbers(a)),
   ],
 
   code: (a) =>

@@ -59,7 +59,11 @@ export class Follower {
     this.hiddenNote = el("p", { className: "cr-hidden-note", role: "status", dataset: { testid: "numbers-hidden-note" } });
     this.hiddenNote.textContent = "Your teacher has hidden the numbers: think first, then they come back.";
     this.hiddenNote.hidden = true;
-    this.quiz = new QuizPanel({ mode: "follower", vote: (choice, quizId) => this.vote(choice, quizId) });
+    this.quiz = new QuizPanel({
+      mode: "follower",
+      vote: (choice, quizId) => this.vote(choice, quizId),
+      changed: () => this.quizChanged(),
+    });
     bar.append(this.box, this.closedNote);
     document.querySelector("#main")?.prepend(this.hiddenNote);
     document.querySelector("#main")?.prepend(this.quiz.root);
@@ -70,7 +74,11 @@ export class Follower {
     this.watchTouches();
     onViewChange((params) => this.viewChanged(params));
     this.renderToggle();
-    this.socket = new RoomSocket(code, { onMessage: (m) => this.message(m), onStatus: (s, d) => this.onStatus(s, d) });
+    this.socket = new RoomSocket(code, {
+      onMessage: (m) => this.message(m),
+      onStatus: (s, d) => this.onStatus(s, d),
+      seat: () => seatFor(code), // a page that comes back keeps its seat, and its one vote
+    });
     document.addEventListener("visibilitychange", () => {
       if (document.visibilityState === "visible") this.socket.poke();
     });
@@ -88,7 +96,21 @@ export class Follower {
   viewChanged(params) {
     if (!this.following || this.busy || !this.latest) return;
     if (performance.now() - this.touched > TOUCHED_MS) return; // the page settling, not the student
-    if (differs(params, this.latest)) this.setFollowing(false);
+    if (!differs(params, this.latest)) return;
+    if (this.quiz.open) {
+      // during a question the page stays on the teacher's step: another step could show the answer
+      this.apply(this.latest);
+      return;
+    }
+    this.setFollowing(false);
+  }
+
+  /** A question pulls every page back to the teacher's step, and keeps it there until the answer. */
+  quizChanged() {
+    const open = this.quiz.open;
+    if (open && !this.following) this.setFollowing(true);
+    this.toggle.disabled = open || this.connection === "closed";
+    this.toggle.title = open ? "During a question your page stays with your teacher" : "";
   }
 
   onStatus(status, detail) {
@@ -113,15 +135,16 @@ export class Follower {
   }
 
   message(msg) {
-    if (typeof msg.seat === "string" && !seatFor(this.code)) keepSeat(this.code, msg.seat); // the first one stays
+    if (typeof msg.seat === "string" && msg.seat !== seatFor(this.code)) keepSeat(this.code, msg.seat);
     if ("state" in msg && msg.state) {
       this.setScreen(msg.state.screen ?? null);
       this.latest = viewOf(msg.state);
       if (this.following) this.apply(this.latest);
     }
     if ("quiz" in msg) this.quiz.show(msg.quiz);
+    if (msg.yours) this.quiz.voted(msg.yours); // a page that came back: the vote the server counted
     if (msg.voted) this.quiz.voted(msg.voted);
-    if (msg.error && msg.error.type !== "read_only") this.quiz.error(msg.error.msg);
+    if (msg.error && msg.error.type !== "read_only") this.quiz.error(msg.error);
     if (msg.error?.type === "room_full" || msg.error?.type === "address_full") this.status.textContent = `● ${msg.error.msg}`;
   }
 
@@ -165,9 +188,6 @@ export class Follower {
   }
 
   vote(choice, quizId) {
-    const vote = { quiz: quizId, choice };
-    const seat = seatFor(this.code);
-    if (seat) vote.seat = seat;
-    return this.socket.send({ vote });
+    return this.socket.send({ vote: { quiz: quizId, choice } });
   }
 }

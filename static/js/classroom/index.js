@@ -3,6 +3,7 @@
 //
 //   /?token=T      the teacher link: the token is kept for this tab and leaves the address bar
 //   /?present=1    the projector view
+//   /?teacher=1    the teacher's window: notes, the next step, the answers coming in, the controls
 //   /?room=CODE    follow a room (students; the QR code opens this)
 
 import { isTextField } from "../keys.js";
@@ -11,21 +12,34 @@ import { closeTabs } from "./fit.js";
 import { Follower } from "./follower.js";
 import { Lessons } from "./lessons.js";
 import { Presenter } from "./presenter.js";
-import { followedRoom, takeUrl, teacherToken } from "./session.js";
+import { followedRoom, presenterRoom, takeUrl, teacherToken } from "./session.js";
+import { TeacherPanel } from "./teacher.js";
 
 const asked = takeUrl(); // before main.js writes its own URL
 
 whenReady(() => {
   const bar = document.getElementById("classroom-bar");
   if (!bar) return;
-  const room = asked.room ?? (asked.present || teacherToken() ? null : followedRoom());
+  const room = asked.room ?? (asked.present || asked.teacher || teacherToken() ? null : followedRoom());
   if (room) {
     new Follower(bar, room);
     return;
   }
-  const presenter = new Presenter(bar);
-  const lessons = teacherToken() ? new Lessons(bar) : null;
+  const presenter = new Presenter(bar, { teacher: asked.teacher });
+  const lessons = teacherToken() || asked.teacher ? new Lessons(bar) : null;
+  if (asked.teacher) {
+    new TeacherPanel(presenter);
+    const kept = presenterRoom(); // the projector's room (this window was opened from it), else it tells us
+    if (kept) presenter.start(kept);
+  }
   if (asked.present) presenter.setPresenting(true, { adopt: !asked.namesView });
+  if (lessons) {
+    // the lesson the teacher plays reaches both of the teacher's windows (the room tells presenters
+    // only): the projector shows its views, the teacher's window their notes
+    lessons.onShow = (deck) => presenter.putDeck(deck);
+    presenter.on("deck", (deck) => lessons.adopt(deck));
+    presenter.on("room", () => lessons.redraw());
+  }
 
   // before the page's own keys (keys.js listens on document; this runs first, in the capture phase)
   window.addEventListener(

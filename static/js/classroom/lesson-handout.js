@@ -1,5 +1,6 @@
 // A printable handout of a lesson: for each view its picture (the 3D view as drawn), its numbers
-// (the table of the step's array) and its note; shown over the page with a Print button. The print
+// (the table of the step's array) and, in the teacher's handout, its note; the students' handout has
+// no note (a note may hold a question's answer). Shown over the page with a Print button; the print
 // style sheet (lessons.css) prints the handout alone, one view per page.
 import { el } from "../dom.js";
 import { scenePicture } from "../export/snapshot.js";
@@ -42,14 +43,14 @@ function picture(shown) {
   }
 }
 
-/** The handout's element (not yet shown): one <section> per view. */
-export async function buildHandout(lesson, progress) {
-  const root = el("article", { className: "lesson-handout", dataset: { testid: "lesson-handout" } });
-  root.append(el("h1", {}, lesson.title));
+/** The handout's element (not yet shown): one <section> per view; `notes`: the teacher's (false: the students'). */
+export async function buildHandout(lesson, progress, { notes = true } = {}) {
+  const root = el("article", { className: "lesson-handout", dataset: { testid: "lesson-handout", notes: String(notes) } });
+  root.append(el("h1", {}, notes ? `${lesson.title} (the teacher's handout, with notes)` : lesson.title));
   await eachView(lesson, (view, shown, i) => {
     const section = el("section", { className: "handout-view", dataset: { testid: "handout-view" } });
     section.append(el("h2", {}, `View ${i + 1} of ${lesson.views.length} · ${shown?.title ?? viewSummary(view.state)}`));
-    if (view.note) section.append(el("p", { className: "handout-note", dataset: { testid: "handout-note" } }, view.note));
+    if (notes && view.note) section.append(el("p", { className: "handout-note", dataset: { testid: "handout-note" } }, view.note));
     const src = picture(shown);
     if (src) section.append(el("img", { className: "handout-picture", src, alt: `The 3D view of view ${i + 1}`, dataset: { testid: "handout-picture" } }));
     const numbers = numbersTable(shown);

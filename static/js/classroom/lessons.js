@@ -25,8 +25,9 @@ export class Lessons {
     const edit = this.button("Edit", "lesson-edit", () => this.edit());
     const up = this.button("↑", "lesson-move-up", () => this.move(-1), "Move the lesson up the list");
     const down = this.button("↓", "lesson-move-down", () => this.move(1), "Move the lesson down the list");
-    const handout = this.button("Handout", "lesson-handout-make", () => this.handout(), "Handout: a printable page of each view's picture, numbers and note");
-    const offline = this.button("Offline file", "lesson-offline", () => this.offline(), "Offline file: the whole lesson as one .html file that opens without the server");
+    const handout = this.button("Handout", "lesson-handout-make", () => this.handout({ notes: false }), "Handout for students: a printable page of each view's picture and numbers (no notes)");
+    const notesHandout = this.button("With notes", "lesson-handout-notes", () => this.handout({ notes: true }), "Your handout: the same with each view's note (it may hold the answers)");
+    const offline = this.button("Offline file", "lesson-offline", () => this.offline(), "Offline file for students: the whole lesson as one .html file that opens without the server (no notes)");
     const file = el("input", { type: "file", accept: "application/json,.json", dataset: { testid: "lesson-import" } });
     file.addEventListener("change", () => this.importFile(file));
     const importLabel = el("label", { className: "cr-import" }, "Import a lesson file ");
@@ -60,7 +61,7 @@ export class Lessons {
     );
     panel.firstChild.append(this.list, play, edit, up, down, remove);
     const tools = el("p", { className: "cr-lessons-row" });
-    tools.append(handout, offline, exportButton);
+    tools.append(handout, notesHandout, offline, exportButton);
     panel.firstChild.after(tools);
     this.editor = new LessonEditor(panel, {
       onSave: (lesson) => this.saveEdit(lesson),
@@ -148,20 +149,46 @@ export class Lessons {
 
   async show() {
     const { lesson, index } = this.playing;
+    this.redraw();
+    this.onShow?.({ lesson: lesson.id, title: lesson.title, index, count: lesson.views.length });
+    await applyViewState(lesson.views[index].state);
+  }
+
+  /** The play bar: where the lesson is, and the view's note, except on the projector (a note may hold
+   *  the answer: there it is only in the teacher's window, teacher.js). */
+  redraw() {
+    if (!this.playing) return;
+    const { lesson, index } = this.playing;
     const view = lesson.views[index];
     const stop = this.button("Stop", "lesson-stop", () => this.stop());
-    const note = el("span", { className: "cr-note", dataset: { testid: "lesson-view-note" } }, view.note);
-    this.playBar.replaceChildren(el("strong", {}, `${lesson.title} · ${index + 1} / ${lesson.views.length}`), note, stop);
+    const parts = [el("strong", {}, `${lesson.title} · ${index + 1} / ${lesson.views.length}`)];
+    const projector = document.body.classList.contains("cr-presenting");
+    if (!projector && view.note) parts.push(el("span", { className: "cr-note", dataset: { testid: "lesson-view-note" } }, view.note));
+    this.playBar.replaceChildren(...parts, stop);
     this.playBar.dataset.index = String(index);
     this.playBar.hidden = false;
     document.body.classList.add("cr-lesson-playing");
-    await applyViewState(view.state);
   }
 
-  stop() {
+  /** Another of the teacher's windows plays a lesson (the room's deck): step through it here too; the
+   *  view itself comes through the room. */
+  async adopt(deck) {
+    if (!deck?.lesson) {
+      if (this.playing) this.stop({ tell: false });
+      return;
+    }
+    let lesson = this.playing?.lesson.id === deck.lesson ? this.playing.lesson : null;
+    lesson ??= await call("GET", `/api/lessons/${deck.lesson}`, { secret: teacherToken() }).catch(() => null);
+    if (!lesson) return;
+    this.playing = { lesson, index: Math.min(deck.index, lesson.views.length - 1) };
+    this.redraw();
+  }
+
+  stop({ tell = true } = {}) {
     this.playing = null;
     this.playBar.hidden = true;
     document.body.classList.remove("cr-lesson-playing");
+    if (tell) this.onShow?.(null);
   }
 
   async exportSelected() {
@@ -243,11 +270,14 @@ export class Lessons {
     }
   }
 
-  handout() {
-    return this.walk(buildHandout, (lesson, handout) => {
-      showHandout(handout);
-      return `The handout of “${lesson.title}” is ready to print.`;
-    });
+  handout({ notes = false } = {}) {
+    return this.walk(
+      (lesson, progress) => buildHandout(lesson, progress, { notes }),
+      (lesson, handout) => {
+        showHandout(handout);
+        return notes ? `Your handout of “${lesson.title}”, with its notes, is ready to print.` : `The students' handout of “${lesson.title}” is ready to print.`;
+      },
+    );
   }
 
   offline() {

@@ -1,46 +1,82 @@
-// The presenter: the projector view (Present, ?present=1), the room the class follows, and the quiz.
+// The presenter: the projector view (Present, ?present=1), the teacher's own window (?teacher=1), the
+// room the class follows, and the quiz.
 //
-// With the teacher token (from the teacher link) Present opens a room: the page PUTs its view
-// state on every change of the view (pageview.js onViewChange), shows the join address in large type, its
-// QR code (drawn by the server) and the number of followers (the panel folds away once students
-// have joined). B blanks the screen, H hides the numbers (predict first): both on every
-// follower's page too (the state's `screen`). PageDown / PageUp keep walking the lesson. A line
-// says where the class is (chapter · step · mask); the side panels fit their boxes (fit.js). The
-// Room menu (roommenu.js): the quiz summary and its CSV, reset the room, close it.
+// With the teacher token (from the teacher link) Present opens a room: the page PUTs its view state on
+// every change of the view (pageview.js onViewChange), shows the join address in large type, its QR
+// code (drawn by the server) and the number of followers (the panel folds away once students have
+// joined), and opens the teacher's window beside it (teacher.js: the notes, the next step, the vote
+// count and the controls; it never shows on the projector). Both windows drive the room and follow it:
+// a view one of them sends comes back to the other over the room's socket and is applied there, so
+// they stay in step (on one computer, or with the teacher's phone as a remote: ?teacher=1 there).
+// B blanks the screen, H hides the numbers: both on every follower's page too (the state's
+// `screen`). PageDown / PageUp keep walking the lesson; while the class answers a question they wait
+// (the step that follows would show the answer). The side panels fit their boxes (fit.js). The Room
+// menu (roommenu.js): the class report and its CSV, reset the room, close it.
 
-import { call } from "../api.js";
+import { isTextField } from "../keys.js";
 import { el } from "../dom.js";
-import { applyViewState, currentView, onViewChange, presenting, reframe, viewState } from "../pageview.js";
+import { applyViewState, onViewChange, presenting, reframe, viewState } from "../pageview.js";
+import { call } from "../api.js";
 import { fitPanels, PANELS } from "./fit.js";
-import { answerOf, QuizPanel } from "./quiz.js";
+import { loadQuestions, questionAt, whyNone } from "./questions.js";
+import { QuizPanel } from "./quiz.js";
 import { RoomMenu } from "./roommenu.js";
-import { keepPresenterRoom, keepQuizAnswer, presenterRoom, quizAnswer, teacherToken, viewOnly } from "./session.js";
+import { keepPresenterRoom, keepTeacherToken, presenterRoom, teacherToken, viewOnly } from "./session.js";
 import { RoomSocket } from "./socket.js";
 import { withhold } from "./withhold.js";
 
 const $ = (id) => document.getElementById(id);
 
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
+export const CHANNEL = "a3d-teacher"; // the teacher's windows on one computer find each other here
+const NAV_KEYS = new Set(["PageDown", "PageUp", "ArrowLeft", "ArrowRight"]);
+const NAV_CLICKS = "#prev-step, #next-step, #next-chapter, #step-list button, #contents a, [data-testid=lesson-play], [data-testid=teacher-next], [data-testid=teacher-back]";
+const WAIT = "The class is answering: reveal the answer (or end the question) before moving on.";
+
+/** A view state as one comparable string (keys sorted, every value a string, as the server keeps it). */
+export function canonical(state) {
+  const entries = Object.entries(state ?? {})
+    .filter(([, v]) => v !== null && v !== undefined)
+    .map(([k, v]) => [k, String(v)])
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify(entries);
+}
+
 export class Presenter {
-  constructor(bar) {
+  /** `teacher`: this page is the teacher's window (notes and controls), not the projector. */
+  constructor(bar, { teacher = false } = {}) {
+    this.teacher = teacher;
     this.room = null;
     this.socket = null;
     this.presenting = false;
     this.sending = false;
     this.queued = null;
+    this.applying = 0; // room views being applied now: their changes are not sent back
+    this.sent = new Set(); // views this window sent, until the room echoes them
+    this.lastRoom = null; // the last view taken from the room
+    this.adoptNext = teacher; // the teacher's window takes the room's view when it joins
+    this.questions = null;
+    this.deck = null; // the lesson the teacher's windows play ({lesson, title, index, count})
+    this.listeners = { deck: [], room: [], quiz: [], view: [] };
     this.button = el("button", { type: "button", className: "cr-present", dataset: { testid: "present" } }, "Present");
     this.button.setAttribute("aria-pressed", "false");
-    this.button.addEventListener("click", () => this.setPresenting(!this.presenting));
+    this.button.addEventListener("click", () => this.setPresenting(!this.presenting, { openTeacher: true }));
+    this.teacherButton = el("button", { type: "button", dataset: { testid: "open-teacher" } }, "Teacher's window");
+    this.teacherButton.title = "Your own window: the notes, the next step, the answers coming in and the controls (never on the projector)";
+    this.teacherButton.addEventListener("click", () => this.openTeacher());
+    this.teacherButton.hidden = true;
     this.askButton = el("button", { type: "button", dataset: { testid: "quiz-ask" } }, "Ask the class");
-    this.askButton.title = "Which word will the focused query attend to most?";
     this.askButton.addEventListener("click", () => this.ask());
+    this.askWhy = el("span", { className: "cr-ask-why", id: `cr-ask-why-${teacher ? "t" : "p"}`, dataset: { testid: "quiz-ask-why" } });
+    this.askButton.setAttribute("aria-describedby", this.askWhy.id);
     this.roomTools = el("span", { className: "cr-room-tools" });
     this.menu = new RoomMenu({ room: () => this.room, say: (text) => this.say(text), closed: () => this.closed() });
-    this.roomTools.append(this.askButton, this.menu.root);
+    this.roomTools.append(this.askButton, this.askWhy, this.menu.root);
     this.roomTools.hidden = true;
     this.where = el("p", { className: "cr-where", dataset: { testid: "projector-where" } });
     this.message = el("span", { className: "cr-message", role: "status", dataset: { testid: "classroom-message" } });
-    bar.append(this.button, this.roomTools, this.message);
+    if (!teacher) bar.append(this.button, this.teacherButton);
+    bar.append(this.roomTools, this.message);
     document.querySelector(".topbar")?.append(this.where);
 
     this.join = el("aside", { className: "cr-join", "aria-label": "Join the class", dataset: { testid: "join-panel" } });
@@ -50,12 +86,22 @@ export class Presenter {
     this.blank.hidden = true;
     this.blank.addEventListener("click", () => this.toggleBlank(false));
     document.body.append(this.blank);
-    this.quiz = new QuizPanel({ mode: "presenter", reveal: () => this.reveal(), end: () => this.endQuiz() });
+    this.quiz = new QuizPanel({
+      mode: "presenter",
+      reveal: () => this.reveal(),
+      end: () => this.endQuiz(),
+      changed: (quiz) => {
+        this.updateAsk();
+        this.emit("quiz", quiz);
+      },
+    });
     document.querySelector("#main")?.prepend(this.quiz.root);
     onViewChange((params) => {
-      this.send(params);
+      if (!this.applying) this.send(params);
       this.drawWhere(params);
       this.scheduleFit();
+      this.updateAsk(params);
+      this.emit("view", params);
     });
     window.addEventListener("resize", () => {
       this.scheduleFit();
@@ -65,6 +111,23 @@ export class Presenter {
     this.fitting = 0;
     this.watch = new MutationObserver(() => this.scheduleFit());
     for (const panel of document.querySelectorAll(PANELS)) this.watch.observe(panel, { childList: true, subtree: true, characterData: true });
+    this.guardSteps();
+    this.listenToWindows();
+    loadQuestions()
+      .then((list) => {
+        this.questions = list;
+        this.updateAsk();
+      })
+      .catch((e) => this.say(`The questions did not load: ${e.message}`));
+    this.updateAsk();
+  }
+
+  on(what, cb) {
+    this.listeners[what].push(cb);
+  }
+
+  emit(what, value) {
+    for (const cb of this.listeners[what]) cb(value);
   }
 
   scheduleFit() {
@@ -85,6 +148,7 @@ export class Presenter {
     this.quiz.show(null);
     this.roomTools.hidden = true;
     this.followers = 0;
+    this.emit("room", null);
     if (this.presenting) this.setPresenting(false);
   }
 
@@ -107,21 +171,32 @@ export class Presenter {
     this.message.textContent = text;
   }
 
-  /** `adopt`: take up the kept room's view (a bare /?present=1 reload) instead of sending this page's. */
-  async setPresenting(on, { adopt = false } = {}) {
+  /** `adopt`: take up the kept room's view (a bare /?present=1 reload) instead of sending this page's.
+   *  `openTeacher`: Present was pressed: open the teacher's window beside the projector. */
+  async setPresenting(on, { adopt = false, openTeacher = false } = {}) {
     this.presenting = on;
     presenting(on); // the view draws what a projector can show (attention/derive.js)
     document.body.classList.toggle("cr-presenting", on);
     document.documentElement.classList.toggle("cr-presenting-root", on);
     this.button.textContent = on ? "Exit presenting" : "Present";
     this.button.setAttribute("aria-pressed", String(on));
+    this.teacherButton.hidden = !on;
     this.join.hidden = !on;
     if (!on) this.toggleBlank(false);
+    if (on && openTeacher) this.openTeacher(); // first: a browser lets a click open a window, not a later promise
     if (on && !this.room) await this.open(adopt);
     this.drawJoin();
     this.drawWhere();
     this.fit();
     this.reframe();
+    this.emit("room", this.room);
+  }
+
+  /** The teacher's window: this page without the projector, with the notes and the controls. */
+  openTeacher() {
+    const opened = window.open("/?teacher=1", "a3d-teacher", "popup=yes,width=1100,height=800");
+    if (!opened) this.say("The browser kept the teacher's window closed: press “Teacher's window” to open it.");
+    return opened;
   }
 
   /** Lay the side panels out (fit.js); its own folds and tabs are not changes to lay out again. */
@@ -148,10 +223,14 @@ export class Presenter {
           // the projector was reloaded: the class stays where it is, and so does the screen
           // (`live`: tokens the old page was writing, chapter 10; that writing ended with the old page)
           const { screen, live, ...view } = room.state;
-          await applyViewState(view);
+          this.applying += 1;
+          try {
+            await applyViewState(view);
+          } finally {
+            this.applying -= 1;
+          }
           stale = Boolean(live);
-          if (screen === "hidden") this.toggleNumbers(true);
-          if (screen === "blank") this.blank.hidden = false;
+          this.applyScreen(screen ?? null);
         } else {
           await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewOnly(viewState()), secret: kept.key });
         }
@@ -181,10 +260,15 @@ export class Presenter {
       onMessage: (m) => this.heard(m),
       onStatus: (status) => {
         this.join.dataset.status = status;
+        this.status = status;
+        this.emit("room", this.room);
       },
     });
     this.say(`Room ${room.code} is open.`);
     this.drawJoin();
+    this.updateAsk();
+    this.tellWindows();
+    this.emit("room", room);
   }
 
   heard(msg) {
@@ -192,9 +276,41 @@ export class Presenter {
       this.followers = msg.followers;
       this.drawCount();
       this.quiz.setFollowers(msg.followers);
+      this.emit("room", this.room);
+    }
+    if ("state" in msg && msg.state) {
+      // another of the teacher's windows moved the class: follow it. A connection's first message
+      // is the room as the server kept it, which this window's own view (sent, or about to be) wins
+      // over, except in a window that joins to follow (the teacher's window).
+      const hello = "followers" in msg;
+      if (!hello || this.adoptNext) {
+        this.adoptNext = false;
+        this.follow(msg.state);
+      }
     }
     if ("quiz" in msg) this.quiz.show(msg.quiz);
     if (msg.votes) this.quiz.progress(msg.votes);
+    if ("deck" in msg) {
+      this.deck = msg.deck ?? null;
+      this.emit("deck", this.deck);
+    }
+  }
+
+  /** Apply a view the room holds (sent by another of the teacher's windows), without sending it back. */
+  async follow(state) {
+    const key = canonical(state);
+    if (this.sent.delete(key)) return; // this window's own view, echoed
+    const { screen, ...view } = state;
+    this.applyScreen(screen ?? null);
+    if (canonical(viewOnly(viewState())) === canonical(view)) return;
+    this.lastRoom = canonical(view);
+    this.applying += 1;
+    try {
+      await applyViewState(view);
+    } finally {
+      this.applying -= 1;
+    }
+    this.lastRoom = canonical(viewOnly(viewState()));
   }
 
   drawJoin() {
@@ -249,22 +365,35 @@ export class Presenter {
     return document.body.classList.contains("cr-numbers-hidden") ? "hidden" : null;
   }
 
+  /** B / H as the room has them (another of the teacher's windows pressed them): shown here, not sent. */
+  applyScreen(screen) {
+    this.blank.hidden = !(screen === "blank" && this.presenting);
+    document.body.classList.toggle("cr-numbers-hidden", screen === "hidden");
+    withhold("numbers", screen === "hidden");
+    this.screenShown = screen;
+  }
+
   /** PUT the view: at most one request in flight, the latest view wins. */
   async send(params) {
     if (!this.room) return;
-    this.queued = viewOnly(params);
-    const screen = this.screen();
-    if (screen) this.queued.screen = screen;
+    const state = viewOnly(params);
+    const screen = this.teacher ? (this.screenShown ?? null) : this.screen();
+    if (screen) state.screen = screen;
+    if (canonical(state) === this.lastRoom && !screen) return; // the room's own view, just applied
+    this.queued = state;
     if (this.sending) return;
     this.sending = true;
     try {
       while (this.queued) {
-        const state = this.queued;
+        const next = this.queued;
         this.queued = null;
         const started = performance.now();
+        this.sent.add(canonical(next));
+        if (this.sent.size > 64) this.sent.delete(this.sent.values().next().value);
         try {
-          await call("PUT", `/api/rooms/${this.room.code}/state`, { body: state, secret: this.room.key });
+          await call("PUT", `/api/rooms/${this.room.code}/state`, { body: next, secret: this.room.key });
         } catch (e) {
+          this.sent.delete(canonical(next));
           this.say(`The class did not get this view: ${e.message}`);
         }
         const wait = MIN_PUT_GAP_MS - (performance.now() - started);
@@ -275,7 +404,19 @@ export class Presenter {
     }
   }
 
+  /** Resolves once the room has this page's latest view (a question is asked about the room's view). */
+  async flush() {
+    for (let i = 0; i < 200 && (this.sending || this.queued); i++) await new Promise((r) => setTimeout(r, 25));
+  }
+
   toggleBlank(on = this.blank.hidden) {
+    if (this.teacher) {
+      // the teacher's window does not go black: it tells the projector (and the class)
+      this.screenShown = on ? "blank" : this.screenShown === "blank" ? null : this.screenShown;
+      this.send(viewState());
+      this.emit("room", this.room);
+      return;
+    }
     if (this.blank.hidden === !on) return;
     this.blank.hidden = !on;
     this.send(viewState());
@@ -284,38 +425,52 @@ export class Presenter {
   toggleNumbers(on = !document.body.classList.contains("cr-numbers-hidden")) {
     document.body.classList.toggle("cr-numbers-hidden", on);
     withhold("numbers", on);
+    if (this.teacher) this.screenShown = on ? "hidden" : this.screenShown === "hidden" ? null : this.screenShown;
     this.send(viewState());
+    this.emit("room", this.room);
+  }
+
+  /** The question of the current step, or null. */
+  question(params = viewState()) {
+    return questionAt(this.questions, { chapter: params.chapter ?? "steps", step: params.step });
+  }
+
+  /** Ask the class is enabled where the step has a question; otherwise it is disabled and says why. */
+  updateAsk(params = viewState()) {
+    const q = this.question(params);
+    let why = "";
+    if (!this.room) why = "Open a room first (Present).";
+    else if (this.quiz.open) why = "A question is open: reveal the answer or end it first.";
+    else if (!q) why = whyNone(this.questions, { chapter: params.chapter ?? "steps", step: params.step });
+    this.askButton.disabled = Boolean(why);
+    this.askButton.dataset.question = q?.id ?? "";
+    this.askButton.title = q ? `Ask the class: ${q.title}` : why;
+    this.askWhy.textContent = why;
+    this.askWhy.hidden = !why;
+    this.emit("quiz", this.quiz.quiz);
   }
 
   async ask() {
-    const view = currentView();
-    const tokens = view?.answer?.tokens;
-    const answer = answerOf(view?.answer, view?.focus);
-    if (!this.room || !Array.isArray(tokens) || answer === null) {
-      this.say("A quiz needs a view with attention weights (the five steps, or the masks).");
+    const q = this.question();
+    if (!this.room || !q) {
+      this.updateAsk();
+      this.say(this.askWhy.textContent);
       return;
     }
-    // the answer is read now, before the page withholds the weights, and kept for this tab (a
-    // reloaded projector can still reveal it)
+    this.askButton.disabled = true;
     try {
-      const asked = await call("POST", `/api/rooms/${this.room.code}/quiz`, {
-        body: { tokens: tokens.map(String), focus: view.focus },
-        secret: this.room.key,
-      });
-      keepQuizAnswer(asked.id, answer);
+      await this.flush(); // the server asks about the room's view: it must be this one
+      await call("POST", `/api/rooms/${this.room.code}/quiz`, { body: { question: q.id }, secret: this.room.key });
     } catch (e) {
       this.say(e.message);
+    } finally {
+      this.updateAsk();
     }
   }
 
   async reveal() {
-    const answer = quizAnswer(this.quiz.quiz?.id);
-    if (answer === null) {
-      this.say("This tab did not ask this question, so it does not know the answer: end the quiz and ask again.");
-      return;
-    }
     try {
-      await call("POST", `/api/rooms/${this.room.code}/quiz/reveal`, { body: { answer }, secret: this.room.key });
+      await call("POST", `/api/rooms/${this.room.code}/quiz/reveal`, { secret: this.room.key });
     } catch (e) {
       this.say(e.message);
     }
@@ -327,5 +482,56 @@ export class Presenter {
     } catch (e) {
       this.say(e.message);
     }
+  }
+
+  /** The lesson the teacher's windows play, for both of them (the server tells presenters only). */
+  async putDeck(deck) {
+    if (!this.room) return;
+    try {
+      await call("PUT", `/api/rooms/${this.room.code}/deck`, { body: deck ?? { lesson: null }, secret: this.room.key });
+    } catch (e) {
+      this.say(`The teacher's window did not hear of the lesson: ${e.message}`);
+    }
+  }
+
+  /** While the class answers, the clicker and the step buttons wait: the next step would show the answer. */
+  guardSteps() {
+    const stop = (e) => {
+      if (!this.quiz.open) return;
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      this.say(WAIT);
+      this.emit("quiz", this.quiz.quiz);
+    };
+    window.addEventListener(
+      "keydown",
+      (e) => {
+        if (NAV_KEYS.has(e.key) && !e.ctrlKey && !e.metaKey && !e.altKey && !isTextField(e.target)) stop(e);
+      },
+      true,
+    );
+    document.addEventListener("click", (e) => e.target.closest?.(NAV_CLICKS) && stop(e), true);
+  }
+
+  /** The teacher's windows on this computer find each other (BroadcastChannel): the projector hands
+   *  its room to the teacher's window that asks, and tells it of a new room. */
+  listenToWindows() {
+    if (!("BroadcastChannel" in window)) return;
+    this.channel = new BroadcastChannel(CHANNEL);
+    this.channel.addEventListener("message", (e) => {
+      const m = e.data ?? {};
+      if (m.want === "room" && this.room && !this.teacher) this.tellWindows();
+      if (m.token && this.teacher && !teacherToken()) keepTeacherToken(m.token);
+      if (m.room && this.teacher && (!this.room || this.room.code !== m.room.code)) {
+        this.socket?.stop();
+        this.adoptNext = true;
+        this.start(m.room);
+      }
+    });
+    if (this.teacher) this.channel.postMessage({ want: "room" });
+  }
+
+  tellWindows() {
+    if (this.channel && this.room && !this.teacher) this.channel.postMessage({ room: this.room, token: teacherToken() });
   }
 }

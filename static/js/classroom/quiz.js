@@ -1,160 +1,224 @@
-// The live quiz panel: "which word will this query attend to most?"
-//   follower: one button per word; one tap, once; after the reveal, right or wrong and the counts
-//   presenter: "n of m answered" while the class answers (the server sends no counts before the
-//              reveal: they would steer whoever votes last), a Reveal button (the answer is the
-//              argmax of the focused query's weights in the server's answer), then the counts as
-//              bars, and an End button
+// The live quiz panel: a question about the class's view, asked by the teacher, answered on every phone.
+//
+// The server sends the question (its text, its kind and its options: words, ranges, numbers, or a
+// table's cells) and keeps the answer until the reveal (app/classroom/questions.py computes it).
+//   follower   one button per option (a cell question: a grid); a tap sends the option's number and
+//              waits for the server's word: counted ("voted"), or refused with the reason shown here
+//              (too late, answered already, too many phones on this network, …). After the reveal the
+//              verdict comes from the vote the server confirmed, so it always agrees with the counts.
+//   presenter  the projector and the teacher's window: "n of m answered" while the class answers (no
+//              counts before the reveal: they would steer whoever votes last), Reveal and End, then the
+//              answer, the counts as bars and the sentence that explains the answer.
 // From "Ask the class" until the reveal every page withholds the weights (withhold.js).
 
 import { el } from "../dom.js";
+import { applyViewState, viewState } from "../pageview.js";
 import { withhold } from "./withhold.js";
+
+const ATTENTION = new Set(["steps", "masks"]); // they redraw themselves when the page's state changes
+
+/** A chapter of its own answer draws again, with or without the numbers the question is about. */
+function redrawChapter() {
+  const view = viewState();
+  if (!ATTENTION.has(view.chapter ?? "steps")) applyViewState(view);
+}
 
 const quote = (w) => `“${w}”`;
 
-/** The argmax of the focused query's weights in an API answer (a 2-D weights table), or null. */
-export function answerOf(answer, focus) {
-  const row = answer?.weights?.[focus];
-  if (!Array.isArray(row) || !row.length || typeof row[0] !== "number") return null;
-  let best = 0;
-  row.forEach((w, j) => {
-    if (w > row[best]) best = j;
-  });
-  return best;
-}
+/** The options a quiz marks right (an index list; a cell question may have several). */
+const rightOf = (quiz) => quiz?.answer?.right ?? [];
 
 export class QuizPanel {
-  constructor({ mode, vote = null, reveal = null, end = null }) {
+  constructor({ mode, vote = null, reveal = null, end = null, changed = () => {} }) {
     this.mode = mode;
     this.voteFn = vote;
+    this.changed = changed; // told when the quiz opens, is revealed or ends (the presenter's tools follow)
     this.quiz = null;
-    this.choice = null;
+    this.choice = null; // the option the server counted for this page (followers)
+    this.pending = null; // the option tapped, waiting for the server's answer
+    this.note = ""; // why the last vote was refused
     this.answered = 0;
     this.followers = 0;
     this.root = el("section", { className: `cr-quiz cr-quiz-${mode}`, "aria-live": "polite", dataset: { testid: "quiz" } });
     this.root.hidden = true;
     this.question = el("h2", { className: "cr-quiz-question", dataset: { testid: "quiz-question" } });
-    this.words = el("div", { className: "cr-quiz-words", role: "group", "aria-label": "Words" });
+    this.options = el("div", { className: "cr-quiz-words", role: "group", "aria-label": "Answers" });
     this.result = el("p", { className: "cr-quiz-result", role: "status", dataset: { testid: "quiz-result" } });
-    this.root.append(this.question, this.words, this.result);
+    this.explain = el("p", { className: "cr-quiz-explain", dataset: { testid: "quiz-explain" } });
+    this.root.append(this.question, this.options, this.result, this.explain);
     if (mode === "presenter") {
       const actions = el("div", { className: "cr-quiz-actions" });
       this.revealButton = el("button", { type: "button", dataset: { testid: "quiz-reveal" } }, "Reveal the answer");
       this.revealButton.addEventListener("click", () => reveal());
-      const endButton = el("button", { type: "button", dataset: { testid: "quiz-end" } }, "End the quiz");
+      const endButton = el("button", { type: "button", dataset: { testid: "quiz-end" } }, "End the question");
       endButton.addEventListener("click", () => end());
       actions.append(this.revealButton, endButton);
       this.root.append(actions);
     }
   }
 
+  get open() {
+    return Boolean(this.quiz) && !("answer" in this.quiz);
+  }
+
   show(quiz) {
     // while the class answers, every page holds the weights back (they would give the answer away)
     const open = Boolean(quiz) && !("answer" in quiz);
+    const was = this.open;
     document.body.classList.toggle("cr-quiz-open", open);
     withhold("quiz", open);
+    if (was !== open) redrawChapter();
     if (!quiz) {
       this.quiz = null;
       this.root.hidden = true;
+      this.changed(null);
       return;
     }
     if (!this.quiz || this.quiz.id !== quiz.id) {
-      this.choice = this.savedChoice(quiz.id);
+      this.choice = null;
+      this.pending = null;
+      this.note = "";
       this.answered = 0;
     }
     this.quiz = quiz;
     this.root.hidden = false;
     this.root.dataset.quiz = quiz.id;
+    this.root.dataset.kind = quiz.kind;
     this.root.dataset.revealed = String("answer" in quiz);
-    this.question.textContent = `${quiz.question} The query: ${quote(quiz.tokens[quiz.focus])}`;
-    this.draw(quiz.counts ?? null);
+    this.question.textContent = quiz.text;
+    this.draw();
+    this.changed(quiz);
   }
 
-  draw(counts) {
+  draw() {
     const quiz = this.quiz;
+    if (!quiz) return;
     const revealed = "answer" in quiz;
+    const counts = revealed ? (quiz.counts ?? null) : null;
     const total = counts ? counts.reduce((a, b) => a + b, 0) : 0;
-    this.words.replaceChildren(
-      ...quiz.tokens.map((word, j) => {
-        const button = el("button", { type: "button", className: "cr-word", dataset: { testid: `quiz-word-${j}` } });
-        button.append(el("span", { className: "cr-word-text" }, word));
-        if (counts) {
-          const share = total ? counts[j] / total : 0;
-          const bar = el("span", { className: "cr-bar", dataset: { testid: `quiz-count-${j}` } }, String(counts[j]));
-          bar.style.setProperty("--share", share.toFixed(3));
-          button.append(bar);
-        }
-        if (revealed && j === quiz.answer) button.classList.add("cr-answer");
-        if (j === this.choice) button.classList.add("cr-chosen");
-        const canVote = this.mode === "follower" && !revealed && this.choice === null;
-        button.disabled = !canVote;
-        button.setAttribute("aria-pressed", String(j === this.choice));
-        if (canVote) button.addEventListener("click", () => this.tap(j));
-        return button;
-      }),
-    );
+    const right = new Set(rightOf(quiz));
+    const canVote = this.mode === "follower" && !revealed && this.choice === null && this.pending === null;
+    const option = (j, label, tag = "button") => {
+      const button = el("button", {
+        type: "button",
+        className: tag === "cell" ? "cr-cell" : "cr-word",
+        dataset: { testid: `quiz-option-${j}` },
+        "aria-label": label,
+      });
+      if (tag !== "cell") button.append(el("span", { className: "cr-word-text" }, label));
+      if (counts) {
+        const bar = el("span", { className: "cr-bar", dataset: { testid: `quiz-count-${j}` } }, String(counts[j]));
+        bar.style.setProperty("--share", (total ? counts[j] / total : 0).toFixed(3));
+        button.append(bar);
+      }
+      if (revealed && right.has(j)) button.classList.add("cr-answer");
+      const mine = j === (this.choice ?? this.pending);
+      if (mine) button.classList.add("cr-chosen");
+      button.disabled = !canVote;
+      button.setAttribute("aria-pressed", String(mine));
+      if (canVote) button.addEventListener("click", () => this.tap(j));
+      return button;
+    };
+    if (quiz.kind === "cell" && quiz.grid) {
+      const { rows, cols } = quiz.grid;
+      const table = el("table", { className: "cr-grid", dataset: { testid: "quiz-grid" } });
+      const head = el("tr");
+      head.append(el("th", { scope: "col" }, "query ↓ key →"), ...cols.map((c) => el("th", { scope: "col" }, c)));
+      table.append(head);
+      rows.forEach((r, i) => {
+        const tr = el("tr");
+        tr.append(el("th", { scope: "row" }, r));
+        cols.forEach((_, k) => {
+          const td = el("td");
+          td.append(option(i * cols.length + k, quiz.options[i * cols.length + k], "cell"));
+          tr.append(td);
+        });
+        table.append(tr);
+      });
+      this.options.replaceChildren(table);
+    } else {
+      this.options.replaceChildren(...quiz.options.map((label, j) => option(j, label)));
+    }
+    this.explain.textContent = revealed ? (quiz.answer.explain ?? "") : "";
+    this.explain.hidden = !revealed;
+    const answerText = () => {
+      const names = [...right].slice(0, 3).map((j) => quote(quiz.options[j]));
+      return right.size > 3 ? `${names.join(", ")} …` : names.join(" or ");
+    };
     if (this.mode === "presenter") {
       const of = Math.max(this.followers, this.answered);
+      const got = counts ? [...right].reduce((s, j) => s + (counts[j] ?? 0), 0) : 0;
       this.result.dataset.answered = String(revealed ? total : this.answered);
       this.result.textContent = revealed
-        ? `Answer: ${quote(quiz.tokens[quiz.answer])}. ${counts?.[quiz.answer] ?? 0} of ${total} got it.`
+        ? `Answer: ${answerText()}. ${got} of ${total} got it.`
         : `${this.answered} of ${of} answered.`;
       this.revealButton.disabled = revealed;
-    } else if (revealed) {
-      const right = this.choice === quiz.answer;
-      this.result.dataset.verdict = this.choice === null ? "none" : right ? "right" : "wrong";
-      this.result.textContent =
-        this.choice === null
-          ? `The answer: ${quote(quiz.tokens[quiz.answer])}.`
-          : right
-            ? `Right! ${quote(quiz.tokens[quiz.answer])} it is.`
-            : `Not this time: the answer is ${quote(quiz.tokens[quiz.answer])} (you picked ${quote(quiz.tokens[this.choice])}).`;
-    } else {
-      this.result.dataset.verdict = "";
-      this.result.textContent =
-        this.choice === null ? "Tap one word." : `You picked ${quote(quiz.tokens[this.choice])}. Wait for the answer…`;
+      return;
     }
+    if (revealed) {
+      const picked = this.choice;
+      const ok = picked !== null && right.has(picked);
+      this.result.dataset.verdict = picked === null ? "none" : ok ? "right" : "wrong";
+      this.result.textContent =
+        (picked === null
+          ? `You did not answer. The answer: ${answerText()}.`
+          : ok
+            ? `Right! ${quote(quiz.options[picked])} it is.`
+            : `Not this time: the answer is ${answerText()} (you picked ${quote(quiz.options[picked])}).`) +
+        (this.note && picked === null ? ` (${this.note})` : "");
+      return;
+    }
+    this.result.dataset.verdict = this.choice !== null ? "counted" : this.pending !== null ? "pending" : this.note ? "refused" : "";
+    if (this.choice !== null) this.result.textContent = `Counted: you picked ${quote(quiz.options[this.choice])}. Wait for the answer…`;
+    else if (this.pending !== null) this.result.textContent = `Sending ${quote(quiz.options[this.pending])}…`;
+    else if (this.note) this.result.textContent = this.note;
+    else this.result.textContent = quiz.kind === "cell" ? "Tap one cell." : "Tap one answer.";
   }
 
   tap(j) {
-    if (!this.quiz || this.choice !== null) return;
+    if (!this.quiz || this.choice !== null || this.pending !== null) return;
     if (!this.voteFn(j, this.quiz.id)) {
-      this.result.textContent = "Not connected: try again in a moment.";
+      this.note = "Not connected: try again in a moment.";
+      this.draw();
       return;
     }
-    this.choice = j;
-    this.saveChoice(this.quiz.id, j);
-    this.draw(null);
+    this.pending = j;
+    this.note = "";
+    this.draw();
   }
 
-  voted() {}
+  /** The server counted this page's vote (`voted`, or a reconnecting page's hello: `yours`). */
+  voted(v) {
+    if (!this.quiz || v?.quiz !== this.quiz.id) return;
+    this.choice = Number(v.choice);
+    this.pending = null;
+    this.note = "";
+    this.draw();
+  }
 
-  error(msg) {
-    if (this.quiz && msg) this.result.textContent = msg;
+  /** The server refused this page's vote: say why (it may tell the vote it counted before). */
+  error(e) {
+    if (!this.quiz || !e) return;
+    if (e.type === "voted" && Number.isInteger(e.choice) && (e.quiz ?? this.quiz.id) === this.quiz.id) {
+      this.voted({ quiz: this.quiz.id, choice: e.choice });
+      return;
+    }
+    if (e.type === "read_only" || e.type === "json") return;
+    this.pending = null;
+    this.note = e.msg || "Your answer was not counted.";
+    this.draw();
   }
 
   /** The presenter: how many have answered (the counts themselves come with the reveal). */
   progress(votes) {
     if (!this.quiz || votes?.id !== this.quiz.id || "answer" in this.quiz) return;
     this.answered = Number(votes.answered) || 0;
-    this.draw(null);
+    this.draw();
   }
 
   /** The presenter: the room's followers (the "m" of "n of m answered"). */
   setFollowers(n) {
     this.followers = n;
-    if (this.quiz && !("answer" in this.quiz)) this.draw(null);
-  }
-
-  savedChoice(id) {
-    const v = sessionStorage.getItem(`a3d.vote.${id}`);
-    return v === null ? null : Number(v);
-  }
-
-  saveChoice(id, j) {
-    try {
-      sessionStorage.setItem(`a3d.vote.${id}`, String(j));
-    } catch {
-      /* kept in memory only */
-    }
+    if (this.open) this.draw();
   }
 }

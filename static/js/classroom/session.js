@@ -3,12 +3,12 @@
 //   teacher token      from the teacher link /?token=…, removed from the address bar at once
 //   presenter room     { code, key, join_url } of the room this tab drives
 //   follower room      the code this tab follows (a reload rejoins it)
-//   seat               the server's seat from this tab's first hello in a room: sent with a vote, so
-//                      that a page that reconnects or reloads keeps its single vote
-//   quiz answer        the answer of the question this tab asked (read before the weights are withheld)
+//   seat               the server's seat from this browser's first hello in a room (localStorage: every
+//                      tab of this browser, and a page opened again from the QR code, keeps it): offered
+//                      when the socket connects, so a page that reconnects or reloads keeps its one vote
 
 const store = window.sessionStorage;
-const KEYS = { token: "a3d.teacher", presenter: "a3d.presenter", room: "a3d.room", seat: "a3d.seat", answer: "a3d.answer" };
+const KEYS = { token: "a3d.teacher", presenter: "a3d.presenter", room: "a3d.room", seat: "a3d.seat" };
 
 function read(key) {
   try {
@@ -32,6 +32,7 @@ export function viewOnly(params) {
   const out = { ...params };
   delete out.room;
   delete out.present;
+  delete out.teacher;
   delete out.key;
   if (out.token !== undefined && !/^\d{0,4}$/.test(String(out.token))) delete out.token; // never a secret
   return out;
@@ -45,21 +46,23 @@ export function takeUrl() {
   const token = raw && !/^\d{0,4}$/.test(raw) ? raw : null;
   const room = url.searchParams.get("room");
   const present = url.searchParams.get("present") === "1";
+  const teacher = url.searchParams.get("teacher") === "1"; // the teacher's window (notes and controls)
   if (token) write(KEYS.token, token);
   if (room) write(KEYS.room, room.trim().toUpperCase());
   // the classroom's own parameters leave the address bar before the page reads it: the token is a
   // secret, and none of them is part of the view (the page would keep them as a chapter's parameters)
-  const ours = ["room", "present", ...(token ? ["token"] : [])];
+  const ours = ["room", "present", "teacher", ...(token ? ["token"] : [])];
   if (ours.some((k) => url.searchParams.has(k))) {
     for (const k of ours) url.searchParams.delete(k);
     window.history.replaceState(null, "", url.pathname + (url.search || "") + url.hash);
   }
   // a bare /?present=1 names no view: a projector reloaded that way takes up its room's view
   const names = [...url.searchParams.keys()].some((k) => k !== "lang"); // ?lang= is the reader's, not a view
-  return { room: room ? room.trim().toUpperCase() : null, present, hadToken: Boolean(token), namesView: names };
+  return { room: room ? room.trim().toUpperCase() : null, present, teacher, hadToken: Boolean(token), namesView: names };
 }
 
 export const teacherToken = () => read(KEYS.token);
+export const keepTeacherToken = (token) => write(KEYS.token, token);
 export const forgetToken = () => write(KEYS.token, null);
 
 export function presenterRoom() {
@@ -74,26 +77,20 @@ export const keepPresenterRoom = (room) => write(KEYS.presenter, room ? JSON.str
 export const followedRoom = () => read(KEYS.room);
 export const keepFollowedRoom = (code) => write(KEYS.room, code);
 
-/** The seat this tab keeps for room `code` (the first one the server gave it there), or null. */
+/** The seat this browser keeps for room `code` (the first one the server gave it there), or null. */
 export function seatFor(code) {
   try {
-    const kept = JSON.parse(read(KEYS.seat) ?? "null");
-    return kept && kept.code === code ? kept.seat : null;
+    const kept = JSON.parse(window.localStorage.getItem(KEYS.seat) ?? "null");
+    return kept && kept.code === code && typeof kept.seat === "string" ? kept.seat : null;
   } catch {
     return null;
   }
 }
 
-export const keepSeat = (code, seat) => write(KEYS.seat, JSON.stringify({ code, seat }));
-
-/** The presenter: the answer of the quiz it asked (its id and the word's index). */
-export const keepQuizAnswer = (id, answer) => write(KEYS.answer, JSON.stringify({ id, answer }));
-
-export function quizAnswer(id) {
+export function keepSeat(code, seat) {
   try {
-    const kept = JSON.parse(read(KEYS.answer) ?? "null");
-    return kept && kept.id === id && Number.isInteger(kept.answer) ? kept.answer : null;
+    window.localStorage.setItem(KEYS.seat, JSON.stringify({ code, seat }));
   } catch {
-    return null;
+    /* storage refused: the seat lasts as long as this socket */
   }
 }

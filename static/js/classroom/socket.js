@@ -2,15 +2,18 @@
 // with jitter) after Wi-Fi drops or a server restart, and catches up from the first message of
 // each connection (the whole current state). Messages older than the last seen `seq` are dropped.
 //
-//   new RoomSocket(code, { onMessage(msg), onStatus(status, detail), presenterKey? })
+//   new RoomSocket(code, { onMessage(msg), onStatus(status, detail), presenterKey?, seat? })
+//   seat(): a follower's kept seat (offered as the subprotocol "seat.<token>", so it keeps its one vote)
 //   status: "connecting" | "live" | "retrying" | "closed" (the room is gone: no more retries)
 
 const HEARTBEAT_MS = 15_000; // a ping this often; no message for 2.5× as long = a dead link
 const PRESENTER_PROTOCOL = "attention3d.presenter";
+const FOLLOWER_PROTOCOL = "attention3d.follower";
 
 export class RoomSocket {
-  constructor(code, { onMessage, onStatus, presenterKey = null }) {
+  constructor(code, { onMessage, onStatus, presenterKey = null, seat = () => null }) {
     this.code = code;
+    this.seat = seat;
     this.onMessage = onMessage;
     this.onStatus = onStatus;
     this.presenterKey = presenterKey;
@@ -32,7 +35,10 @@ export class RoomSocket {
   connect() {
     if (this.stopped) return;
     this.onStatus("connecting");
-    const protocols = this.presenterKey ? [PRESENTER_PROTOCOL, `key.${this.presenterKey}`] : [];
+    const seat = this.seat();
+    const protocols = this.presenterKey
+      ? [PRESENTER_PROTOCOL, `key.${this.presenterKey}`]
+      : [FOLLOWER_PROTOCOL, ...(seat ? [`seat.${seat}`] : [])];
     const ws = new WebSocket(this.url(), protocols);
     this.ws = ws;
     ws.addEventListener("open", () => {
