@@ -33,7 +33,9 @@ def presenter(w: Watched, token: str = TOKEN, query: str = "") -> str:
     """Open the teacher link (at the view `query`), press Present; the room's code."""
     w.page.goto(f"{w.base}/?token={token}" + (f"&{query}" if query else ""))
     w.wait_ready()
-    w.page.get_by_test_id("present").click()
+    with w.page.context.expect_page() as teachers_window:  # Present opens the teacher's window beside it
+        w.page.get_by_test_id("present").click()
+    teachers_window.value.close()  # (tests/browser/test_quiz.py has both windows)
     w.page.wait_for_selector('[data-testid="join-address"]')
     address = w.text("join-address")
     return address.split("room=")[1].strip()
@@ -159,49 +161,51 @@ def test_a_quiz_withholds_every_weight_on_every_page(class_of_four: tuple[Watche
     teacher.page.get_by_test_id("quiz-ask").click()
     for w in (teacher, phone_a, phone_b, laptop):
         if w is not teacher:
-            w.page.wait_for_selector('[data-testid="quiz-word-1"]')
-            assert "“its”" in w.text("quiz-question")
+            w.page.wait_for_selector('[data-testid="quiz-option-3"]')
+            assert "the attention of “its” goes to “cat”" in w.text("quiz-question")
         assert_withheld(w, "quiz")
-    phone_a.page.get_by_test_id("quiz-word-1").click()  # "cat": right
-    phone_b.page.get_by_test_id("quiz-word-4").click()  # "fish": wrong
-    assert phone_b.page.get_by_test_id("quiz-word-1").is_disabled()  # once only
-    # the projector says how many answered, never which words they chose, before the reveal
+    phone_a.page.get_by_test_id("quiz-option-3").click()  # "more than three quarters": right (0.895)
+    phone_b.page.get_by_test_id("quiz-option-0").click()  # "less than a quarter": wrong
+    phone_b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="counted"]')
+    assert phone_b.page.get_by_test_id("quiz-option-3").is_disabled()  # once only
+    # the projector says how many answered, never which answers they chose, before the reveal
     teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="2"]')
     assert teacher.text("quiz-result") == "2 of 3 answered."
-    laptop.page.get_by_test_id("quiz-word-1").click()
+    laptop.page.get_by_test_id("quiz-option-3").click()
     teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
     assert teacher.page.locator('[data-testid^="quiz-count-"]').count() == 0
     assert_withheld(teacher, "quiz")  # still nothing, with every answer in
-    # a projector reloaded mid-quiz takes its room and the question back, and can still reveal
+    # a projector reloaded mid-quiz takes its room and the question back, and can still reveal (the
+    # server keeps the answer: no page ever had it)
     teacher.page.goto(f"{teacher.base}/?present=1")
     teacher.page.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
     assert_withheld(teacher, "quiz")
     teacher.page.get_by_test_id("quiz-reveal").click()
     phone_a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
     phone_b.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
-    assert "“cat”" in phone_b.text("quiz-result")
-    teacher.page.wait_for_selector('[data-testid="quiz-count-1"]:text-is("2")')
-    assert teacher.text("quiz-count-4") == "1" and teacher.text("quiz-count-0") == "0"
+    assert "“more than three quarters”" in phone_b.text("quiz-result")
+    teacher.page.wait_for_selector('[data-testid="quiz-count-3"]:text-is("2")')
+    assert teacher.text("quiz-count-0") == "1" and teacher.text("quiz-count-1") == "0"
+    assert "0.895" in teacher.text("quiz-explain")  # the number behind the answer, the server's
     for w in (teacher, laptop):  # the weights come back everywhere
         w.page.wait_for_selector("body:not(.cr-withheld)")
         w.page.wait_for_selector('#scene[data-withheld="false"]')
         assert "0.895" in shown_text(w)
         widths = link_widths(w)
         assert max(widths) > 2 * sorted(widths)[-2]  # "cat" wins by far again
-    # the answer is the argmax of the weights the server computed for "its"
-    weights = [float(teacher.text(f"cell-3-{j}")) for j in range(5)]
-    assert max(range(5), key=lambda j: weights[j]) == 1
-    # the quiz summary, in the page and as CSV
+    # the class report, in the page and as CSV
     teacher.page.get_by_test_id("quiz-end").click()
     teacher.page.locator("[data-testid=room-menu] summary").click()
-    teacher.page.wait_for_selector('[data-testid="quiz-summary-row-1"]')
-    row = teacher.page.get_by_test_id("quiz-summary-row-1").inner_text()
-    assert "its" in row and "2 (cat)" in row and "fish 1" in row
+    teacher.page.wait_for_selector('[data-testid="class-report-row-1"]')
+    row = teacher.page.get_by_test_id("class-report-row-1").inner_text()
+    assert "The five steps of attention · softmax" in row and "67%" in row and "less than a quarter (1)" in row
     with teacher.page.expect_download() as download:
         teacher.page.get_by_test_id("quiz-csv").click()
     lines = Path(download.value.path()).read_text(encoding="utf-8-sig").splitlines()
-    assert lines[0].startswith("question,query,asked,answered,right,answer,distribution")
-    assert lines[1].startswith("1,its,3,3,2,cat,the: 0; cat: 2; ate: 0; its: 0; fish: 1,5,")
+    assert lines[0].startswith("number,chapter,step,question,kind,in_room,answered,right,percent_right,answer")
+    assert lines[1].startswith(
+        "1,steps,softmax,steps.share,range,3,3,2,66.7,more than three quarters,less than a quarter,1,"
+    )
 
 
 def test_h_and_b_reach_every_follower(class_of_four: tuple[Watched, Watched, Watched, Watched]) -> None:
@@ -351,7 +355,7 @@ def test_follower_phone_layout(three: tuple[Watched, Watched, Watched]) -> None:
     phone.page.set_viewport_size({"width": 390, "height": 844})
     follower(phone, code)
     teacher.page.get_by_test_id("quiz-ask").click()
-    phone.page.wait_for_selector('[data-testid="quiz-word-0"]')
+    phone.page.wait_for_selector('[data-testid="quiz-option-0"]')
     layout = phone.page.evaluate(
         """() => {
           const r = (s) => document.querySelector(s).getBoundingClientRect();
@@ -372,11 +376,12 @@ def test_reset_and_close_a_room_from_the_page(three: tuple[Watched, Watched, Wat
     follower(a, code)
     teacher.page.on("dialog", lambda d: d.accept())  # "Reset the room?", "Close the room?"
     teacher.page.get_by_test_id("quiz-ask").click()
-    a.page.wait_for_selector('[data-testid="quiz-word-1"]')
-    a.page.get_by_test_id("quiz-word-1").click()
+    a.page.wait_for_selector('[data-testid="quiz-option-1"]')
+    a.page.get_by_test_id("quiz-option-1").click()
+    a.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="counted"]')
     teacher.page.get_by_test_id("quiz-reveal").click()
     teacher.page.locator("[data-testid=room-menu] summary").click()
-    teacher.page.wait_for_selector('[data-testid="quiz-summary-row-1"]')
+    teacher.page.wait_for_selector('[data-testid="class-report-row-1"]')
     teacher.page.get_by_test_id("room-reset").click()  # the summary starts again; the quiz is gone everywhere
     teacher.page.wait_for_selector('[data-testid="quiz-summary-empty"]')
     a.page.wait_for_selector('[data-testid="quiz"]', state="hidden")
@@ -509,19 +514,24 @@ def test_classroom_controls_have_no_axe_violations(browser: Any, classroom_serve
         teacher.goto(f"{classroom_server}/?token={TOKEN}&example=the-cat-ate-its-fish&step=softmax&focus=3")
         teacher.wait_for_selector('#app[data-ready="true"]')
         teacher.locator("[data-testid=lessons] summary").click()
-        teacher.get_by_test_id("present").click()
+        with contexts[0].expect_page() as teachers_window:
+            teacher.get_by_test_id("present").click()
+        window = teachers_window.value
         teacher.wait_for_selector("[data-testid=join-qr]")
         code = teacher.get_by_test_id("join-code").inner_text()
         student.set_viewport_size({"width": 390, "height": 844})
         student.goto(f"{classroom_server}/?room={code}")
         student.wait_for_selector('[data-testid=follow-bar][data-status="live"]')
         teacher.get_by_test_id("quiz-ask").click()
-        student.wait_for_selector("[data-testid=quiz-word-1]")
+        student.wait_for_selector("[data-testid=quiz-option-1]")
         teacher.wait_for_selector("[data-testid=quiz-result]:has-text('answered')")
         teacher.locator("[data-testid=room-menu] summary").click()
         teacher.wait_for_selector("[data-testid=quiz-summary] p")
+        window.wait_for_selector("[data-testid=teacher-status]:has-text('Room')")
+        window.wait_for_selector("[data-testid=quiz-result]:has-text('answered')")
         assert _axe(teacher) == []
         assert _axe(student) == []
+        assert _axe(window) == []
         teacher.locator("[data-testid=room-menu] summary").click()  # both panels closed again
         teacher.locator("[data-testid=lessons] summary").click()
         teacher.get_by_test_id("quiz-end").click()
@@ -544,7 +554,9 @@ def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watc
     w.page.wait_for_selector("[data-testid=lesson-select] option", state="attached")
     w.page.get_by_test_id("lesson-select").select_option(str(ready_made["id"]))
     w.page.get_by_test_id("lesson-play").click()
-    w.page.get_by_test_id("present").click()
+    with w.page.context.expect_page() as teachers_window:
+        w.page.get_by_test_id("present").click()
+    teachers_window.value.close()
     w.page.wait_for_selector("[data-testid=join-qr]")
     for i, view in enumerate(views):
         if i:
@@ -552,7 +564,9 @@ def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watc
         w.page.wait_for_selector(f'[data-testid=lesson-playing][data-index="{i}"]')
         # the address bar names every chapter but the default one ("steps")
         wait_params(w, **{k: v for k, v in view["state"].items() if (k, v) != ("chapter", "steps")})
-        assert w.text("lesson-view-note") == view["note"]
+        # the projector never shows a note (it may hold the answer): the teacher's window does
+        assert w.page.get_by_test_id("lesson-view-note").count() == 0
+        assert view["note"][:40] not in shown_text(w)
         assert w.page.evaluate("document.documentElement.scrollHeight") <= 720
     w.page.keyboard.press("PageDown")  # past the last view: it stays there
     assert w.page.get_by_test_id("lesson-playing").get_attribute("data-index") == str(len(views) - 1)

@@ -26,7 +26,7 @@ export class Lessons {
     const up = this.button("↑", "lesson-move-up", () => this.move(-1), "Move the lesson up the list");
     const down = this.button("↓", "lesson-move-down", () => this.move(1), "Move the lesson down the list");
     const handout = this.button("Handout", "lesson-handout-make", () => this.handout({ notes: false }), "Handout for students: a printable page of each view's picture and numbers (no notes)");
-    const notesHandout = this.button("With notes", "lesson-handout-notes", () => this.handout({ notes: true }), "Your handout: the same with each view's note (it may hold the answers)");
+    const notesHandout = this.button("With notes", "lesson-handout-notes", () => this.handout({ notes: true }), "With notes: your own handout, the same with each view's note (it may hold the answers)");
     const offline = this.button("Offline file", "lesson-offline", () => this.offline(), "Offline file for students: the whole lesson as one .html file that opens without the server (no notes)");
     const file = el("input", { type: "file", accept: "application/json,.json", dataset: { testid: "lesson-import" } });
     file.addEventListener("change", () => this.importFile(file));

@@ -55,6 +55,7 @@ export class Presenter {
     this.sent = new Set(); // views this window sent, until the room echoes them
     this.lastRoom = null; // the last view taken from the room
     this.adoptNext = teacher; // the teacher's window takes the room's view when it joins
+    this.adopted = !teacher; // … and sends nothing before (its own opening view would move the class)
     this.questions = null;
     this.deck = null; // the lesson the teacher's windows play ({lesson, title, index, count})
     this.listeners = { deck: [], room: [], quiz: [], view: [] };
@@ -284,9 +285,15 @@ export class Presenter {
       // over, except in a window that joins to follow (the teacher's window).
       const hello = "followers" in msg;
       if (!hello || this.adoptNext) {
+        const adopting = this.adoptNext;
         this.adoptNext = false;
-        this.follow(msg.state);
+        this.follow(msg.state).finally(() => {
+          if (adopting) this.adopted = true;
+        });
       }
+    } else if ("state" in msg && this.adoptNext) {
+      this.adoptNext = false; // a room that shows nothing yet: this window's view may start it
+      this.adopted = true;
     }
     if ("quiz" in msg) this.quiz.show(msg.quiz);
     if (msg.votes) this.quiz.progress(msg.votes);
@@ -375,7 +382,7 @@ export class Presenter {
 
   /** PUT the view: at most one request in flight, the latest view wins. */
   async send(params) {
-    if (!this.room) return;
+    if (!this.room || !this.adopted) return;
     const state = viewOnly(params);
     const screen = this.teacher ? (this.screenShown ?? null) : this.screen();
     if (screen) state.screen = screen;
