@@ -419,7 +419,10 @@ def positions_moved(view: View, models: Models) -> Asked:
         "and v, so the weights are the same numbers, moved with the words."
     )
     options = list(perm)
-    return Asked("word", text, options, [top], w, explain, hides=_value_hides(w))
+    # its weight is on the screen, in the first order's table: reading that table and thinking is the way to
+    # the answer; what would give it away is the reordered table, and the proof that the two are one
+    hides = [f"max |W_perm − P·W·Pᵀ| = {t.plain_gap:.0f}", f"{quote(perm[i])} still gives"]
+    return Asked("word", text, options, [top], w, explain, hides=hides)
 
 
 # ---- chapter 8: the transformer block --------------------------------------------------------------
