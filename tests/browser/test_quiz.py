@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -71,6 +71,7 @@ def relay(target_port: int, source: str) -> Iterator[int]:
     """A TCP relay on 127.0.0.1 whose connections reach the server from `source` (another phone's address)."""
     loop = asyncio.new_event_loop()
     ready: list[int] = []
+    stop = asyncio.Event()
 
     async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -89,9 +90,12 @@ def relay(target_port: int, source: str) -> Iterator[int]:
     async def main() -> None:
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         ready.append(server.sockets[0].getsockname()[1])
-        async with server:
-            with suppress(asyncio.CancelledError):
-                await server.serve_forever()
+        await stop.wait()
+        server.close()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     thread = threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True)
     thread.start()
@@ -100,9 +104,9 @@ def relay(target_port: int, source: str) -> Iterator[int]:
     try:
         yield ready[0]
     finally:
-        for task in asyncio.all_tasks(loop):
-            loop.call_soon_threadsafe(task.cancel)
+        loop.call_soon_threadsafe(stop.set)
         thread.join(5)
+        loop.close()
 
 
 class WsPhone:
@@ -259,7 +263,7 @@ def test_a_question_in_every_chapter_with_a_projector_a_teachers_window_and_seve
                 quiz_id = sockets[0].question()["id"]
             except TimeoutError:
                 said = teacher.get_by_test_id("classroom-message").inner_text()
-                raise AssertionError(f"{qid}: no question reached the phones; the teacher's window says {said!r}") from None
+                raise AssertionError(f"{qid}: no question reached the phones; the teacher's window: {said!r}") from None
             for p in phones:
                 p.page.wait_for_selector(f'[data-testid="quiz"][data-quiz="{quiz_id}"] [data-testid="quiz-option-0"]')
             projector.page.wait_for_selector(f'[data-testid="quiz"][data-quiz="{quiz_id}"]')
