@@ -337,3 +337,37 @@ def test_a_question_in_every_chapter_with_a_projector_a_teachers_window_and_seve
         kept = api(base, "GET", f"/api/reports?lesson={lesson['id']}")
         assert [(r["questions"], r["lesson_title"]) for r in kept] == [(len(CHAPTERS), "Every chapter's question")]
         assert not teacher_errors, teacher_errors
+
+
+def test_past_the_seats_of_one_address_a_phone_is_told_why(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Three phones behind one address, two seats allowed there: the third phone's answer is refused, on it."""
+    with ExitStack() as stack:
+        base, _ = stack.enter_context(app_process(tmp_path_factory.mktemp("seats"), ATTENTION_SEATS_PER_ADDRESS="2"))
+        room = api(base, "POST", "/api/rooms")
+        key = {"authorization": f"Bearer {room['presenter_key']}", "content-type": "application/json"}
+        state = {"chapter": "steps", "example": CAT, "step": "softmax", "mask": "full", "focus": "3"}
+
+        def call(method: str, path: str, body: Any = None) -> None:
+            data = None if body is None else json.dumps(body).encode()
+            urllib.request.urlopen(urllib.request.Request(base + path, data=data, method=method, headers=key)).close()
+
+        call("PUT", f"/api/rooms/{room['code']}/state", state)
+        phones = [stack.enter_context(watched_page(browser, base)) for _ in range(3)]
+        for w in phones:
+            w.page.set_viewport_size({"width": 390, "height": 844})
+            w.page.goto(f"{base}/?room={room['code']}")
+            w.wait_ready(step="softmax")
+        call("POST", f"/api/rooms/{room['code']}/quiz", {"question": "steps.share"})
+        for i, w in enumerate(phones):
+            w.page.get_by_test_id("quiz-option-3").click()
+            verdict = "counted" if i < 2 else "refused"
+            w.page.wait_for_selector(f'[data-testid="quiz-result"][data-verdict="{verdict}"]')
+        refusal = phones[2].text("quiz-result")
+        assert "Not counted: 2 phones on this network answer in this room already" in refusal
+        assert phones[2].page.get_by_test_id("quiz-option-0").is_enabled()  # nothing was counted: it may try again
+        call("POST", f"/api/rooms/{room['code']}/quiz/reveal")
+        phones[2].page.wait_for_selector('[data-testid="quiz-result"][data-verdict="none"]')
+        for w in phones[:2]:
+            w.page.wait_for_selector('[data-testid="quiz-result"][data-verdict="right"]')
