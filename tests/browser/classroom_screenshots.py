@@ -1,11 +1,11 @@
 """Take the projector view's screenshots for docs/screenshots/ (not a test): every chapter at
-1280×720 and 1920×1080, then a lesson's quiz: the projector while the class answers, a follower's
-phone (390×844) while it waits and after the reveal. Start the server with
-ATTENTION_PUBLIC_URL=http://192.168.1.20:8000 for the address a LAN would give, and
-ATTENTION_VOTES_PER_ADDRESS=0 (the three phones vote from one address). Each view opens a room:
-past 100 open rooms, restart the server with a fresh ATTENTION_DATA_DIR.
+1280×720 and 1920×1080, then a lesson's quiz: the projector and the teacher's window (both sizes)
+while the class answers, a follower's phone (390×844) while it waits, after the reveal and on a
+cell question, the class report. Start the server with ATTENTION_PUBLIC_URL=http://192.168.1.20:8000
+for the address a LAN would give. Each view opens a room: past 100 open rooms, restart the server
+with a fresh ATTENTION_DATA_DIR.
 
-    ATTENTION_VOTES_PER_ADDRESS=0 ATTENTION_TEACHER_TOKEN=T .venv/bin/uvicorn app.main:app --port 8123 &
+    ATTENTION_TEACHER_TOKEN=T .venv/bin/uvicorn app.main:app --port 8123 &
     .venv/bin/python -m tests.browser.classroom_screenshots http://127.0.0.1:8123 T docs/screenshots [chapter…]
 """
 
@@ -66,40 +66,84 @@ def main(base: str, token: str, out: Path, only: list[str]) -> None:
 
 
 def quiz(browser: Any, base: str, token: str, out: Path) -> None:
-    teacher = browser.new_page(viewport={"width": 1280, "height": 720}, reduced_motion="reduce")
-    teacher.goto(f"{base}/?token={token}&present=1&example=the-cat-ate-its-fish&step=softmax&focus=3")
-    teacher.wait_for_selector('[data-testid="join-code"]')
-    code = teacher.get_by_test_id("join-code").inner_text()
+    """The ready-made lesson played from the teacher's window, a question on the projector and three phones."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, reduced_motion="reduce")
+    projector = context.new_page()
+    projector.goto(f"{base}/?token={token}")
+    projector.wait_for_selector('#app[data-ready="true"]', timeout=60_000)
+    with context.expect_page() as opened:
+        projector.get_by_test_id("present").click()
+    teacher = opened.value
+    teacher.set_viewport_size({"width": 1280, "height": 720})
+    projector.wait_for_selector('[data-testid="join-code"]')
+    code = projector.get_by_test_id("join-code").inner_text()
+    teacher.wait_for_selector('[data-testid="teacher-status"]:has-text("● live")')
     phones = []
     for _ in range(3):
         phone = browser.new_page(viewport={"width": 390, "height": 844}, reduced_motion="reduce")
         phone.goto(f"{base}/?room={code}")
         phone.wait_for_selector('[data-testid="follow-bar"][data-status="live"]')
-        phone.wait_for_selector('#app[data-ready="true"][data-step="softmax"]')
         phones.append(phone)
-    teacher.wait_for_selector('[data-testid="follower-count"][data-count="3"]')
-    teacher.get_by_test_id("join-fold").click()
+    projector.wait_for_selector('[data-testid="follower-count"][data-count="3"]')
+    projector.get_by_test_id("join-fold").click()
+    # the ready-made lesson, from the teacher's window, to its softmax view (view 5)
+    teacher.locator("[data-testid=lessons] summary").click()
+    teacher.wait_for_selector("[data-testid=lesson-select] option", state="attached")
+    teacher.get_by_test_id("lesson-play").click()
+    teacher.wait_for_selector('[data-testid=lesson-playing][data-index="0"]')
+    for i in range(1, 5):
+        teacher.keyboard.press("PageDown")
+        teacher.wait_for_selector(f'[data-testid=lesson-playing][data-index="{i}"]')
+    for page in (teacher, projector, *phones):
+        page.wait_for_selector('#app[data-ready="true"][data-step="softmax"]', timeout=60_000)
+    teacher.wait_for_selector('[data-testid="quiz-ask"][data-question="steps.share"]:not([disabled])')
     teacher.get_by_test_id("quiz-ask").click()
-    for phone, word in zip(phones, (1, 4, 1), strict=True):
-        phone.get_by_test_id(f"quiz-word-{word}").click()
+    for phone, option in zip(phones, (3, 0, 3), strict=True):
+        phone.get_by_test_id(f"quiz-option-{option}").click()
+        phone.wait_for_selector('[data-testid="quiz-result"][data-verdict="counted"]')
+    projector.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
     teacher.wait_for_selector('[data-testid="quiz-result"][data-answered="3"]')
-    teacher.wait_for_timeout(800)
-    teacher.screenshot(path=str(out / "classroom-projector-quiz-1280.png"))
+    for width, height in SIZES:
+        for page in (projector, teacher):
+            page.set_viewport_size({"width": width, "height": height})
+        projector.wait_for_timeout(1200)
+        projector.screenshot(path=str(out / f"classroom-projector-quiz-{width}.png"))
+        teacher.screenshot(path=str(out / f"classroom-teacher-{width}.png"))
+    for page in (projector, teacher):
+        page.set_viewport_size({"width": 1280, "height": 720})
     phones[0].wait_for_timeout(500)
     phones[0].screenshot(path=str(out / "classroom-follower-phone-quiz.png"))
     teacher.get_by_test_id("quiz-reveal").click()
     phones[1].wait_for_selector('[data-testid="quiz-result"][data-verdict="wrong"]')
-    teacher.wait_for_timeout(800)
-    teacher.screenshot(path=str(out / "classroom-projector-revealed-1280.png"))
+    projector.wait_for_timeout(1200)
+    projector.screenshot(path=str(out / "classroom-projector-revealed-1280.png"))
     phones[1].wait_for_timeout(500)
     phones[1].screenshot(path=str(out / "classroom-follower-phone.png"))
     teacher.get_by_test_id("quiz-end").click()
+    teacher.wait_for_selector('[data-testid="quiz"]', state="hidden")
+    # a cell question: the masks chapter's first step
+    teacher.get_by_test_id("lesson-stop").click()
+    teacher.evaluate(
+        """() => document.dispatchEvent(new CustomEvent('attention:apply', { detail: {
+            chapter: 'masks', step: 'full', example: 'the-cat-ate-its-fish', mask: 'full', focus: '1' } }))"""
+    )
+    for page in (teacher, *phones):
+        page.wait_for_selector('#app[data-ready="true"][data-chapter="masks"][data-step="full"]', timeout=60_000)
+    teacher.wait_for_selector('[data-testid="quiz-ask"][data-question="masks.zero"]:not([disabled])')
+    teacher.get_by_test_id("quiz-ask").click()
+    phones[2].get_by_test_id("quiz-option-9").click()  # cat → fish
+    phones[2].wait_for_selector('[data-testid="quiz-result"][data-verdict="counted"]')
+    phones[2].screenshot(path=str(out / "classroom-follower-phone-cell.png"))
+    teacher.get_by_test_id("quiz-reveal").click()
+    teacher.get_by_test_id("quiz-end").click()
+    teacher.wait_for_selector('[data-testid="quiz"]', state="hidden")
     teacher.locator("[data-testid=room-menu] summary").click()
-    teacher.wait_for_selector('[data-testid="quiz-summary-row-1"]')
+    teacher.wait_for_selector('[data-testid="class-report-row-2"]')
     teacher.wait_for_timeout(300)
     teacher.screenshot(path=str(out / "classroom-room-menu-1280.png"))
-    for page in (teacher, *phones):
+    for page in (*phones,):
         page.close()
+    context.close()
 
 
 if __name__ == "__main__":

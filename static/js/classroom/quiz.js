@@ -45,7 +45,9 @@ export class QuizPanel {
     this.options = el("div", { className: "cr-quiz-words", role: "group", "aria-label": "Answers" });
     this.result = el("p", { className: "cr-quiz-result", role: "status", dataset: { testid: "quiz-result" } });
     this.explain = el("p", { className: "cr-quiz-explain", dataset: { testid: "quiz-explain" } });
-    this.root.append(this.question, this.options, this.result, this.explain);
+    // a phone shows its verdict first (the sheet may scroll); the projector, the answers first
+    if (mode === "follower") this.root.append(this.question, this.result, this.explain, this.options);
+    else this.root.append(this.question, this.options, this.result, this.explain);
     if (mode === "presenter") {
       const actions = el("div", { className: "cr-quiz-actions" });
       this.revealButton = el("button", { type: "button", dataset: { testid: "quiz-reveal" } }, "Reveal the answer");
@@ -122,8 +124,9 @@ export class QuizPanel {
     if (quiz.kind === "cell" && quiz.grid) {
       const { rows, cols } = quiz.grid;
       const table = el("table", { className: "cr-grid", dataset: { testid: "quiz-grid" } });
+      table.append(el("caption", {}, "Each row: a query. Each column: a key it may look at."));
       const head = el("tr");
-      head.append(el("th", { scope: "col" }, "query ↓ key →"), ...cols.map((c) => el("th", { scope: "col" }, c)));
+      head.append(el("th", { scope: "col" }, ""), ...cols.map((c) => el("th", { scope: "col" }, c)));
       table.append(head);
       rows.forEach((r, i) => {
         const tr = el("tr");
