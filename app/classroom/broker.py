@@ -588,7 +588,7 @@ class RedisBroker(Broker):
         key = self._key(code)
         if not await self.redis.hsetnx(key, "key", key_digest):
             return False
-        await self.redis.hset(key, mapping={"seq": 0})
+        await self.redis.hset(key, mapping={"seq": 0, "run": new_seat()})
         await self.redis.expire(key, int(room_ttl()))
         await self.redis.zadd(rooms, {code: now + int(room_ttl())})
         return True
@@ -672,8 +672,11 @@ class RedisBroker(Broker):
 
     async def run(self, code: str) -> str:
         key = self._key(code)
-        await self.redis.hsetnx(key, "run", new_seat())
-        return str(await self.redis.hget(key, "run") or "")
+        found = await self.redis.hget(key, "run")
+        if found is None and await self.redis.exists(key):  # a room opened before runs were kept
+            await self.redis.hsetnx(key, "run", new_seat())
+            found = await self.redis.hget(key, "run")
+        return str(found or "")
 
     async def new_run(self, code: str) -> None:
         await self.redis.hset(self._key(code), "run", new_seat())

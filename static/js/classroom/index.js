@@ -20,7 +20,7 @@ const asked = takeUrl(); // before main.js writes its own URL
 whenReady(() => {
   const bar = document.getElementById("classroom-bar");
   if (!bar) return;
-  const room = asked.room ?? (asked.present || asked.teacher || teacherToken() ? null : followedRoom());
+  const room = asked.teacher ? null : (asked.room ?? (asked.present || teacherToken() ? null : followedRoom()));
   if (room) {
     new Follower(bar, room);
     return;
@@ -29,8 +29,11 @@ whenReady(() => {
   const lessons = teacherToken() || asked.teacher ? new Lessons(bar) : null;
   if (asked.teacher) {
     new TeacherPanel(presenter);
-    const kept = presenterRoom(); // the projector's room (this window was opened from it), else it tells us
-    if (kept) presenter.start(kept);
+    // the projector's room: this window was opened from it (or it tells us); on the teacher's phone used as a
+    // remote, the teacher link names it (?token=…&teacher=1&room=CODE) and the token drives it
+    const kept = presenterRoom();
+    if (asked.room && teacherToken()) presenter.start({ code: asked.room, key: teacherToken(), join_url: "" });
+    else if (kept) presenter.start(kept);
   }
   if (asked.present) presenter.setPresenting(true, { adopt: !asked.namesView });
   if (lessons) {

@@ -52,7 +52,7 @@ export class Presenter {
     this.sending = false;
     this.queued = null;
     this.applying = 0; // room views being applied now: their changes are not sent back
-    this.sent = new Set(); // views this window sent, until the room echoes them
+    this.sent = new Map(); // views this window sent → when, until the room echoes them (or 10 s pass)
     this.lastRoom = null; // the last view taken from the room
     this.adoptNext = teacher; // the teacher's window takes the room's view when it joins
     this.adopted = !teacher; // … and sends nothing before (its own opening view would move the class)
@@ -284,6 +284,7 @@ export class Presenter {
       // is the room as the server kept it, which this window's own view (sent, or about to be) wins
       // over, except in a window that joins to follow (the teacher's window).
       const hello = "followers" in msg;
+      if (hello && !this.adoptNext) this.ownEcho(canonical(msg.state)); // the view this window sent, or older
       if (!hello || this.adoptNext) {
         const adopting = this.adoptNext;
         this.adoptNext = false;
@@ -303,21 +304,30 @@ export class Presenter {
     }
   }
 
+  /** Was this view sent by this window lately (the room echoing it)? Forgets it, and what is older than 10 s. */
+  ownEcho(key) {
+    const now = performance.now();
+    for (const [k, at] of this.sent) if (now - at > 10_000) this.sent.delete(k);
+    return this.sent.delete(key);
+  }
+
   /** Apply a view the room holds (sent by another of the teacher's windows), without sending it back. */
   async follow(state) {
     const key = canonical(state);
-    if (this.sent.delete(key)) return; // this window's own view, echoed
+    if (this.ownEcho(key)) return; // this window's own view, echoed
     const { screen, ...view } = state;
     this.applyScreen(screen ?? null);
     if (canonical(viewOnly(viewState())) === canonical(view)) return;
-    this.lastRoom = canonical(view);
+    this.lastRoom = key;
     this.applying += 1;
     try {
       await applyViewState(view);
     } finally {
       this.applying -= 1;
     }
-    this.lastRoom = canonical(viewOnly(viewState()));
+    const here = viewOnly(viewState());
+    if (state.screen) here.screen = state.screen;
+    this.lastRoom = canonical(here);
   }
 
   drawJoin() {
@@ -386,7 +396,8 @@ export class Presenter {
     const state = viewOnly(params);
     const screen = this.teacher ? (this.screenShown ?? null) : this.screen();
     if (screen) state.screen = screen;
-    if (canonical(state) === this.lastRoom && !screen) return; // the room's own view, just applied
+    if (canonical(state) === this.lastRoom) return; // the room's view already (just applied, or sent)
+    this.lastRoom = canonical(state);
     this.queued = state;
     if (this.sending) return;
     this.sending = true;
@@ -395,12 +406,12 @@ export class Presenter {
         const next = this.queued;
         this.queued = null;
         const started = performance.now();
-        this.sent.add(canonical(next));
-        if (this.sent.size > 64) this.sent.delete(this.sent.values().next().value);
+        this.sent.set(canonical(next), performance.now());
         try {
           await call("PUT", `/api/rooms/${this.room.code}/state`, { body: next, secret: this.room.key });
         } catch (e) {
           this.sent.delete(canonical(next));
+          this.lastRoom = null; // not the room's view: the next change is sent
           this.say(`The class did not get this view: ${e.message}`);
         }
         const wait = MIN_PUT_GAP_MS - (performance.now() - started);

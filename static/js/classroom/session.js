@@ -48,7 +48,7 @@ export function takeUrl() {
   const present = url.searchParams.get("present") === "1";
   const teacher = url.searchParams.get("teacher") === "1"; // the teacher's window (notes and controls)
   if (token) write(KEYS.token, token);
-  if (room) write(KEYS.room, room.trim().toUpperCase());
+  if (room && !teacher) write(KEYS.room, room.trim().toUpperCase()); // (the teacher's phone drives it: no follower)
   // the classroom's own parameters leave the address bar before the page reads it: the token is a
   // secret, and none of them is part of the view (the page would keep them as a chapter's parameters)
   const ours = ["room", "present", "teacher", ...(token ? ["token"] : [])];
