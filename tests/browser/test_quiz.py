@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Origin, Subprotocol
 
 from app.classroom import questions
 from app.classroom.questions import Asked, f3
@@ -116,8 +117,8 @@ class WsPhone:
         host, port = base.removeprefix("http://").split(":")
         sock = socket.create_connection((host, int(port)), source_address=(source, 0))
         url = base.replace("http", "ws") + f"/api/rooms/{code}/ws"
-        protocols: Any = ["attention3d.follower"]
-        self.ws: ClientConnection = stack.enter_context(connect(url, sock=sock, origin=base, subprotocols=protocols))
+        opened: Any = connect(url, sock=sock, origin=Origin(base), subprotocols=[Subprotocol("attention3d.follower")])
+        self.ws: ClientConnection = stack.enter_context(opened)
         self.hello = self.next("seq")
         self.seen: list[dict[str, Any]] = []
 
