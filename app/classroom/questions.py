@@ -40,7 +40,7 @@ import numpy as np
 
 from app.attention import Mask, attention
 from app.examples import DEFAULT_EXAMPLE, EXAMPLES
-from app.lesson import mistakes, multihead, positions, projections, rnn, scaling
+from app.lesson import mistakes, multihead, positions, projections, rnn, scaling, tiles
 
 Kind = Literal["word", "range", "number", "cell"]
 MAX_CELL_SIDE = 8  # a cell question's table: at most 8 × 8 cells on a phone
@@ -549,6 +549,67 @@ def today_sink(view: View, models: Models) -> Asked:
     return _range(text, mean, SINK_BINS, explain, [f"{100 * mean:.1f}%", f"{mean:.4f}"])
 
 
+# ---- chapter 12: attention without the n×n table ----------------------------------------------------
+
+RESCALE_BINS: list[RangeBin] = [
+    (0.0, 0.1, "less than 0.1"),
+    (0.1, 0.5, "0.1 to 0.5"),
+    (0.5, 1.0, "0.5 to just under 1"),
+    (1.0, 1.0, "exactly 1"),
+]
+
+
+def _biggest_jump(ms: list[np.ndarray], rows: Sequence[int]) -> tuple[int, int] | None:
+    """(query, block) where a query's running maximum m grows the most from one block to the next (the
+    chapter's own pick, static/js/chapters/tiles.js biggestJump: the first of a tie), or None."""
+    best: tuple[int, int] | None = None
+    by_best = 0.0
+    for t in range(1, len(ms)):
+        for i in rows:
+            before, by = ms[t - 1][i], ms[t][i] - ms[t - 1][i]
+            if np.isfinite(before) and by > 0 and (best is None or by > by_best):
+                best, by_best = (i, t), float(by)
+    return best
+
+
+def tiles_rescale(view: View, models: Models) -> Asked:
+    if view["text"]:
+        raise NotAskable("this question is asked on the chapter's example: clear the typed sentence first")
+    example = EXAMPLES[DEFAULT_EXAMPLE]
+    n = len(example.tokens)
+    b = max(1, view.int("block", 2))
+    mask: Mask = "causal" if view["mask"] == "causal" else "full"
+    if b >= n:
+        raise NotAskable(f"with blocks of {b} the {n} keys are one block: nothing is rescaled")
+    run = tiles.steps(example.q, example.k, example.v, b, mask)
+    ms = [np.asarray(step.m) for step in run.steps]
+    word = view["word"]
+    jump = _biggest_jump(ms, range(n))
+    f = int(word) if word.isdigit() and int(word) < n else (jump[0] if jump else 0)
+    at = view["at"].split(":")
+    if len(at) == 2 and at[0] == "rescale" and at[1].isdigit() and 1 <= int(at[1]) <= len(ms):
+        t = int(at[1]) - 1
+    else:
+        own = _biggest_jump(ms, [f])
+        t = own[1] if own else 0
+    if t == 0:
+        if jump is None:
+            raise NotAskable(f"with blocks of {b} no query's m grows after its first block: try a smaller b")
+        raise NotAskable(f"at the first block {quote(example.tokens[f])} has kept nothing yet: pick a later block")
+    alpha = float(np.asarray(run.steps[t].alpha)[f])
+    m_old, m_new = float(ms[t - 1][f]), float(ms[t][f])
+    text = (
+        f"Blocks of {b} keys. Block {t + 1} brings {quote(example.tokens[f])} its scores. By what number are the l "
+        "and o it kept so far multiplied before this block's terms are added?"
+    )
+    explain = (
+        f"α = e^(m_old − m) = e^({f3(m_old)} − {f3(m_new)}) = {f3(alpha)}"
+        if alpha < 1
+        else f"α = 1: this block brings no score bigger than m = {f3(m_new)}, so nothing is rescaled"
+    )
+    return _range(text, alpha, RESCALE_BINS, explain, _value_hides(alpha) if alpha < 1 else [])
+
+
 # ---- the registry --------------------------------------------------------------------------------
 
 # the chapters' own parameters and their defaults, as in their modules (static/js/chapters/*.js `params`)
@@ -560,6 +621,7 @@ _BLOCK = {"sentence": "The animal didn't cross the street because it was too tir
 _MISTAKES = {"example": DEFAULT_EXAMPLE, "word": ""}
 _WRITING = {"prompt": "The capital of France is", "n": "0", "used": "0,0,1"}
 _TODAY = {"sentence": "The cat ate its fish because it was hungry.", "layer": "5", "head": "0"}
+_TILES = {"text": "", "block": "2", "mask": "full", "word": "", "at": ""}
 _ATTENTION = {"example": DEFAULT_EXAMPLE, "focus": "0", "mask": "full"}
 
 QUESTIONS: dict[str, Question] = {
@@ -632,6 +694,15 @@ QUESTIONS: dict[str, Question] = {
             "the next token",
             writing_next,
             _WRITING,
+        ),
+        Question(
+            "tiles.rescale",
+            "tiles",
+            ("rescale",),
+            "range",
+            "the rescale factor α of what was kept",
+            tiles_rescale,
+            _TILES,
         ),
         Question("today.sink", "today", ("sink",), "range", "the attention on the first token", today_sink, _TODAY),
     )

@@ -48,6 +48,7 @@ export class Lesson {
     this.view = null; // what module.mount() returned
     this.ctx = null;
     this.answer = null; // the answer of load(), for chapters that load their own
+    this.drawnWithheld = null; // why the weights were held back when the chapter last drew (refresh())
     this.error = null;
     this.seq = 0;
     this.abort = null;
@@ -256,12 +257,16 @@ export class Lesson {
 
   /** After every change of the page's state: a chapter that shows the page's answer draws it again. */
   refresh() {
-    if (this.module?.live && this.ctx && this.shown === this.chapterId) this.draw();
+    if (!this.ctx || this.shown !== this.chapterId) return;
+    // a chapter of its own answer draws again when the weights are held back or come back (a class
+    // question, the teacher's H): it leaves out, or shows again, what ctx.withheld covers
+    if (this.module?.live || (this.state.withheld?.reason ?? null) !== this.drawnWithheld) this.draw();
   }
 
   draw() {
     const module = this.module;
     if (!module || !this.ctx) return;
+    this.drawnWithheld = this.state.withheld?.reason ?? null;
     this.markStepper();
     const step = this.currentStep();
     let answer = this.answer;

@@ -4,7 +4,7 @@ phones: three real browser pages behind one address (a school's NAT), two real b
 their own (through a small TCP relay that connects from 127.0.0.2 and 127.0.0.3: Chromium cannot pick its
 source address) and two WebSocket phones from 127.0.0.4 and 127.0.0.5.
 
-For the question of each of the 11 chapters: before the reveal no projector or phone shows the answer (its
+For the question of each chapter (all 12): before the reveal no projector or phone shows the answer (its
 number, the phrase that gives it away, the sentence the reveal shows, the lesson's note, which the teacher's
 window does show); all seven votes are counted; after the reveal the projector's counts are the votes sent and
 every phone's verdict agrees with them; a vote sent after the reveal is refused and the phone says why. The
@@ -51,6 +51,7 @@ CHAPTERS: list[tuple[str, dict[str, str]]] = [
     ("mistakes.late", {"chapter": "mistakes", "step": "no-scale"}),
     ("writing.next", {"chapter": "writing", "step": "write"}),
     ("today.sink", {"chapter": "today", "step": "sink"}),
+    ("tiles.rescale", {"chapter": "tiles", "step": "rescale"}),
 ]  # fmt: skip
 LATE = "steps.share"  # the question at which one phone's answer comes after the reveal
 

@@ -49,6 +49,7 @@ def in_range(asked: Asked, value: float) -> int:
         "rnn.fade": questions.FADE_BINS,
         "mistakes.late": questions.ROWSUM_BINS,
         "today.sink": questions.SINK_BINS,
+        "tiles.rescale": questions.RESCALE_BINS,
     }
     for table in bins.values():
         if [b[2] for b in table] == asked.options:
@@ -267,3 +268,26 @@ def test_the_next_token(models: Any, smollm: Any, hf_smollm: Any) -> None:
     assert asked.options[asked.right[0]] == smollm.tokenizer.piece(best) == " Paris"
     assert asked.value == pytest.approx(float(p[best]), abs=2e-3)
     assert asked.options == sorted(asked.options, key=lambda w: (w.strip().lower(), w))  # no order gives it away
+
+
+def test_the_rescale_factor_of_attention_in_blocks() -> None:
+    with pytest.raises(questions.NotAskable, match="no query's m grows after its first block"):
+        ask("tiles.rescale", {"chapter": "tiles", "step": "rescale", "block": "3"})
+    for block in (1, 2):
+        asked = ask("tiles.rescale", {"chapter": "tiles", "step": "rescale", "block": str(block)})
+        scaled = loop_scaled(CAT.q, CAT.k)
+        # the query whose running maximum grows most from one block to the next (the chapter's own pick)
+        best = None
+        for t in range(1, math.ceil(5 / block)):
+            for i in range(5):
+                before = max(scaled[i][: t * block])
+                after = max(before, *scaled[i][t * block : (t + 1) * block])
+                if after > before and (best is None or after - before > best[2]):
+                    best = (i, t, after - before, before, after)
+        assert best is not None
+        i, t, _, before, after = best
+        alpha = math.exp(before - after)
+        assert asked.value == pytest.approx(alpha, abs=1e-12)
+        assert f"Block {t + 1} brings “{CAT.tokens[i]}”" in asked.text
+        assert asked.right == [in_range(asked, alpha)]
+    assert asked.options[-1] == "exactly 1"

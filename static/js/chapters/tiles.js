@@ -200,12 +200,8 @@ const STEPS = [
     title: "A bigger score: rescale what was kept",
     short: "rescale",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-arith]",
-    // CLASS QUESTION (issue 38, the quiz; engineer "quiz" builds the mechanism): asked at this step, before
-    // the reveal, on the focused query at the block where its m grows: "The block brings a score bigger
-    // than m. By what number are the l and o kept so far multiplied?" A range question: 0 … 0.1, 0.1 … 0.5,
-    // 0.5 … 1, exactly 1. The server's answer: α = e^(m_old − m_new) = steps[block].alpha[query] of
-    // POST /api/lesson/tiles (the example, b = 2: “fish” at block 2, α = e^(0 − 3.182) = 0.0415).
-    classQuestion: null,
+    // the class's question at this step (Ask the class): app/classroom/questions.py tiles_rescale, "by what
+    // number are the l and o kept so far multiplied?" (a range; the server computes α = e^(m_old − m))
     ask: {
       q: "A bigger score arrives: what happens to the o kept so far?",
       options: ["thrown away", "× e^(m_old − m), less than 1", "nothing"],

@@ -12,16 +12,7 @@
 // From "Ask the class" until the reveal every page withholds the weights (withhold.js).
 
 import { el } from "../dom.js";
-import { applyViewState, viewState } from "../pageview.js";
 import { withhold } from "./withhold.js";
-
-const ATTENTION = new Set(["steps", "masks"]); // they redraw themselves when the page's state changes
-
-/** A chapter of its own answer draws again, with or without the numbers the question is about. */
-function redrawChapter() {
-  const view = viewState();
-  if (!ATTENTION.has(view.chapter ?? "steps")) applyViewState(view);
-}
 
 const quote = (w) => `“${w}”`;
 
@@ -66,10 +57,8 @@ export class QuizPanel {
   show(quiz) {
     // while the class answers, every page holds the weights back (they would give the answer away)
     const open = Boolean(quiz) && !("answer" in quiz);
-    const was = this.open;
     document.body.classList.toggle("cr-quiz-open", open);
-    withhold("quiz", open);
-    if (was !== open) redrawChapter();
+    withhold("quiz", open); // every chapter draws again without (or with) what the question is about
     if (!quiz) {
       this.quiz = null;
       this.root.hidden = true;
