@@ -11,14 +11,14 @@
 import { CHAPTERS } from "../chapters/index.js";
 import { call } from "../api.js";
 
-let loading = null;
+const asked = { catalogue: null }; // the catalogue's request, once (it does not change while the server runs)
 
 export function loadQuestions() {
-  loading ??= call("GET", "/api/questions").catch((e) => {
-    loading = null; // asked again next time
+  asked.catalogue ??= call("GET", "/api/questions").catch((e) => {
+    asked.catalogue = null; // asked again next time
     throw e;
   });
-  return loading;
+  return asked.catalogue;
 }
 
 export function questionAt(list, view) {

@@ -113,7 +113,7 @@ export class RoomMenu {
     showHandout(printableReport(`Class report · room ${room.code}`, { ...this.report, started: new Date().toISOString().slice(0, 16) }));
   }
 
-  /** The CSV through fetch (the key goes in a header, never in a link), saved as class-CODE.csv. */
+  /** The CSV through api.js (the key goes in a header, never in a link), saved as class-CODE.csv. */
   async download() {
     const room = this.room();
     if (room) await this.save(`/api/rooms/${room.code}/quiz/summary.csv`, room.key, `class-${room.code}.csv`);
