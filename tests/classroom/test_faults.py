@@ -117,7 +117,9 @@ def test_a_vote_is_a_word_index_in_both_brokers(tmp_path: Path, rooms_in: str, r
         code, key = room["code"], room["presenter_key"]
         with connect(base.replace("http", "ws") + f"/api/rooms/{code}/ws") as ws:
             ws.recv(timeout=5)
-            ask = {"tokens": ["the", "cat", "ate"], "focus": 2}
+            view = {"chapter": "steps", "example": "the-cat-ate-its-fish", "step": "softmax", "focus": "3"}
+            assert http_call(base, "PUT", f"/api/rooms/{code}/state", view, secret=key)[0] == 204
+            ask = {"question": "steps.share"}
             status, _, quiz, _ = http_call(base, "POST", f"/api/rooms/{code}/quiz", ask, secret=key)
             assert status == 201
             for choice in (True, False, 1.0, "1", None, [1]):
@@ -125,10 +127,8 @@ def test_a_vote_is_a_word_index_in_both_brokers(tmp_path: Path, rooms_in: str, r
                 assert until(ws, "error")["error"]["type"] == "vote", choice
             ws.send(json.dumps({"vote": {"quiz": quiz["id"], "choice": 1}}))
             assert until(ws, "voted")["voted"]["choice"] == 1
-            status, _, revealed, _ = http_call(
-                base, "POST", f"/api/rooms/{code}/quiz/reveal", {"answer": 1}, secret=key
-            )
-            assert revealed["counts"] == [0, 1, 0]  # the one real vote, nothing from the refused ones
+            status, _, revealed, _ = http_call(base, "POST", f"/api/rooms/{code}/quiz/reveal", None, secret=key)
+            assert revealed["counts"] == [0, 1, 0, 0]  # the one real vote, nothing from the refused ones
         assert proc.poll() is None
 
 
