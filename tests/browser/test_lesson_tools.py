@@ -150,7 +150,7 @@ def test_the_whole_lesson_as_one_offline_file(
 ) -> None:
     w = watched
     w.base = lesson_server
-    four = {**THREE, "views": [*THREE["views"], {"state": MASKS, "note": "no peeking ahead"}]}
+    four = {**THREE, "views": [*THREE["views"], {"state": MASKS, "note": "the fourth note: no peeking"}]}
     lesson_id = api("POST", lesson_server + "/api/lessons", four)["id"]
     open_lessons(w, lesson_id)
     path = download(w, w.page.get_by_test_id("lesson-offline"), tmp_path)
