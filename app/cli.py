@@ -24,7 +24,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--open", action="store_true", help="open the page in a browser once the server is up")
     parser.add_argument(
-        "--model", metavar="PATH", help="a local BERT or GPT-2 model directory for sentences (default all-MiniLM-L6-v2)"
+        "--model",
+        metavar="PATH",
+        help="the model for sentences: a local BERT, GPT-2 or Llama model directory, or a Llama .gguf file "
+        "(default all-MiniLM-L6-v2)",
     )
     parser.add_argument(
         "--ssl-certfile", metavar="PATH", help="serve HTTPS with this certificate (PEM; with --ssl-keyfile)"
@@ -35,11 +38,10 @@ def main(argv: list[str] | None = None) -> None:
     tls = _tls(args.ssl_certfile, args.ssl_keyfile)
     model, source = (args.model, "--model") if args.model else (os.environ.get("ATTENTION_MODEL"), "ATTENTION_MODEL")
     if model:  # checked completely now (config, tokenizer, every tensor's shape and numbers): refused with one line
-        from app.model.spec import ModelError, read_spec
-        from app.model.weights import check_finite
+        from app.model.spec import ModelError, check_model
 
         try:
-            check_finite(read_spec(Path(model)).path / "model.safetensors")
+            check_model(Path(model))
         except ModelError as e:
             print(f"attention3d: {source} {model}: {e}", file=sys.stderr)
             sys.exit(2)

@@ -124,43 +124,45 @@ CPU_TIMES: dict[str, float] = {}  # interleaved()'s last run: the calling thread
 def products(model: Any, n: int) -> tuple[Callable[[], object], Callable[[], object]]:
     """The forward's matrix products alone, ours and torch's: every layer's six linear layers on the
     model's own weights, for an input of n tokens, and nothing else of the forward. Ours (NumPy,
-    OpenBLAS): split over blocks of rows as our forward splits them (app.model.bert: q, k, v in one
-    hand-over, the output projection and the feed-forward in another), in nn.placed as it runs;
+    OpenBLAS): split over the blocks of rows our forward splits them into (nn.row_blocks), each
+    block's q, k, v, output projection and feed-forward on one thread, as its layer runs them;
     torch's (MKL): whole matrices on torch's threads, as transformers' forward makes them. The
     numbers in them do not change the time (random inputs); what is left of each forward beside
     them is the rest of it."""
     import numpy as np
     import torch
 
-    from app.model import bert, nn
+    from app.model import nn
+    from app.model.families.bert.config import LAYER, LINEARS
+    from app.model.families.bert.layer import column_major, linear
 
-    spec, w, o = model.spec, model.weights, nn.ops("numpy")
-    bert.column_major(w, spec)  # the layout our forward multiplies by (done at its first run)
+    spec, w = model.spec, model.weights
+    column_major(w, spec)  # the layout our forward multiplies by (done at its first run)
     x = np.random.default_rng(0).standard_normal((n, spec.hidden), dtype=np.float32)  # (n, C)
-    prefixes = [f"encoder.layer.{i}." for i in range(spec.layers)]
-    rest = bert.LINEARS[3:]  # output projection, then the feed-forward: (n, C) → (n, C) → (n, 4C) → (n, C)
+    prefixes = [LAYER.format(i) for i in range(spec.layers)]
+    qkv, rest = LINEARS[:3], LINEARS[3:]  # then the output projection and the feed-forward: (n, C) → (n, 4C) → (n, C)
 
     def block(r: slice, p: str) -> np.ndarray:
+        for name in qkv:
+            linear(x[r], w, p + name)
         y = x[r]
         for name in rest:
-            y = bert.linear(y, w, p + name)
+            y = linear(y, w, p + name)
         return y
 
     def ours() -> object:
-        with nn.placed():
-            for p in prefixes:
-                bert.projections(x, w, p, o)
-                nn.rows(partial(block, p=p), n)
+        for p in prefixes:
+            nn.rows(partial(block, p=p), n)
         return None
 
     tw = {p + name + s: torch.from_numpy(np.array(w[p + name + s], order="C")) for p in prefixes
-          for name in bert.LINEARS for s in (".weight", ".bias")}  # fmt: skip
+          for name in LINEARS for s in (".weight", ".bias")}  # fmt: skip
     tx = torch.from_numpy(x)
 
     def theirs() -> object:
         with torch.no_grad():
             for p in prefixes:
-                for name in bert.LINEARS[:3]:
+                for name in qkv:
                     torch.nn.functional.linear(tx, tw[p + name + ".weight"], tw[p + name + ".bias"])
                 y = tx
                 for name in rest:
@@ -231,7 +233,8 @@ def decoder_converted(base: str) -> None:
     measured beside it, every page and request is slower."""
     import httpx
 
-    from app.model import gguf, registry
+    from app.model import registry
+    from app.model.families.llama import gguf
 
     os.environ.update(MODEL_CACHE_ENV)  # gguf.converted() reads where the server writes
     path = registry.decoder_file()

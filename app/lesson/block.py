@@ -4,7 +4,7 @@ References:
   Vaswani et al., "Attention Is All You Need" (2017), section 3.1: post-LN, LayerNorm(x + Sublayer(x)).
   Xiong et al., "On Layer Normalization in the Transformer Architecture" (2020): pre-LN, x + Sublayer(LN(x)).
   transformers/models/bert/modeling_bert.py (BertLayer) and gpt2/modeling_gpt2.py (GPT2Block): the
-  weight names below are theirs; app/model/bert.py and app/model/gpt2.py run the same blocks for speed.
+  weight names below are theirs; app/model/families/bert/ and gpt2/ run the same blocks for speed.
 
 The stages, in the order each model computes them (n tokens, C = hidden size):
 

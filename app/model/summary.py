@@ -192,9 +192,8 @@ class Collector:
                 q, k, _ = layer_heads(trace, i)  # a grouped-query model's KV heads, one per query head
                 work += layer.recompute(q, k)
             layers.append(layer)
-        with nn.placed():
-            nn.parallel(lambda f: f(), work)  # every group of heads of every layer to recompute, on the cores
-            parts = nn.parallel(lambda layer: layer.result(min(top, self.n)), layers)
+        nn.parallel(lambda f: f(), work)  # every group of heads of every layer to recompute, on the cores
+        parts = nn.parallel(lambda layer: layer.result(min(top, self.n)), layers)
         pooled, entropy, distance, top_q, top_k, top_w = (np.stack(p) for p in zip(*parts, strict=True))
         return Summary(self.edges, pooled, entropy, distance, top_q, top_k, top_w)
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -47,37 +45,3 @@ class Trace:
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for arrays in (self.q, self.k, self.v, self.hidden) for a in arrays)
-
-
-def extend(
-    trace: Trace,
-    stop: int,
-    open_last: bool,
-    o: Any,
-    qkv: Callable[[int, Any], list[Any]],
-    rest: Callable[[int, Any, Any, Any, Any], Any],
-    shown: Callable[[int, Any], Any] = lambda i, x: x,
-) -> Trace:
-    """`trace` run on to layer stop − 1, the same loop for every model kind.
-
-    o         the backend's ops (app.model.nn.NumpyOps or TorchOps): arrays in and out
-    qkv       (i, x) → layer i's per-head q, k, v from its input x
-    rest      (i, x, q, k, v) → layer i's output
-    shown     (i, output) → what hidden keeps for layer i (GPT-2: the final LayerNorm after the last)
-    open_last the last layer stops at its q, k, v; a later call finishes it with those same q, k, v
-    """
-    qs, ks, vs, hidden = [*trace.q], [*trace.k], [*trace.v], [*trace.hidden]
-    x = o.array(hidden[-1])  # (n, C)
-    for i in range(len(hidden) - 1, stop):
-        if i < len(qs):  # the trace's open layer: its q, k, v are known
-            q, k, v = (o.array(a) for a in (qs[i], ks[i], vs[i]))
-        else:
-            q, k, v = qkv(i, x)  # 3 × (h, n, d)
-            qs.append(o.numpy(q))
-            ks.append(o.numpy(k))
-            vs.append(o.numpy(v))
-            if open_last and i == stop - 1:
-                break
-        x = rest(i, x, q, k, v)  # (n, C)
-        hidden.append(o.numpy(shown(i, x)))
-    return Trace(qs, ks, vs, hidden)

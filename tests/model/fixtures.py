@@ -6,8 +6,6 @@ from here, never a fixture (an imported fixture is a second one, loaded again)."
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.model import nn
 from app.model.loader import ModelHandle, handle_for
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers only ever reads local directories here
@@ -87,25 +84,3 @@ def api() -> TestClient:
 @pytest.fixture(scope="session")
 def gpt2_api(tiny_gpt2_dir: Path) -> TestClient:
     return TestClient(create_app(backend="numpy", model=str(tiny_gpt2_dir)))
-
-
-# ---- where the forward's threads run (app.model.nn.placed) --------------------------------------
-
-pinnable = pytest.mark.skipif(
-    len(nn._CPUS) < 2 or not hasattr(os, "sched_setaffinity"), reason="one CPU, or no thread pinning"
-)
-
-
-@contextmanager
-def parallel_callers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[set[int]]]:
-    """The CPUs each nn.parallel caller in the block may run on, call by call, the machine taken as quiet."""
-    callers: list[set[int]] = []
-    real = nn.parallel
-
-    def seen(f: Any, items: Any) -> Any:
-        callers.append(os.sched_getaffinity(0))
-        return real(f, items)
-
-    monkeypatch.setattr(nn, "parallel", seen)
-    monkeypatch.setattr(nn, "_quiet", lambda: True)
-    yield callers

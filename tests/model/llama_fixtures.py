@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.model import gguf as gguf_io
 from app.model import registry
+from app.model.families.llama import gguf as gguf_io
 from app.model.loader import Model, handle_for
 
 # converted models are a cache keyed by the GGUF file: every test run may share one

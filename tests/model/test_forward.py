@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ from app import frame
 from app.attention import attention, torch_available
 from app.model import nn
 from app.model.loader import ModelHandle, handle_for
-from tests.model.fixtures import SENTENCES, parallel_callers, pinnable
+from tests.model.fixtures import SENTENCES
 
 LONG = "the animal didn't cross the street because it was too tired, so it lay down. " * 8  # ~170 tokens
 needs_torch = pytest.mark.skipif(not torch_available(), reason="torch is not installed")
@@ -54,71 +52,6 @@ def test_parallel_keeps_order_and_raises() -> None:
 
     with pytest.raises(ValueError, match="seven"):
         nn.parallel(boom, list(range(10)))
-
-
-def _where(items: int) -> list[tuple[bool, set[int]]]:
-    """parallel() over slow items: for each, whether a pool thread ran it, and that thread's CPUs."""
-
-    def f(_: int) -> tuple[bool, set[int]]:
-        time.sleep(0.02)  # long enough that the pool thread takes items too
-        return getattr(nn._in_pool, "yes", False), os.sched_getaffinity(0)
-
-    return nn.parallel(f, list(range(items)))
-
-
-def _pinned(seen: list[tuple[bool, set[int]]]) -> bool:
-    """Whether the caller ran on the first CPU only, and each pool thread on one other CPU only."""
-    by_caller = {frozenset(cpus) for pool, cpus in seen if not pool}
-    by_pool = {frozenset(cpus) for pool, cpus in seen if pool}
-    return by_caller == {frozenset({nn._CPUS[0]})} and all(len(c) == 1 and nn._CPUS[0] not in c for c in by_pool)
-
-
-@pinnable
-def test_placed_pins_each_thread_to_a_cpu_of_its_own_when_the_machine_is_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nn, "WORKERS", 2)
-    monkeypatch.setattr(nn, "_quiet", lambda: True)
-    with nn.placed():
-        seen = _where(6)
-    assert any(pool for pool, _ in seen) and _pinned(seen)  # both ran items, each on its own CPU
-    assert {frozenset(cpus) for _, cpus in _where(6)} == {frozenset(nn._CPUS)}  # all free again after it
-    with nn.placed():  # a block inside another leaves the threads where the outer one put them
-        with nn.placed():
-            pass
-        seen = _where(6)
-    assert any(pool for pool, _ in seen) and _pinned(seen)
-    # while other work runs, every thread may go anywhere: the kernel can move it away from that work
-    monkeypatch.setattr(nn, "_quiet", lambda: False)
-    with nn.placed():
-        assert {frozenset(cpus) for _, cpus in _where(6)} == {frozenset(nn._CPUS)}
-
-
-@pinnable
-def test_a_forward_runs_placed(monkeypatch: pytest.MonkeyPatch) -> None:
-    handle = handle_for(None)
-    with parallel_callers(monkeypatch) as callers:
-        handle.model().forward(handle.model().tokenizer.encode(LONG).ids)
-    assert callers and all(c == {nn._CPUS[0]} for c in callers)
-    assert os.sched_getaffinity(0) == set(nn._CPUS)
-
-
-@pinnable
-def test_parallel_runs_where_threads_cannot_be_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refused(*_: Any) -> None:
-        raise PermissionError("not here")
-
-    monkeypatch.setattr(nn, "_quiet", lambda: True)
-    monkeypatch.setattr(os, "sched_setaffinity", refused)
-    with nn.placed():
-        assert nn.parallel(lambda i: i * i, list(range(20))) == [i * i for i in range(20)]
-
-
-def test_quiet_reads_how_many_threads_are_runnable(tmp_path: Path) -> None:
-    loadavg = tmp_path / "loadavg"
-    loadavg.write_text("0.31 0.40 0.45 2/212 3456\n")  # the reader, and one more
-    assert nn._quiet(str(loadavg))
-    loadavg.write_text("1.92 1.40 0.45 3/212 3456\n")  # two more threads run or wait to
-    assert not nn._quiet(str(loadavg))
-    assert not nn._quiet(str(tmp_path / "missing"))  # not Linux: never pinned
 
 
 def _same(a: Any, b: Any, layers: int, atol: float = 0.0) -> None:
@@ -261,11 +194,15 @@ def test_the_cache_finishes_an_open_layer_for_a_full_trace(minilm: ModelHandle) 
     _same(full, minilm.model().forward(enc.ids), 6)
 
 
-def test_bert_multiplies_by_column_major_weights_with_the_same_numbers(minilm: ModelHandle) -> None:
+def test_bert_multiplies_by_column_major_weights_with_the_same_numbers(
+    minilm: ModelHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A forward lays each linear weight out column by column once (bert.column_major): the same
     values and shape, and a forward on row-major copies of them gives the very same trace."""
-    from app.model import bert
-    from app.model.forward import forward_of
+    import dataclasses
+
+    from app.model import forward
+    from app.model.families import FAMILIES
 
     model = minilm.model()
     ids = minilm.encode(SENTENCES[0]).ids
@@ -275,6 +212,8 @@ def test_bert_multiplies_by_column_major_weights_with_the_same_numbers(minilm: M
     assert w.shape == (1536, 384) and w.flags.f_contiguous and not w.flags.writeable
     rows = {k: np.ascontiguousarray(a) for k, a in model.weights.items()}
     assert not rows[name].flags.f_contiguous
-    plain = forward_of(bert.parts)(ids, rows, minilm.spec(), "numpy", None, None, False)  # no layout step
+    monkeypatch.setitem(FAMILIES, "bert", dataclasses.replace(FAMILIES["bert"], prepare=lambda w, s: None))
+    plain = forward.trace(ids, rows, minilm.spec())  # no layout step
+    assert not rows[name].flags.f_contiguous
     for a, b in zip(trace.hidden, plain.hidden, strict=True):
         np.testing.assert_array_equal(a, b)

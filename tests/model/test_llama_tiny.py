@@ -3,7 +3,6 @@ weights written as a GGUF file, with and without grouped-query attention, agains
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,10 @@ import pytest
 
 from app.attention import attention
 from app.cli import main
-from app.model import generate, nn
+from app.model import generate
 from app.model.loader import handle_for
 from app.model.select import layer_heads
 from app.model.spec import ModelError, read_spec
-from tests.model.fixtures import parallel_callers, pinnable
 
 TOL = 2e-4
 SENTENCES = ["The animal didn't cross the street because it was too tired.", "def add(a, b):", "a"]
@@ -81,29 +79,35 @@ def test_the_random_models_attend_unevenly(tiny_llamas: dict[str, Path]) -> None
 
 
 def test_gguf_file_is_converted_once(tiny_llamas: dict[str, Path]) -> None:
-    from app.model import gguf
+    from app.model.families.llama import gguf
 
     path = tiny_llamas["gqa.gguf"]
     folder = gguf.folder(path)
-    made = (folder / "model.safetensors").stat().st_mtime_ns
-    assert gguf.folder(path) == folder and (folder / "model.safetensors").stat().st_mtime_ns == made
+    made = (folder / "config.json").stat().st_mtime_ns
+    assert gguf.folder(path) == folder and (folder / "config.json").stat().st_mtime_ns == made
+    assert f"-v{gguf.FORMAT}-" in folder.name  # an older format's folder is never read as this one
     assert read_spec(path).name == "tiny-gqa"
 
 
 def test_a_converted_gguf_file_is_mapped_already_joined(tiny_llamas: dict[str, Path]) -> None:
     """A start maps joined/ (no reading, no joining): every weight the forward uses is a view of a
-    memory-mapped file, and holds what model.safetensors holds."""
-    from app.model import gguf
-    from app.model.weights import load_weights
+    memory-mapped file, and holds what the model transformers saved holds (the GGUF file was
+    written from it in float32, q and k rows permuted as llama.cpp's converter does)."""
+    from safetensors.numpy import load_file
+
+    from app.model.families.llama import gguf
+    from app.model.families.llama.weights import JOINED_DIR
 
     path = tiny_llamas["gqa.gguf"]
     model = handle_for(path).model()
-    kinds = {f.name for f in (gguf.folder(path) / gguf.JOINED_DIR).glob("*.npy")}
+    folder = gguf.folder(path)
+    kinds = {f.name for f in (folder / JOINED_DIR).glob("*.npy")}
     assert "layers.self_attn.qkv_proj.weight.npy" in kinds and len(kinds) == 9  # 6 stacked, embeddings, norm, lm_head
-    plain = load_weights(gguf.folder(path) / "model.safetensors", ())
-    assert set(plain) <= set(model.weights)
-    for name, a in plain.items():
-        mine = model.weights[name]
+    assert not (folder / "model.safetensors").exists()  # the weights are kept once
+    source = load_file(str(tiny_llamas["gqa"] / "model.safetensors"))
+    assert len(source) == 2 * 9 + 3
+    for name, a in source.items():
+        mine = model.weights[name.removeprefix("model.")]
         base = mine
         while not isinstance(base, np.memmap) and base.base is not None:
             base = base.base
@@ -149,7 +153,8 @@ def test_listing_a_gguf_model_does_not_wait_for_its_conversion(
     import shutil
     import time
 
-    from app.model import gguf, registry
+    from app.model import registry
+    from app.model.families.llama import gguf
 
     monkeypatch.setenv(gguf.CACHE_ENV, str(tmp_path / "cache"))
     path = Path(shutil.copy(tiny_llamas["gqa.gguf"], tmp_path / "listed.gguf"))
@@ -175,7 +180,7 @@ def test_a_gguf_header_is_parsed_once_per_file(
     process, and other processes (a worker, a restart: here, the process's copy forgotten), read it back."""
     import shutil
 
-    from app.model import gguf
+    from app.model.families.llama import gguf
 
     monkeypatch.setenv(gguf.CACHE_ENV, str(tmp_path / "cache"))
     path = Path(shutil.copy(tiny_llamas["mha.gguf"], tmp_path / "header.gguf"))
@@ -194,14 +199,3 @@ def test_a_gguf_header_is_parsed_once_per_file(
     path.touch()  # a newer file is read again
     with pytest.raises(AssertionError, match="parsed again"):
         gguf.header_config(path)
-
-
-@pinnable
-def test_a_prompt_is_prefilled_placed(tiny_llamas: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A long prompt's prefill is one forward pass: its threads pinned while the machine is quiet (nn.placed)."""
-    model = handle_for(tiny_llamas["gqa"]).model()
-    ids = model.tokenizer.encode(" ".join(["the cat ate its fish"] * 30)).ids[:100]  # by blocks of rows
-    with parallel_callers(monkeypatch) as callers:
-        generate.advance(model, ids, generate.new_cache(model, 128), 0, 0)
-    assert callers and all(c == {nn._CPUS[0]} for c in callers)
-    assert os.sched_getaffinity(0) == set(nn._CPUS)

@@ -37,7 +37,10 @@ def _dir(tmp_path: Path, config: object) -> Path:
         ({"model_type": "t5"}, "not supported"),
         ({"model_type": "bert"}, "missing or malformed"),
         ([1, 2], "JSON object"),
-        ({"model_type": "gpt2", "n_layer": 1, "n_head": 3, "n_embd": 16, "n_positions": 8}, "multiple of heads"),
+        (
+            {"model_type": "gpt2", "n_layer": 1, "n_head": 3, "n_embd": 16, "n_positions": 8, "vocab_size": 9},
+            "multiple of heads",
+        ),
         (
             {
                 "model_type": "gpt2",
@@ -45,6 +48,7 @@ def _dir(tmp_path: Path, config: object) -> Path:
                 "n_head": 2,
                 "n_embd": 16,
                 "n_positions": 8,
+                "vocab_size": 9,
                 "activation_function": "swish",
             },
             "activation",

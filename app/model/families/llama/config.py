@@ -1,5 +1,5 @@
-"""What a Llama-family config.json says (transformers' LlamaConfig, 4.x or 5.x), checked: the
-ModelSpec fields of app.model.spec's "llama" kind, and the shape of every tensor it implies.
+"""What a Llama-family config.json says (transformers' LlamaConfig, 4.x or 5.x), checked, and
+every tensor it implies: the one place the family's tensor names are spelled.
 
 References:
   transformers/models/llama/configuration_llama.py: num_key_value_heads (grouped-query attention,
@@ -16,8 +16,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.errors import ModelError
+from app.model.families.base import ModelSpec
 
+EMBED, FINAL_NORM, LM_HEAD = "embed_tokens.weight", "norm.weight", "lm_head.weight"
 LAYER = "layers.{}."
+ATTN_NORM, MLP_NORM = "input_layernorm.weight", "post_attention_layernorm.weight"  # (C,) each
+Q, K, V = "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"
+OUT = "self_attn.o_proj.weight"  # (C, h·d)
+GATE, UP, DOWN = "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"
+# what the forward multiplies by: a layer's q, k, v rows joined into one matrix, gate and up into
+# another (app.model.families.llama.weights), each the separate ones top to bottom
+QKV, GATE_UP = "self_attn.qkv_proj.weight", "mlp.gate_up_proj.weight"
+JOINED = {QKV: (Q, K, V), GATE_UP: (GATE, UP)}
+LAYER_KINDS = (ATTN_NORM, QKV, OUT, MLP_NORM, GATE_UP, DOWN)  # one layer's weights, once joined
 
 
 def fields(name: str, c: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,25 +79,43 @@ def _ids(value: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in value) if isinstance(value, list) else (int(value),)
 
 
-def shapes(
-    layers: int, heads: int, kv_heads: int, hidden: int, intermediate: int, vocab: int, tied: bool
-) -> dict[str, tuple[int, ...]]:
+def parts(s: ModelSpec) -> dict[str, tuple[int, ...]]:
+    """Every separate matrix of one layer (after LAYER) → its shape, as transformers stores it (out, in)."""
+    C, F, d = s.hidden, s.intermediate, s.head_size
+    return {
+        ATTN_NORM: (C,),
+        MLP_NORM: (C,),
+        Q: (s.heads * d, C),
+        K: (s.kv_heads * d, C),
+        V: (s.kv_heads * d, C),
+        OUT: (C, s.heads * d),
+        GATE: (F, C),
+        UP: (F, C),
+        DOWN: (C, F),
+    }
+
+
+def joined(s: ModelSpec) -> dict[str, tuple[int, ...]]:
+    """One layer's weights once joined (LAYER_KINDS) → its shape."""
+    one = parts(s)
+    out = {kind: one[kind] for kind in LAYER_KINDS if kind in one}
+    for name, pieces in JOINED.items():
+        out[name] = (sum(one[p][0] for p in pieces), s.hidden)
+    return {kind: out[kind] for kind in LAYER_KINDS}
+
+
+def top(s: ModelSpec) -> dict[str, tuple[int, ...]]:
+    """The tensors outside the layers: embeddings, final norm, and lm_head unless tied."""
+    out: dict[str, tuple[int, ...]] = {EMBED: (s.vocab, s.hidden), FINAL_NORM: (s.hidden,)}
+    if not s.tied:
+        out[LM_HEAD] = (s.vocab, s.hidden)
+    return out
+
+
+def tensors(s: ModelSpec) -> dict[str, tuple[int, ...]]:
     """Every tensor the forward pass reads, with its shape (weights stored (out, in) as torch's Linear)."""
-    C, F, V, d = hidden, intermediate, vocab, hidden // heads
-    out: dict[str, tuple[int, ...]] = {"embed_tokens.weight": (V, C), "norm.weight": (C,)}
-    if not tied:
-        out["lm_head.weight"] = (V, C)
-    for i in range(layers):
-        p = LAYER.format(i)
-        out |= {
-            p + "input_layernorm.weight": (C,),
-            p + "post_attention_layernorm.weight": (C,),
-            p + "self_attn.q_proj.weight": (heads * d, C),
-            p + "self_attn.k_proj.weight": (kv_heads * d, C),
-            p + "self_attn.v_proj.weight": (kv_heads * d, C),
-            p + "self_attn.o_proj.weight": (C, heads * d),
-            p + "mlp.gate_proj.weight": (F, C),
-            p + "mlp.up_proj.weight": (F, C),
-            p + "mlp.down_proj.weight": (C, F),
-        }
+    out = top(s)
+    one = parts(s)
+    for i in range(s.layers):
+        out |= {LAYER.format(i) + name: shape for name, shape in one.items()}
     return out

@@ -1,4 +1,4 @@
-"""A Llama-family GGUF file (llama.cpp's format) as a Hugging Face model folder, made once and cached.
+"""A Llama-family GGUF file (llama.cpp's format) as a model folder, made once and cached.
 
 References:
   llama.cpp, docs of the GGUF format (ggml/docs/gguf.md) and convert_hf_to_gguf.py, whose
@@ -9,14 +9,16 @@ References:
   (Q4_1, Q8_0, … blocks back to float32).
 
 A GGUF file holds the model's facts (llama.block_count, …), the tokenizer (tokens, merges, token
-types) and the quantized tensors. `folder(path)` turns it into what a Hugging Face Llama folder
-holds — config.json, model.safetensors (float32, the tensors under transformers' names, q and k
-rows back in transformers' order), tokenizer.json, tokenizer_config.json (the chat template) —
-in the data folder (<data>/models/<name>-<hash>/), once: reading and dequantizing take a few
-seconds. Beside them, joined/ holds the same weights as the NumPy forward uses them (each layer's
-q/k/v and gate/up matrices joined, every kind stacked over the layers, app.model.llama_weights):
-one .npy file per kind, memory-mapped at the next start (mapped()), so a start reads nothing
-until a forward pass touches it and joins nothing.
+types) and the quantized tensors. `folder(path)` turns it, once, into a folder in the data folder
+(<data>/models/<name>-<hash>/): config.json (a transformers LlamaConfig), tokenizer.json (as llama.cpp
+reads the file's vocabulary: app.model.families.llama.tokenizer), tokenizer_config.json (the chat
+template) and joined/, the weights in float32 as the forward pass multiplies by them: each layer's
+q/k/v and gate/up matrices joined, every kind stacked over the layers, one .npy file per kind
+(app.model.families.llama.weights), q and k rows back in transformers' order. A start maps those
+files (np.load(mmap_mode="r")): nothing is read until a forward pass touches it.
+
+The conversion streams: one tensor is dequantized at a time and appended to its file, so it needs
+the memory of the largest tensor (the embeddings, 113 MB for SmolLM2), not of the model.
 """
 
 from __future__ import annotations
@@ -26,33 +28,40 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from app.errors import ModelError
+from app.model.families.base import ModelSpec
+from app.model.families.llama import config as names
+from app.model.families.llama.tokenizer import tokenizer_json
+from app.model.families.llama.weights import JOINED_DIR, stacked_name, stacked_shapes
 
 CACHE_ENV = "ATTENTION_MODEL_CACHE"  # where converted models go (default <data folder>/models)
-FORMAT = 2  # bumped when what a converted folder holds changes: older folders are made again
-JOINED_DIR = "joined"  # the forward's weights, joined and stacked over the layers: one .npy per kind (mapped())
+# bumped when what a converted folder holds changes: the folder's name carries it, so an older
+# conversion is never read as a newer one (3: joined/ only, no model.safetensors; the tokenizer as llama.cpp reads it)
+FORMAT = 3
 
-# GGUF tensor name (after "blk.{i}.") → transformers' LlamaForCausalLM name (after "model.layers.{i}.")
+# llama.cpp's tensor names (after "blk.{i}.") → ours (after "layers.{i}.")
 _LAYER_NAMES = {
-    "attn_norm": "input_layernorm",
-    "attn_q": "self_attn.q_proj",
-    "attn_k": "self_attn.k_proj",
-    "attn_v": "self_attn.v_proj",
-    "attn_output": "self_attn.o_proj",
-    "ffn_norm": "post_attention_layernorm",
-    "ffn_gate": "mlp.gate_proj",
-    "ffn_up": "mlp.up_proj",
-    "ffn_down": "mlp.down_proj",
+    "attn_norm": names.ATTN_NORM,
+    "attn_q": names.Q,
+    "attn_k": names.K,
+    "attn_v": names.V,
+    "attn_output": names.OUT,
+    "ffn_norm": names.MLP_NORM,
+    "ffn_gate": names.GATE,
+    "ffn_up": names.UP,
+    "ffn_down": names.DOWN,
 }
-_TOP_NAMES = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
+_TOP_NAMES = {"token_embd": names.EMBED, "output_norm": names.FINAL_NORM, "output": names.LM_HEAD}
+_GGUF_NAME = {ours: f"{theirs}.weight" for theirs, ours in _LAYER_NAMES.items()}
+_QUANTIZATION = re.compile(r"[.-](?:I?Q\d\w*|F16|F32|BF16)$", re.IGNORECASE)
 
 
 def permute(w: np.ndarray, heads: int) -> np.ndarray:
@@ -63,6 +72,12 @@ def permute(w: np.ndarray, heads: int) -> np.ndarray:
 def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
     """llama.cpp's q/k rows → transformers' (the inverse of permute): rotary pairs (i, i + d/2)."""
     return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def model_name(path: Path) -> str:
+    """The model's name from its file's: the stem without llama.cpp's quantization tag
+    ("SmolLM2-135M-Instruct.Q4_1.gguf" → "SmolLM2-135M-Instruct"), as GET /api/models names it."""
+    return _QUANTIZATION.sub("", path.stem) or path.stem
 
 
 def _reader(path: Path) -> Any:
@@ -97,7 +112,8 @@ def config(reader: Any, path: Path) -> dict[str, Any]:
     rot = _field(reader, "llama.rope.dimension_count", head_dim)
     if int(rot) != head_dim or int(_field(reader, "llama.attention.key_length", head_dim)) != head_dim:
         raise ModelError(f"{path}: only rotary embeddings over the whole head (size {head_dim}) are supported")
-    if _field(reader, "llama.rope.scaling.type", "none") not in ("none", None) or "rope_freqs.weight" in _names(reader):
+    tensor_names = {t.name for t in reader.tensors}
+    if _field(reader, "llama.rope.scaling.type", "none") not in ("none", None) or "rope_freqs.weight" in tensor_names:
         raise ModelError(f"{path}: scaled rotary embeddings (long-context Llama 3) are not supported")
     if _field(reader, "llama.expert_count", 0):
         raise ModelError(f"{path}: mixture-of-experts models are not supported")
@@ -119,7 +135,7 @@ def config(reader: Any, path: Path) -> dict[str, Any]:
         "max_position_embeddings": int(_field(reader, "llama.context_length", 2048)),
         "vocab_size": len(tokens),
         "hidden_act": "silu",
-        "tie_word_embeddings": "output.weight" not in _names(reader),
+        "tie_word_embeddings": "output.weight" not in tensor_names,
         "attention_bias": False,
         "mlp_bias": False,
         "torch_dtype": "float32",
@@ -129,69 +145,6 @@ def config(reader: Any, path: Path) -> dict[str, Any]:
         if value is not None:
             out[key] = int(value)
     return out
-
-
-def _names(reader: Any) -> set[str]:
-    return {t.name for t in reader.tensors}
-
-
-def _hf_name(name: str) -> str | None:
-    """transformers' name of a GGUF tensor (None: not one the forward pass reads)."""
-    stem, _, kind = name.rpartition(".")
-    if stem.startswith("blk."):
-        _, layer, part = stem.split(".", 2)
-        return f"model.layers.{layer}.{_LAYER_NAMES[part]}.{kind}" if part in _LAYER_NAMES else None
-    return f"{_TOP_NAMES[stem]}.{kind}" if stem in _TOP_NAMES else None
-
-
-def tensors(reader: Any, cfg: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Every tensor dequantized to float32 under transformers' names, q and k rows unpermuted."""
-    from gguf.quants import dequantize
-
-    out: dict[str, np.ndarray] = {}
-    for t in reader.tensors:
-        name = _hf_name(t.name)
-        if name is None:
-            continue
-        try:
-            w = np.ascontiguousarray(dequantize(t.data, t.tensor_type), dtype=np.float32)  # (out, in) or (C,)
-        except NotImplementedError as e:
-            raise ModelError(f"{t.name}: quantization {t.tensor_type.name} cannot be read: {e}") from None
-        if name.endswith("q_proj.weight"):
-            w = unpermute(w, cfg["num_attention_heads"])
-        elif name.endswith("k_proj.weight"):
-            w = unpermute(w, cfg["num_key_value_heads"])
-        if not np.isfinite(w).all():
-            bad = int(w.size - np.count_nonzero(np.isfinite(w)))
-            raise ModelError(f"{t.name} holds {bad:,} values that are NaN or infinite: the file is damaged")
-        out[name] = np.ascontiguousarray(w)
-    return out
-
-
-def tokenizer_json(reader: Any) -> str:
-    """The byte-level BPE tokenizer of the file's vocabulary and merges, as a tokenizer.json.
-
-    Digits are split one by one before the GPT-2 byte-level split (SmolLM2's own tokenizer.json
-    does so); the tokens the file marks as control (type 3) are special tokens, kept whole.
-    """
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
-
-    tokens = [str(t) for t in _field(reader, "tokenizer.ggml.tokens")]
-    merges = [tuple(str(m).split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", [])]
-    types = list(_field(reader, "tokenizer.ggml.token_type", [1] * len(tokens)))
-    vocab = {t: i for i, t in enumerate(tokens)}
-    tok = Tokenizer(models.BPE(vocab, merges, ignore_merges=False))  # type: ignore[arg-type]
-    digits = _field(reader, "tokenizer.ggml.pre") in ("smollm", "starcoder", "refact")
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tok.pre_tokenizer = (
-        pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level]) if digits else byte_level
-    )
-    tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    tok.add_special_tokens(
-        [AddedToken(t, special=True, normalized=False) for t, kind in zip(tokens, types, strict=True) if kind == 3]
-    )
-    return str(tok.to_str())
 
 
 def _cache_root() -> Path:
@@ -207,41 +160,20 @@ def _cache_root() -> Path:
 
 
 def cached_dir(path: Path) -> Path:
-    """Where the converted folder of the GGUF file `path` lives (named by its path, size and time)."""
+    """Where the converted folder of the GGUF file `path` lives (named by the format, and the file's
+    path, size and time)."""
     st = path.stat()
     key = hashlib.sha256(f"{FORMAT}\0{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    return _cache_root() / f"{path.stem}-{key}"
+    return _cache_root() / f"{path.stem}-v{FORMAT}-{key}"
+
+
+def _done(out: Path) -> bool:
+    return (out / "config.json").is_file()  # written last, after joined/ (and the folder renamed into place whole)
 
 
 def converted(path: Path) -> bool:
     """Whether the GGUF file `path` has its converted folder already (folder() is then quick)."""
-    return path.is_file() and (cached_dir(path) / "model.safetensors").is_file()
-
-
-def _save_joined(weights: dict[str, np.ndarray], cfg: dict[str, Any], where: Path) -> None:
-    """The forward's weights (app.model.llama_weights.stacked) as one .npy file per kind in `where`."""
-    from app.model import llama_weights
-
-    heads = cfg["num_attention_heads"]
-    sizes = SimpleNamespace(layers=cfg["num_hidden_layers"], heads=heads, kv_heads=cfg["num_key_value_heads"],
-                            head_size=cfg["head_dim"], intermediate=cfg["intermediate_size"])  # fmt: skip
-    plain = {n.removeprefix("model."): w for n, w in weights.items()}  # the names bert.py/llama.py use
-    where.mkdir()
-    for n, a in llama_weights.stacked(plain, sizes).items():
-        np.save(where / f"{n}.npy", a)
-
-
-def mapped(folder: Path, spec: Any) -> dict[str, np.ndarray] | None:
-    """The forward's weights of a converted folder, memory-mapped read-only from joined/ (None: the
-    folder has none): nothing is read until a forward pass touches it. Their values were checked
-    finite when the folder was made."""
-    from app.model import llama_weights
-
-    where = folder / JOINED_DIR
-    if not where.is_dir():
-        return None
-    stacks = {f.name.removesuffix(".npy"): np.load(f, mmap_mode="r") for f in sorted(where.glob("*.npy"))}
-    return llama_weights.unstacked(stacks, spec)
+    return path.is_file() and _done(cached_dir(path))
 
 
 def header_config(path: Path) -> dict[str, Any]:
@@ -275,41 +207,94 @@ _headers_lock = threading.Lock()
 
 
 def folder(path: Path) -> Path:
-    """The Hugging Face folder of a GGUF file: made now (a few seconds) unless made before."""
+    """The converted folder of a GGUF file: made now (seconds) unless made before."""
     if not path.is_file():
         raise ModelError(f"GGUF file {path} does not exist")
     out = cached_dir(path)
-    if (out / "model.safetensors").is_file():
+    if _done(out):
         return out
     with _converting:  # two threads asking at once (the model list's and a sentence's): one converts
-        if (out / "model.safetensors").is_file():
+        if _done(out):
             return out
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out.with_name(out.name + ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # two processes (e.g. test workers, a school's): the second waits
-            return out if (out / "model.safetensors").is_file() else _convert(path, out)
+            return out if _done(out) else _convert(path, out)
 
 
 _converting = threading.Lock()
 
 
 def _convert(path: Path, out: Path) -> Path:
-    from safetensors.numpy import save_file
+    from app.model.families.llama.config import fields
 
     reader = _reader(path)
     cfg = config(reader, path)
-    weights = tensors(reader, cfg)
-    template = _field(reader, "tokenizer.chat_template")
+    spec = ModelSpec(model_name(path), out, **fields(path.name, cfg))
+    tokenizer = tokenizer_json(lambda key: _field(reader, key), str(path))
     tmp = out.with_name(out.name + f".tmp{os.getpid()}-{threading.get_ident()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    (tmp / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
-    (tmp / "tokenizer.json").write_text(tokenizer_json(reader), encoding="utf-8")
+    (tmp / JOINED_DIR).mkdir(parents=True)
+    try:
+        _write_joined(reader, spec, path, tmp / JOINED_DIR)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    (tmp / "tokenizer.json").write_text(tokenizer, encoding="utf-8")
+    template = _field(reader, "tokenizer.chat_template")
     (tmp / "tokenizer_config.json").write_text(json.dumps({"chat_template": template}), encoding="utf-8")
-    save_file(weights, str(tmp / "model.safetensors"), metadata={"source": path.name, "format": "pt"})
-    _save_joined(weights, cfg, tmp / JOINED_DIR)
+    (tmp / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
     try:
         tmp.rename(out)  # atomic: another process converting the same file at once keeps its own
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _write_joined(reader: Any, spec: ModelSpec, path: Path, where: Path) -> None:
+    """Every weight the forward multiplies by, as joined/ holds them (stacked_shapes), written one
+    dequantized tensor at a time: each .npy file's header, then its rows in order."""
+    from gguf.quants import dequantize
+
+    by_name = {t.name: t for t in reader.tensors}
+
+    def tensor(name: str, shape: tuple[int, ...]) -> np.ndarray:
+        t = by_name.get(name)
+        if t is None:
+            raise ModelError(f"{path} lacks the tensor {name}")
+        try:
+            w = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)  # (out, in) or (C,)
+        except NotImplementedError as e:
+            raise ModelError(f"{name}: quantization {t.tensor_type.name} cannot be read: {e}") from None
+        if w.shape != shape:
+            raise ModelError(f"{path}: {name} has shape {list(w.shape)}, not the {list(shape)} its facts imply")
+        if not np.isfinite(w).all():
+            bad = int(w.size - np.count_nonzero(np.isfinite(w)))
+            raise ModelError(f"{name} holds {bad:,} values that are NaN or infinite: the file is damaged")
+        return w
+
+    shapes = stacked_shapes(spec)
+    theirs = {ours: theirs for theirs, ours in _TOP_NAMES.items()}
+    one = names.parts(spec)
+    for kind, shape in shapes.items():
+        with open(where / f"{kind}.npy", "wb") as f:
+            _header(f, shape)
+            if kind in theirs:  # embeddings, final norm, lm_head
+                _rows(f, tensor(theirs[kind] + ".weight", shape))
+                continue
+            part = kind.removeprefix(stacked_name(""))
+            for i in range(spec.layers):
+                for piece in names.JOINED.get(part, (part,)):
+                    w = tensor(f"blk.{i}.{_GGUF_NAME[piece]}", one[piece])
+                    if piece in (names.Q, names.K):
+                        w = unpermute(w, spec.heads if piece == names.Q else spec.kv_heads)
+                    _rows(f, w)
+
+
+def _header(f: BinaryIO, shape: tuple[int, ...]) -> None:
+    np.lib.format.write_array_header_1_0(f, {"descr": np.dtype(np.float32).str, "fortran_order": False,
+                                             "shape": shape})  # fmt: skip
+
+
+def _rows(f: BinaryIO, a: np.ndarray) -> None:
+    f.write(np.ascontiguousarray(a, dtype=np.float32).data)  # its memory as it is: no copy

@@ -1,0 +1,255 @@
+"""The Llama decoder's layer (SmolLM2-135M by default), in NumPy or torch: the one layer that the
+views' trace, a prompt's prefill and each written token go through (app.model.forward.run).
+
+References:
+  Touvron et al., "LLaMA: Open and Efficient Foundation Language Models" (2023): pre-RMSNorm blocks,
+  SwiGLU feed-forward, rotary positions.
+  Zhang & Sennrich, "Root Mean Square Layer Normalization" (2019): RMSNorm(x) = x / √(mean(x²) + ε) · g.
+  Su et al., "RoFormer: Enhanced Transformer with Rotary Position Embedding" (2021): each pair of
+  a query's (and key's) numbers turned by an angle position · θ^(−2i/d), so q·k depends on the distance.
+  Ainslie et al., "GQA: Training Generalized Multi-Query Transformer Models" (2023): h query heads
+  share h_kv key/value heads, query head i reading KV head i // (h / h_kv).
+  Shazeer, "GLU Variants Improve Transformer" (2020): SwiGLU(x) = (SiLU(x·W_gate) ⊙ x·W_up)·W_down.
+  transformers/models/llama/modeling_llama.py (LlamaRMSNorm, LlamaRotaryEmbedding, rotate_half,
+  LlamaAttention, LlamaMLP): the rotation pairs number i with number i + d/2 of a head, as its
+  rotate_half does.
+
+One layer, as project() and finish():
+
+    h = RMSNorm(x) · g₁                        (r, C)
+    q, k, v = h·W_qkvᵀ                          W_qkv: W_Q, W_K, W_V joined (app.model.families.llama.weights)
+    q, k = RoPE(q), RoPE(k)                     (h, r, d), (h_kv, r, d); k and v go to the keys and values
+    ─── every row's k and v of the layer stored (the workers meet) ───
+    a = attend(q, keys, values)                 softmax(q kᵀ/√d + causal mask) v, query head i on KV head i // g
+    x = x + concat(a)·W_Oᵀ
+    h = RMSNorm(x) · g₂
+    x = x + (SiLU(h·W_gateᵀ) ⊙ h·W_upᵀ)·W_downᵀ
+
+final RMSNorm; logits = x·Eᵀ with the embedding matrix E (tied) or lm_head's own. The work's
+shape picks how the cores share it: a prompt's rows in one block per worker, each block through
+every layer (blocks()); a few rows (a token being written) in one block, each weight's rows split
+over the cores instead (one token's work is reading the weights, and one core cannot read them as
+fast as two). Torch runs every row at once and threads its own kernels.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from app.model import nn
+from app.model.families.base import NO_HOOKS, Hooks, ModelSpec, W
+from app.model.families.llama.config import (
+    ATTN_NORM,
+    DOWN,
+    EMBED,
+    FINAL_NORM,
+    GATE_UP,
+    LAYER,
+    LM_HEAD,
+    MLP_NORM,
+    OUT,
+    QKV,
+)
+from app.model.nn import NumpyOps
+
+WIDE_ROWS = 8  # at most this many rows: each product's weight rows split over the cores (a token being written)
+# one row's projections and feed-forward cost about as much as its query reading this many keys
+# (measured on one core: ~0.15 ms a row of a layer's products, ~7e-5 ms a query's key in causal_attend)
+ROW_COST = 2000
+CAUSAL_CHUNK = 64  # causal_attend's rows per chunk of queries (300 tokens: 5.5 → 3.7 ms a layer, one core)
+
+
+def _is_torch(x: Any) -> bool:
+    return not isinstance(x, np.ndarray)
+
+
+def rms_norm(x: Any, weight: Any, eps: float) -> Any:
+    """x / √(mean(x²) + ε) · g, row by row (float32, as LlamaRMSNorm)."""
+    if _is_torch(x):
+        return weight * (x * (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt())
+    ms = np.einsum("ij,ij->i", x, x)[:, None] / np.float32(x.shape[-1])  # (n, 1) mean of squares
+    return weight * (x * (1 / np.sqrt(ms + np.float32(eps))))  # (n, C)
+
+
+_rope_lock = threading.Lock()
+_rope_tables: dict[tuple[float, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def rope_table(theta: float, d: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of position · θ^(−2i/d) for positions 0 … n − 1 and i < d/2: 2 × (n, d/2), float32.
+
+    The angles are made in float32 as LlamaRotaryEmbedding makes them (inv_freq, then position ×
+    inv_freq), their cosine and sine rounded once to float32. Grown and kept per (θ, d).
+    """
+    have = _rope_tables.get((theta, d))
+    if have is None or have[0].shape[0] < n:
+        with _rope_lock:
+            have = _rope_tables.get((theta, d))
+            if have is None or have[0].shape[0] < n:
+                size = max(n, 256 if have is None else 2 * have[0].shape[0])
+                exponents = np.arange(0, d, 2, dtype=np.float32) / np.float32(d)
+                inv_freq = (1.0 / np.float32(theta) ** exponents).astype(np.float32)  # (d/2,)
+                angles = np.arange(size, dtype=np.float32)[:, None] * inv_freq  # (size, d/2), float32 products
+                have = (np.cos(angles.astype(np.float64)).astype(np.float32),
+                        np.sin(angles.astype(np.float64)).astype(np.float32))  # fmt: skip
+                _rope_tables[(theta, d)] = have
+    return have[0][:n], have[1][:n]
+
+
+def rope(x: Any, heads: int, first: int, theta: float, o: NumpyOps) -> Any:
+    """(n, heads·d) projections of positions first … first + n − 1 → (heads, n, d), each head's
+    pairs (i, i + d/2) turned by its position's angles."""
+    n, width = x.shape
+    d = width // heads
+    cos, sin = rope_table(theta, d, first + n)
+    c, s = cos[first:, None, :], sin[first:, None, :]  # (n, 1, d/2)
+    h = x.reshape(n, heads, d)  # (n, heads, d)
+    x1, x2 = h[..., : d // 2], h[..., d // 2 :]
+    if _is_torch(x):
+        c, s = o.array(np.ascontiguousarray(c)), o.array(np.ascontiguousarray(s))
+        return o.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1).transpose(0, 1).contiguous()  # (heads, n, d)
+    out = np.empty((heads, n, d), dtype=np.float32)  # (heads, n, d)
+    x1, x2 = x1.transpose(1, 0, 2), x2.transpose(1, 0, 2)  # (heads, n, d/2)
+    ct, st = c.transpose(1, 0, 2), s.transpose(1, 0, 2)  # (1, n, d/2)
+    np.subtract(x1 * ct, x2 * st, out=out[..., : d // 2])
+    np.add(x2 * ct, x1 * st, out=out[..., d // 2 :])
+    return out
+
+
+def linear(x: Any, weight: Any) -> Any:
+    """x·Wᵀ with W stored (out, in), as torch.nn.Linear without a bias."""
+    return x @ weight.T  # (n, out)
+
+
+def _weight_parts(out: int) -> list[slice]:
+    """A weight's rows (outputs) in one part per core, in multiples of 64 rows."""
+    if nn.WORKERS == 1 or out < 256:
+        return [slice(0, out)]
+    size = math.ceil(out / nn.WORKERS / 64) * 64
+    return [slice(i, min(i + size, out)) for i in range(0, out, size)]
+
+
+def wide_linear(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """linear() for a few rows: the weight's rows split over the cores, each part's outputs
+    computed whole by one of them (the same numbers)."""
+    parts = _weight_parts(weight.shape[0])
+    if len(parts) == 1:
+        one: np.ndarray = x @ weight.T
+        return one
+    out: np.ndarray = np.concatenate(nn.parallel(lambda r: x @ weight[r].T, parts), axis=-1)  # (n, out)
+    return out
+
+
+def grouped_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
+    """softmax(q kᵀ/√d + causal mask) v with grouped heads: q (h, r, d) holds the queries at positions
+    first … first + r − 1, k and v (h_kv, T, d) the keys and values of positions 0 … T − 1; query
+    head i reads KV head i // (h / h_kv). Each head's output (h, r, d), float32."""
+    h, r, d = q.shape
+    kv, t = k.shape[0], k.shape[1]
+    g = h // kv
+    if _is_torch(q):
+        kk, vv = k.repeat_interleave(g, dim=0), v.repeat_interleave(g, dim=0)  # (h, T, d)
+        mask = o.causal_mask(r, t, first)
+        return o.F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)  # type: ignore[attr-defined]
+    qg = q.reshape(kv, g * r, d)  # (h_kv, g·r, d): a group's queries one after another
+    s = qg @ np.swapaxes(k, -1, -2)  # (h_kv, g·r, T) scores
+    s *= np.float32(1 / math.sqrt(d))
+    if first + 1 < t:  # the first query (at position `first`) has later keys: those get −∞ (one add)
+        later = np.arange(t)[None, :] > (first + np.arange(r))[:, None]  # (r, T)
+        s4 = s.reshape(kv, g, r, t)
+        s4 += np.where(later, np.float32(-np.inf), np.float32(0))
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)  # weights
+    return (s @ v).reshape(h, r, d)  # (h, r, d)
+
+
+def causal_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
+    """grouped_attend() without the keys the causal mask hides: the queries in chunks of CAUSAL_CHUNK
+    rows, each chunk reading keys 0 … its last position only (~half the scores of a long prompt).
+    The same weights and outputs up to float32 rounding (a softmax's sum over fewer zeros)."""
+    r = q.shape[1]
+    if _is_torch(q) or r <= CAUSAL_CHUNK:
+        return grouped_attend(q, k, v, first, o)
+    out = np.empty((q.shape[0], r, v.shape[-1]), dtype=np.float32)  # (h, r, d)
+    for a in range(0, r, CAUSAL_CHUNK):
+        b = min(a + CAUSAL_CHUNK, r)
+        out[:, a:b] = grouped_attend(q[:, a:b], k[:, : first + b], v[:, : first + b], first + a, o)
+    return out
+
+
+class LlamaLayer:
+    """The decoder's layer for weights w on backend o (app.model.families.base.Decoder)."""
+
+    def __init__(self, w: W, spec: ModelSpec, o: NumpyOps, hooks: Hooks = NO_HOOKS) -> None:
+        self.w, self.spec, self.o, self.hooks = w, spec, o, hooks
+        self.attend: Callable[..., Any] = hooks.attend or causal_attend
+        self.numpy = o.name == "numpy"
+        self.hq, self.hkv = spec.heads * spec.head_size, spec.kv_heads * spec.head_size
+        self.act = o.activation("silu")
+
+    def _mm(self, x: Any, weight: Any) -> Any:
+        """x·Wᵀ, a few rows with the weight's rows split over the cores (the work's shape decides)."""
+        if self.numpy and x.shape[0] <= WIDE_ROWS and nn.WORKERS > 1:
+            return wide_linear(x, weight)
+        return linear(x, weight)
+
+    def embed(self, ids: list[int], first: int) -> Any:
+        return self.w[EMBED][ids]  # (n, C): no position embedding (RoPE turns q and k instead)
+
+    def blocks(self, n: int, first: int) -> list[slice]:
+        """Rows 0 … n − 1 (at positions first …) in one contiguous block per worker (one for a short
+        prompt, a token being written, or torch), cut so that each block costs the same: a row's
+        work is ROW_COST plus its position (the keys it reads), so the first block is a little
+        longer than the last."""
+        per = nn.WORKERS if self.numpy and n >= nn.PARALLEL_ROWS else 1
+        cost = np.cumsum(ROW_COST + first + np.arange(n, dtype=np.float64))  # (n,) the work of rows 0 … j
+        cuts = [0, *(int(c) for c in np.searchsorted(cost, cost[-1] * np.arange(1, per) / per)), n]
+        return [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+
+    def project(self, i: int, x: Any, first: int, queries: slice | None = None) -> tuple[Any, Any, Any]:
+        s, p, hq, hkv = self.spec, LAYER.format(i), self.hq, self.hkv
+        h = rms_norm(x, self.w[p + ATTN_NORM], s.eps)  # (r, C)
+        fused = self.w[p + QKV]  # (h·d + 2·h_kv·d, C): q's rows, then k's, then v's
+        if queries is None:
+            both = self._mm(h, fused)  # (r, h·d + 2·h_kv·d)
+            qk = rope(both[:, : hq + hkv], s.heads + s.kv_heads, first, s.rope_theta, self.o)  # (h + h_kv, r, d)
+            q, k, values = qk[: s.heads], qk[s.heads :], both[:, hq + hkv :]
+        else:  # only some rows' queries are read (the prompt's last, at the last layer)
+            kv = self._mm(h, fused[hq:])  # (r, 2·h_kv·d)
+            k, values = rope(kv[:, :hkv], s.kv_heads, first, s.rope_theta, self.o), kv[:, hkv:]  # (h_kv, r, d)
+            q = rope(self._mm(h[queries], fused[:hq]), s.heads, first + queries.start, s.rope_theta, self.o)
+        v = self.o.split_heads(values, s.kv_heads)  # (h_kv, r, d)
+        return q, k, v
+
+    def gather(self, i: int, k: Any, v: Any) -> Any:
+        return k, v
+
+    def finish(self, i: int, x: Any, q: Any, keys: Any, first: int) -> Any:
+        s, p, w = self.spec, LAYER.format(i), self.w
+        a = self.attend(q, *keys, first, self.o)  # (h, rows, d)
+        if self.hooks.heads is not None:
+            a = self.hooks.heads(i, a)
+        y = x + self._mm(self.o.merge_heads(a), w[p + OUT])  # (rows, C)
+        h = rms_norm(y, w[p + MLP_NORM], s.eps)  # (rows, C)
+        gate_up = self._mm(h, w[p + GATE_UP])  # (rows, 2F)
+        gate, up = gate_up[:, : s.intermediate], gate_up[:, s.intermediate :]  # (rows, F) each
+        act = self.act(gate)  # SiLU (rows, F), a new array
+        act *= up
+        return y + self._mm(act, w[p + DOWN])  # (rows, C)
+
+    def shown(self, i: int, x: Any) -> Any:
+        """transformers reports the last hidden state after the final RMSNorm."""
+        return rms_norm(x, self.w[FINAL_NORM], self.spec.eps) if i == self.spec.layers - 1 else x  # (n, C)
+
+    def logits(self, x: Any) -> Any:
+        """The next-token scores (r, V) of the last layer's rows x (r, C): final RMSNorm, then x·Eᵀ
+        (tied) or lm_head."""
+        head = self.w[EMBED if self.spec.tied else LM_HEAD]  # (V, C)
+        return self._mm(rms_norm(x, self.w[FINAL_NORM], self.spec.eps), head)  # (r, V)

@@ -1,0 +1,80 @@
+"""A Llama model's weights as the forward pass multiplies by them: each layer's q, k, v matrices
+joined into one and its gate and up into one (one product where there were three, and two), and,
+in a converted GGUF folder (app.model.families.llama.gguf), every kind of layer weight stacked over
+the layers in one .npy file, memory-mapped at the next start.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from app.model.families.base import ModelSpec
+from app.model.families.llama.config import JOINED, LAYER, LAYER_KINDS, joined, parts, top
+from app.model.weights import Weights
+
+JOINED_DIR = "joined"  # a converted folder's weights: one .npy file per stacked_shapes() name
+
+
+def stacked_name(kind: str) -> str:
+    """The name of a kind of layer weight stacked over the layers: "layers.<kind>" (L, …)."""
+    return "layers." + kind
+
+
+def stacked_shapes(s: ModelSpec) -> dict[str, tuple[int, ...]]:
+    """What a converted folder's joined/ holds: each kind stacked over the layers, and the top tensors."""
+    return {stacked_name(kind): (s.layers, *shape) for kind, shape in joined(s).items()} | top(s)
+
+
+def split(weights: Weights, prefix: str, name: str, big: np.ndarray, s: ModelSpec) -> None:
+    """The separate names of joined matrix `name` of layer `prefix` as row views of it (no extra memory)."""
+    start, one = 0, parts(s)
+    for piece in JOINED[name]:
+        rows = one[piece][0]
+        weights[prefix + piece] = big[start : start + rows]
+        start += rows
+
+
+_fuse_lock = threading.Lock()
+
+
+def fuse(weights: Weights, s: ModelSpec) -> None:
+    """Once per model (a safetensors folder; a converted GGUF's are joined already): each layer's
+    q, k, v projections as one (h·d + 2·h_kv·d, C) matrix and its gate and up projections as one
+    (2F, C), the separate names kept as row views of them. The same numbers."""
+    done = LAYER.format(s.layers - 1) + list(JOINED)[-1]
+    if done in weights:
+        return
+    with _fuse_lock:
+        if done in weights:
+            return
+        for i in range(s.layers):
+            p = LAYER.format(i)
+            for name, pieces in JOINED.items():
+                big = np.concatenate([weights[p + piece] for piece in pieces])  # (Σ rows, C)
+                big.flags.writeable = False
+                split(weights, p, name, big, s)  # the separate copies can go
+                weights[p + name] = big  # the last layer's last: its presence says every layer is done
+
+
+def unstacked(stacks: Mapping[str, np.ndarray], s: ModelSpec) -> Weights:
+    """A converted folder's stacked arrays (memory-mapped, say) as the forward's weights: every
+    name a view, none copied."""
+    weights: Weights = {name: np.asarray(a) for name, a in stacks.items() if not name.startswith("layers.")}
+    for i in range(s.layers):
+        p = LAYER.format(i)
+        for kind in LAYER_KINDS:
+            weights[p + kind] = np.asarray(stacks[stacked_name(kind)][i])  # (·, C) or (C,): a plain view
+            if kind in JOINED:
+                split(weights, p, kind, weights[p + kind], s)
+    return weights
+
+
+def mapped(folder: Path, s: ModelSpec) -> Weights:
+    """The forward's weights of a converted folder, memory-mapped read-only from joined/: nothing is
+    read until a forward pass touches it. Their values were checked finite when the folder was made."""
+    stacks = {name: np.load(folder / JOINED_DIR / f"{name}.npy", mmap_mode="r") for name in stacked_shapes(s)}
+    return unstacked(stacks, s)
