@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextvars
 import math
 import os
+import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -137,8 +137,9 @@ _ROWS = 256  # at most this many tokens per block of rows: a block's n × 4C act
 # MiniLM) stay in a core's L2 cache; fewer, larger blocks than 128 made a 345-token forward 0.85× as long
 PARALLEL_ROWS = 64  # sentences shorter than this run on one thread: splitting them costs more than it saves
 WORKERS = max(1, os.cpu_count() or 1)
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_helpers: list[threading.Thread] = []  # the pool: WORKERS − 1 threads, started on first need
+_calls: queue.SimpleQueue[_Call[Any, Any]] = queue.SimpleQueue()  # work the helpers may join
+_helpers_lock = threading.Lock()
 
 
 def single_threaded_blas() -> None:
@@ -153,38 +154,80 @@ def single_threaded_blas() -> None:
     threadpool_limits(1, user_api="blas")
 
 
+class _Call(Generic[T, R]):
+    """One parallel() call: its items, taken one at a time by whoever is free, and their results."""
+
+    def __init__(self, f: Callable[[T], R], items: Sequence[T]) -> None:
+        self.f, self.items = f, items
+        self.out: list[R | None] = [None] * len(items)
+        self.context = contextvars.copy_context()  # the caller's (an attention observer, see observing())
+        self.next = 0
+        self.lock = threading.Lock()
+        self.done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()  # one per item a helper did
+        self.errors: list[BaseException] = []
+
+    def take(self) -> int | None:
+        with self.lock:
+            i = self.next
+            if i >= len(self.items):
+                return None
+            self.next += 1
+            return i
+
+    def work(self) -> int:
+        """Items until none is left (the caller's share): how many it did."""
+        did = 0
+        while (i := self.take()) is not None:
+            try:
+                self.out[i] = self.f(self.items[i])
+            except BaseException as e:  # re-raised by the caller once every taken item is done
+                self.errors.append(e)
+            did += 1
+        return did
+
+    def help(self) -> None:
+        """A helper's share: each item it did is reported, so that the caller waits for those only."""
+        while (i := self.take()) is not None:
+            error = None
+            try:
+                self.out[i] = self.context.run(self.f, self.items[i])
+            except BaseException as e:
+                error = e
+            self.done.put(error)
+
+
+def _helper() -> None:
+    while True:
+        _calls.get().help()
+
+
 def parallel(f: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """[f(item) for item in items], spread over this thread and up to WORKERS − 1 pool threads.
 
     The caller works too, taking items until none is left, so a pool busy with another request
-    never makes it wait for work it could do itself. NumPy releases the GIL in its loops.
+    never makes it wait for work it could do itself: it waits only for the items a helper took.
+    NumPy releases the GIL in its loops. The hand-over is a C queue each way (queue.SimpleQueue):
+    a few microseconds, where a ThreadPoolExecutor's futures cost tens (a written token makes ~90).
     """
     if len(items) <= 1 or WORKERS == 1:
         return [f(item) for item in items]
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(WORKERS - 1, thread_name_prefix="forward")
-        pool = _pool
-    out: list[R | None] = [None] * len(items)
-    todo = iter(range(len(items)))
-    todo_lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with todo_lock:
-                i = next(todo, None)
-            if i is None:
-                return
-            out[i] = f(items[i])
-
-    # the caller's context goes with the work (an attention observer, see observing())
-    helpers = [pool.submit(contextvars.copy_context().run, work) for _ in range(min(WORKERS, len(items)) - 1)]
-    work()
-    for h in helpers:
-        if not h.cancel():  # a helper that never started has nothing left to do
-            h.result()
-    return out  # type: ignore[return-value]  # every item was done
+    if len(_helpers) < WORKERS - 1:
+        with _helpers_lock:
+            while len(_helpers) < WORKERS - 1:
+                t = threading.Thread(target=_helper, name=f"forward-{len(_helpers)}", daemon=True)
+                t.start()
+                _helpers.append(t)
+    call = _Call(f, items)
+    for _ in range(min(WORKERS, len(items)) - 1):
+        _calls.put(call)
+    mine = call.work()
+    for _ in range(len(items) - mine):
+        error = call.done.get()
+        if error is not None:
+            call.errors.append(error)
+    if call.errors:
+        raise call.errors[0]
+    return call.out  # type: ignore[return-value]  # every item was done
 
 
 def row_blocks(n: int) -> list[slice]:

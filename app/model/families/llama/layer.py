@@ -194,11 +194,13 @@ class LlamaLayer:
         self.hq, self.hkv = spec.heads * spec.head_size, spec.kv_heads * spec.head_size
         self.act = o.activation("silu")
 
+    def _wide(self, x: Any) -> bool:
+        """Whether rows x are a few (a token being written): then the cores split each weight, not the rows."""
+        return self.numpy and x.shape[0] <= WIDE_ROWS and nn.WORKERS > 1
+
     def _mm(self, x: Any, weight: Any) -> Any:
-        """x·Wᵀ, a few rows with the weight's rows split over the cores (the work's shape decides)."""
-        if self.numpy and x.shape[0] <= WIDE_ROWS and nn.WORKERS > 1:
-            return wide_linear(x, weight)
-        return linear(x, weight)
+        """x·Wᵀ; a few rows with the weight's rows split over the cores (the work's shape decides)."""
+        return wide_linear(x, weight) if self._wide(x) else linear(x, weight)
 
     def embed(self, ids: list[int], first: int) -> Any:
         return self.w[EMBED][ids]  # (n, C): no position embedding (RoPE turns q and k instead)
@@ -237,12 +239,31 @@ class LlamaLayer:
         if self.hooks.heads is not None:
             a = self.hooks.heads(i, a)
         y = x + self._mm(self.o.merge_heads(a), w[p + OUT])  # (rows, C)
-        h = rms_norm(y, w[p + MLP_NORM], s.eps)  # (rows, C)
-        gate_up = self._mm(h, w[p + GATE_UP])  # (rows, 2F)
-        gate, up = gate_up[:, : s.intermediate], gate_up[:, s.intermediate :]  # (rows, F) each
-        act = self.act(gate)  # SiLU (rows, F), a new array
-        act *= up
-        return y + self._mm(act, w[p + DOWN])  # (rows, C)
+        return y + self._mlp(rms_norm(y, w[p + MLP_NORM], s.eps), p)  # (rows, C)
+
+    def _mlp(self, h: Any, p: str) -> Any:
+        """SwiGLU of normed rows h (r, C): (SiLU(h·W_gateᵀ) ⊙ h·W_upᵀ)·W_downᵀ, (r, C). A few rows:
+        the F hidden units split over the cores, each core's part gate, up, SiLU and its share of
+        W_down's product (r, C), the shares added: one hand-over for the feed-forward where
+        splitting each product would make two."""
+        F, gate_up, down = self.spec.intermediate, self.w[p + GATE_UP], self.w[p + DOWN]  # (2F, C), (C, F)
+        if not self._wide(h):
+            both = linear(h, gate_up)  # (r, 2F)
+            act = self.act(both[:, :F])  # SiLU (r, F), a new array
+            act *= both[:, F:]
+            return linear(act, down)  # (r, C)
+
+        def share(f: slice) -> np.ndarray:
+            act = self.act(h @ gate_up[f].T)  # (r, f)
+            act *= h @ gate_up[F + f.start : F + f.stop].T
+            out: np.ndarray = act @ down[:, f].T  # (r, C): this part's share of the output
+            return out
+
+        shares = nn.parallel(share, _weight_parts(F))
+        total = shares[0]
+        for more in shares[1:]:
+            total += more
+        return total
 
     def shown(self, i: int, x: Any) -> Any:
         """transformers reports the last hidden state after the final RMSNorm."""
