@@ -12,7 +12,7 @@ from app.attention import attention
 from app.model.loader import ModelHandle, handle_for
 from tests.model.fixtures import SENTENCES
 
-TOL = 1e-4  # the budget for attention weights; measured errors are ~1e-6
+TOL = 1e-5  # the bound docs/model.md gives for attention weights (and hidden states, q, k, v); measured ≤ 6e-6
 
 
 def _hf(model: Any, ids: list[int]) -> Any:

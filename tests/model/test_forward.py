@@ -159,8 +159,8 @@ def test_torch_forward_against_transformers(minilm: ModelHandle, hf_minilm: Any)
         out = hf_minilm(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
     for layer, theirs in enumerate(out.attentions):
         ours = attention(trace.q[layer], trace.k[layer], trace.v[layer], "full").weights
-        np.testing.assert_allclose(ours, theirs[0].numpy(), atol=1e-4, rtol=0, err_msg=f"layer {layer}")
-    np.testing.assert_allclose(trace.hidden[-1], out.hidden_states[-1][0].numpy(), atol=1e-4, rtol=0)
+        np.testing.assert_allclose(ours, theirs[0].numpy(), atol=1e-5, rtol=0, err_msg=f"layer {layer}")
+    np.testing.assert_allclose(trace.hidden[-1], out.hidden_states[-1][0].numpy(), atol=1e-5, rtol=0)
 
 
 def test_a_views_last_layer_stays_open_until_asked_for(minilm: ModelHandle, tiny_gpt2_dir: Path) -> None:

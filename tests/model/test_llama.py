@@ -19,7 +19,7 @@ from app.model.loader import Model
 from app.model.select import layer_heads
 from tests.model.llama_fixtures import PROMPTS
 
-TOL = 2e-4  # the budget for attention weights; measured ≤ 4e-6
+TOL = 1e-5  # the bound docs/decoder.md gives for attention weights; measured ≤ 4e-6
 GREEDY_TOKENS = 8
 
 

@@ -49,6 +49,22 @@ def test_models_side_by_side(app_client: TestClient) -> None:
     assert app_client.get("/api/models", params={"load": "gpt-5"}).status_code == 422
 
 
+def test_messages_name_the_model_as_the_model_list_does(app_client: TestClient) -> None:
+    """The decoder's file is SmolLM2-135M-Instruct.Q4_1.gguf; the list and every message call it
+    SmolLM2-135M-Instruct (spec.display_name), never by the file's quantization tag."""
+    name = {m["id"]: m["name"] for m in app_client.get("/api/models").json()["models"]}[DECODER]
+    assert name == "SmolLM2-135M-Instruct"
+    said = [
+        app_client.post("/api/generate", json={"prompt": "word " * 600, "max_new_tokens": 1}),
+        app_client.post("/api/generate", json={"prompt": "a cat", "layer": 30}),
+        app_client.post("/api/attention", json={"sentence": "a cat", "model": DECODER, "layer": 30}),
+        app_client.post("/api/attention", json={"sentence": "a cat", "model": DECODER, "mask": "full"}),
+    ]
+    for r in said:
+        msg = r.json()["detail"][0]["msg"]
+        assert r.status_code == 422 and name in msg and "Q4_1" not in msg, msg
+
+
 def test_each_line_is_one_new_token(app_client: TestClient, smollm: Model) -> None:
     prompt = "The capital of France is"
     n = len(smollm.tokenizer.encode(prompt))

@@ -16,7 +16,7 @@ from app.model.loader import handle_for
 from app.model.select import layer_heads
 from app.model.spec import ModelError, read_spec
 
-TOL = 2e-4
+TOL = 1e-5  # the bound docs/decoder.md gives for attention weights (hidden states: and 1e-4 relative)
 SENTENCES = ["The animal didn't cross the street because it was too tired.", "def add(a, b):", "a"]
 KINDS = ["gqa", "mha", "gqa.gguf", "mha.gguf"]
 
