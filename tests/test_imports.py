@@ -129,7 +129,7 @@ def test_the_layout_names_the_layers() -> None:
     # the web layer holds every route module; the domains are most of app/
     routes = [m for m in MODULES if "router = APIRouter(" in MODULES[m].read_text(encoding="utf-8")]
     assert routes and all(_is(m, WEB_LAYER) for m in routes), routes
-    assert {"app.attention", "app.model.llama", "app.lesson.rnn", "app.classroom.broker"} <= set(DOMAIN)
+    assert {"app.attention", "app.model.families.llama.layer", "app.lesson.rnn", "app.classroom.broker"} <= set(DOMAIN)
     assert len(DOMAIN) > 40
 
 

@@ -1,14 +1,16 @@
 """Real attention from a pretrained transformer, run in the server: every layer and every head.
 
-  spec.py            what a model directory's config.json says (kind, sizes), checked
+  families/         one package per model family (bert, gpt2, llama), each owning its config fields,
+                     tensor names and shapes, tokenizer rules and ONE layer (base.py: the protocol);
+                     llama/gguf.py makes a GGUF file a model folder, once
+  spec.py            what a model directory holds, read through its family and checked
   tokenizer.py       tokenizer.json through `tokenizers`: tokens as the model sees them, word ids
   weights.py         model.safetensors through `safetensors`, as float32 NumPy arrays
-  nn.py              LayerNorm, GELU (erf and tanh forms), linear layers, attend(): a head's
-                     softmax(q·kᵀ/√d)·v in float32, as transformers computes it
-  bert.py, gpt2.py, llama.py   the forward passes (BERT encoder; GPT-2 and Llama decoders), NumPy or torch
-  llama_config.py, gguf.py     a Llama config.json checked; a GGUF file made a model folder, once
+  nn.py              LayerNorm, GELU (erf and tanh forms), SiLU, attend(): a head's softmax(q·kᵀ/√d)·v
+                     in float32, as transformers computes it; the worker threads (parallel)
+  forward.py         rows through the layers (run): the views' trace, a prefill, a written token
   registry.py        the models one server offers, by id (GET /api/models, "model" in a request)
-  generate.py        writing text with a decoder, one token at a time
+  generate.py        writing text with a decoder, one token at a time: the KV cache, sampling, the loop
   trace.py           what a forward keeps: every layer's per-head q, k, v (a layer may be left open)
   loader.py          lazy, thread-safe loading once per model directory, and a small sentence cache
   select.py          one layer/head, or a mean over heads or layers, as named attention stages

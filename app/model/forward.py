@@ -112,6 +112,9 @@ class TraceStore:
             self.v.append(o.empty((spec.kv_heads, n, d)))
 
     def put(self, i: int, first: int, q: Any, k: Any, v: Any) -> None:
+        if k.shape[1] == self.k[i].shape[1]:  # every row at once: kept as made, not copied
+            self.q[i], self.k[i], self.v[i] = q, k, v
+            return
         rows = slice(first, first + k.shape[1])
         self.q[i][:, rows], self.k[i][:, rows], self.v[i][:, rows] = q, k, v
 

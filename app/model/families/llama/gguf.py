@@ -44,8 +44,9 @@ from app.model.families.llama.weights import JOINED_DIR, stacked_name, stacked_s
 
 CACHE_ENV = "ATTENTION_MODEL_CACHE"  # where converted models go (default <data folder>/models)
 # bumped when what a converted folder holds changes: the folder's name carries it, so an older
-# conversion is never read as a newer one (3: joined/ only, no model.safetensors; the tokenizer as llama.cpp reads it)
-FORMAT = 3
+# conversion is never read as a newer one (3: joined/ only, no model.safetensors, the tokenizer as
+# llama.cpp reads it; 4: layer matrices stored transposed, mapped column-major)
+FORMAT = 4
 
 # llama.cpp's tensor names (after "blk.{i}.") → ours (after "layers.{i}.")
 _LAYER_NAMES = {
@@ -252,8 +253,8 @@ def _convert(path: Path, out: Path) -> Path:
 
 
 def _write_joined(reader: Any, spec: ModelSpec, path: Path, where: Path) -> None:
-    """Every weight the forward multiplies by, as joined/ holds them (stacked_shapes), written one
-    dequantized tensor at a time: each .npy file's header, then its rows in order."""
+    """Every weight the forward multiplies by, as joined/ holds them (stacked_shapes), written a
+    layer's matrix at a time: each .npy file's header, then its rows in order."""
     from gguf.quants import dequantize
 
     by_name = {t.name: t for t in reader.tensors}
@@ -284,11 +285,14 @@ def _write_joined(reader: Any, spec: ModelSpec, path: Path, where: Path) -> None
                 continue
             part = kind.removeprefix(stacked_name(""))
             for i in range(spec.layers):
+                pieces = []
                 for piece in names.JOINED.get(part, (part,)):
                     w = tensor(f"blk.{i}.{_GGUF_NAME[piece]}", one[piece])
                     if piece in (names.Q, names.K):
                         w = unpermute(w, spec.heads if piece == names.Q else spec.kv_heads)
-                    _rows(f, w)
+                    pieces.append(w)
+                w = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]  # the layer's (out, in), or (C,)
+                _rows(f, w.T if w.ndim == 2 else w)  # a matrix as its transpose (in, out): see stacked_shapes
 
 
 def _header(f: BinaryIO, shape: tuple[int, ...]) -> None:

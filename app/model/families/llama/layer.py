@@ -73,8 +73,10 @@ def rms_norm(x: Any, weight: Any, eps: float) -> Any:
     """x / √(mean(x²) + ε) · g, row by row (float32, as LlamaRMSNorm)."""
     if _is_torch(x):
         return weight * (x * (x.pow(2).mean(-1, keepdim=True) + eps).rsqrt())
-    ms = np.einsum("ij,ij->i", x, x)[:, None] / np.float32(x.shape[-1])  # (n, 1) mean of squares
-    return weight * (x * (1 / np.sqrt(ms + np.float32(eps))))  # (n, C)
+    ms = np.einsum("ij,ij->i", x, x) / np.float32(x.shape[-1])  # (n,) mean of squares
+    y: np.ndarray = x * (1 / np.sqrt(ms + np.float32(eps)))[:, None]  # (n, C)
+    y *= weight
+    return y
 
 
 _rope_lock = threading.Lock()
@@ -115,10 +117,11 @@ def rope(x: Any, heads: int, first: int, theta: float, o: NumpyOps) -> Any:
         c, s = o.array(np.ascontiguousarray(c)), o.array(np.ascontiguousarray(s))
         return o.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1).transpose(0, 1).contiguous()  # (heads, n, d)
     out = np.empty((heads, n, d), dtype=np.float32)  # (heads, n, d)
-    x1, x2 = x1.transpose(1, 0, 2), x2.transpose(1, 0, 2)  # (heads, n, d/2)
-    ct, st = c.transpose(1, 0, 2), s.transpose(1, 0, 2)  # (1, n, d/2)
-    np.subtract(x1 * ct, x2 * st, out=out[..., : d // 2])
-    np.add(x2 * ct, x1 * st, out=out[..., d // 2 :])
+    o1, o2 = out[..., : d // 2].transpose(1, 0, 2), out[..., d // 2 :].transpose(1, 0, 2)  # (n, heads, d/2) views
+    np.multiply(x1, c, out=o1)
+    o1 -= x2 * s  # x1·cos − x2·sin
+    np.multiply(x2, c, out=o2)
+    o2 += x1 * s  # x2·cos + x1·sin
     return out
 
 
@@ -157,17 +160,29 @@ def grouped_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
         kk, vv = k.repeat_interleave(g, dim=0), v.repeat_interleave(g, dim=0)  # (h, T, d)
         mask = o.causal_mask(r, t, first)
         return o.F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)  # type: ignore[attr-defined]
-    qg = q.reshape(kv, g * r, d)  # (h_kv, g·r, d): a group's queries one after another
-    s = qg @ np.swapaxes(k, -1, -2)  # (h_kv, g·r, T) scores
-    s *= np.float32(1 / math.sqrt(d))
-    if first + 1 < t:  # the first query (at position `first`) has later keys: those get −∞ (one add)
-        later = np.arange(t)[None, :] > (first + np.arange(r))[:, None]  # (r, T)
-        s4 = s.reshape(kv, g, r, t)
-        s4 += np.where(later, np.float32(-np.inf), np.float32(0))
+    qg = (q * np.float32(1 / math.sqrt(d))).reshape(kv, g * r, d)  # (h_kv, g·r, d): a group's queries, scaled
+    s = qg @ np.swapaxes(k, -1, -2)  # (h_kv, g·r, T) scaled scores
+    if first + 1 < t:  # some of the queries' keys lie later: −∞ there (keys first + 1 …, the last columns)
+        hidden = _later(r, t - first)  # (r, t − first): 0 where query j sees key first + c, −∞ where not
+        s.reshape(kv, g, r, t)[..., first:] += hidden
     s -= s.max(axis=-1, keepdims=True)
-    np.exp(s, out=s)
-    s /= s.sum(axis=-1, keepdims=True)  # weights
-    return (s @ v).reshape(h, r, d)  # (h, r, d)
+    np.exp(s, out=s)  # e^s: the weights times each row's Σ e^s
+    sums = s @ np.ones(t, dtype=np.float32)  # (h_kv, g·r): a BLAS product, quicker than s.sum(-1)
+    out = s @ v  # (h_kv, g·r, d)
+    out /= sums[..., None]  # each row divided after the product: d numbers a row, not T
+    return out.reshape(h, r, d)  # (h, r, d)
+
+
+_masks: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _later(r: int, c: int) -> np.ndarray:
+    """(r, c) float32: −∞ where column j > row i (a later key), 0 elsewhere; kept per shape."""
+    mask = _masks.get((r, c))
+    if mask is None:
+        mask = _masks[(r, c)] = np.where(np.triu(np.ones((r, c), dtype=bool), 1), np.float32(-np.inf), np.float32(0))
+        mask.flags.writeable = False
+    return mask
 
 
 def causal_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:

@@ -1,7 +1,14 @@
 """A Llama model's weights as the forward pass multiplies by them: each layer's q, k, v matrices
-joined into one and its gate and up into one (one product where there were three, and two), and,
-in a converted GGUF folder (app.model.families.llama.gguf), every kind of layer weight stacked over
-the layers in one .npy file, memory-mapped at the next start.
+joined into one and its gate and up into one (one product where there were three, and two), every
+layer matrix W (out, in) laid out column by column (Fortran order, so that Wᵀ in x·Wᵀ is an
+ordinary row-major (in, out) matrix), and, in a converted GGUF folder
+(app.model.families.llama.gguf), every kind of layer weight stacked over the layers in one .npy
+file, memory-mapped at the next start.
+
+The layout: OpenBLAS multiplies a prompt's blocks of ~150 rows by a column-major W 9–13% quicker
+than by the transpose of a row-major one (the four products of a SmolLM2 layer, one core), and a
+written token's single row as quickly (measured on this machine, docs/speed.md); bert.column_major
+does the same for BERT.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ def stacked_name(kind: str) -> str:
 
 
 def stacked_shapes(s: ModelSpec) -> dict[str, tuple[int, ...]]:
-    """What a converted folder's joined/ holds: each kind stacked over the layers, and the top tensors."""
-    return {stacked_name(kind): (s.layers, *shape) for kind, shape in joined(s).items()} | top(s)
+    """What a converted folder's joined/ holds: each kind stacked over the layers, a matrix as its
+    transpose (L, in, out) (unstacked() gives W (out, in) back as a column-major view), a norm as
+    it is (L, C); and the top tensors as they are (the embeddings' rows are looked up)."""
+    return {stacked_name(kind): (s.layers, *shape[::-1]) for kind, shape in joined(s).items()} | top(s)
 
 
 def split(weights: Weights, prefix: str, name: str, big: np.ndarray, s: ModelSpec) -> None:
@@ -42,9 +51,10 @@ _fuse_lock = threading.Lock()
 
 
 def fuse(weights: Weights, s: ModelSpec) -> None:
-    """Once per model (a safetensors folder; a converted GGUF's are joined already): each layer's
-    q, k, v projections as one (h·d + 2·h_kv·d, C) matrix and its gate and up projections as one
-    (2F, C), the separate names kept as row views of them. The same numbers."""
+    """Once per model (a safetensors folder; a converted GGUF's are laid out already): each layer's
+    q, k, v projections joined into one (h·d + 2·h_kv·d, C) matrix and its gate and up projections
+    into one (2F, C), the separate names kept as row views of them, and every layer matrix
+    column-major. The same numbers; one copy of the weights, once."""
     done = LAYER.format(s.layers - 1) + list(JOINED)[-1]
     if done in weights:
         return
@@ -53,11 +63,15 @@ def fuse(weights: Weights, s: ModelSpec) -> None:
             return
         for i in range(s.layers):
             p = LAYER.format(i)
-            for name, pieces in JOINED.items():
-                big = np.concatenate([weights[p + piece] for piece in pieces])  # (Σ rows, C)
+            for kind in LAYER_KINDS:
+                if kind in JOINED:
+                    big = np.asfortranarray(np.concatenate([weights[p + piece] for piece in JOINED[kind]]))
+                else:
+                    big = np.asfortranarray(weights[p + kind]) if weights[p + kind].ndim == 2 else weights[p + kind]
                 big.flags.writeable = False
-                split(weights, p, name, big, s)  # the separate copies can go
-                weights[p + name] = big  # the last layer's last: its presence says every layer is done
+                if kind in JOINED:
+                    split(weights, p, kind, big, s)  # the separate copies can go
+                weights[p + kind] = big  # the last layer's last: its presence says every layer is done
 
 
 def unstacked(stacks: Mapping[str, np.ndarray], s: ModelSpec) -> Weights:
@@ -67,7 +81,8 @@ def unstacked(stacks: Mapping[str, np.ndarray], s: ModelSpec) -> Weights:
     for i in range(s.layers):
         p = LAYER.format(i)
         for kind in LAYER_KINDS:
-            weights[p + kind] = np.asarray(stacks[stacked_name(kind)][i])  # (·, C) or (C,): a plain view
+            a = np.asarray(stacks[stacked_name(kind)][i])  # (in, out) or (C,): a plain view
+            weights[p + kind] = a.T if a.ndim == 2 else a  # (out, in), column-major
             if kind in JOINED:
                 split(weights, p, kind, weights[p + kind], s)
     return weights
