@@ -199,3 +199,62 @@ def test_a_gguf_header_is_parsed_once_per_file(
     path.touch()  # a newer file is read again
     with pytest.raises(AssertionError, match="parsed again"):
         gguf.header_config(path)
+
+
+@pytest.mark.parametrize("kind", ["gqa", "mha.gguf"])
+def test_the_torch_backend_runs_the_same_layer(tiny_llamas: dict[str, Path], kind: str) -> None:
+    """ATTENTION_BACKEND=torch (here on the CPU): the same layer on torch tensors, for the views'
+    trace and for writing with its cache on torch, gives NumPy's numbers."""
+    pytest.importorskip("torch")
+    handle = handle_for(tiny_llamas[kind])
+    model = handle.model()
+    ids = handle.encode(SENTENCES[0]).ids
+    ours, theirs = model.forward(ids), model.forward(ids, "torch")
+    for name in ("q", "k", "v", "hidden"):
+        for a, b in zip(getattr(ours, name), getattr(theirs, name), strict=True):
+            np.testing.assert_allclose(b, a, atol=1e-4, rtol=1e-5, err_msg=name)
+    prompt = handle.encode("The quick brown").ids
+    numpy_done, torch_done = (list(generate.write(model, prompt, 8, generate.Sampling(), None, 1, 3, backend))[-1]
+                              for backend in ("numpy", "torch"))  # fmt: skip
+    assert isinstance(numpy_done, generate.Done) and isinstance(torch_done, generate.Done)
+    assert torch_done.ids == numpy_done.ids
+
+
+def test_a_head_is_ablated_through_the_layers_hook(tiny_llamas: dict[str, Path], hf_tiny: dict[str, Any]) -> None:
+    """Hooks(heads=…) sees each layer's per-head outputs before the output projection: zeroing head 2
+    of layer 1 there is transformers' forward with that head's 16 input columns of o_proj zeroed
+    (a forward pre-hook), to the last hidden state."""
+    import torch
+
+    from app.model import forward
+    from app.model.families.base import Hooks
+
+    layer, head, d = 1, 2, 16
+    handle = handle_for(tiny_llamas["gqa"])
+    model = handle.model()
+    ids = handle.encode(SENTENCES[0]).ids
+
+    def zero(i: int, a: Any) -> Any:
+        if i == layer:
+            a = a.copy()
+            a[head] = 0.0
+        return a
+
+    ours = forward.trace(ids, model.weights, model.spec, hooks=Hooks(heads=zero))
+    hf = hf_tiny["gqa"]
+
+    def pre(module: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        x = args[0].clone()
+        x[..., head * d : (head + 1) * d] = 0
+        return (x,)
+
+    hook = hf.model.layers[layer].self_attn.o_proj.register_forward_pre_hook(pre)
+    try:
+        with torch.no_grad():
+            theirs = hf(torch.tensor([ids]), output_hidden_states=True).hidden_states
+    finally:
+        hook.remove()
+    plain = model.forward(ids)
+    np.testing.assert_allclose(ours.hidden[-1], theirs[-1][0].numpy(), atol=1e-4, rtol=1e-4)
+    assert np.abs(ours.hidden[-1] - plain.hidden[-1]).max() > 1e-2  # the head mattered
+    np.testing.assert_array_equal(ours.hidden[layer], plain.hidden[layer])  # layers before it are untouched
