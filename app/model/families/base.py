@@ -81,9 +81,10 @@ class Hooks:
     heads   (layer i, its heads' outputs (h, rows, d) before the output projection) → what goes on:
             zeroing head j's slice removes that head from the model (ablation, as transformers'
             head_mask does for BERT and a hook on o_proj's input for Llama)
-    attend  the family's attention kernel, replaced (Llama: (q (h, r, d), keys and values
-            (h_kv, T, d), position of q's first row, ops) → (h, r, d)), e.g. a blocked one with an
-            online softmax for long prompts
+    attend  Llama's attention kernel, replaced: (q (h, r, d), keys and values (h_kv, T, d) of
+            positions 0 … T − 1, the position of q's first row, ops) → each head's output (h, r, d),
+            e.g. a blocked one with an online softmax for long prompts (BERT and GPT-2 keep
+            nn.attend, which the overview's summaries observe)
     """
 
     heads: Callable[[int, Any], Any] | None = None
