@@ -258,3 +258,31 @@ def test_a_head_is_ablated_through_the_layers_hook(tiny_llamas: dict[str, Path],
     np.testing.assert_allclose(ours.hidden[-1], theirs[-1][0].numpy(), atol=1e-4, rtol=1e-4)
     assert np.abs(ours.hidden[-1] - plain.hidden[-1]).max() > 1e-2  # the head mattered
     np.testing.assert_array_equal(ours.hidden[layer], plain.hidden[layer])  # layers before it are untouched
+
+
+def test_a_long_prompt_is_prefilled_by_blocks_as_transformers_reads_it(
+    tiny_llamas: dict[str, Path], hf_tiny: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 150-token prompt on two workers: two blocks of rows, each through every layer, the last
+    layer's query for the last row only. The cache holds the full trace's keys and values, and the
+    next-token scores are transformers' for the same ids."""
+    import torch
+
+    from app.model import nn
+    from app.model.forward import layer_of
+
+    monkeypatch.setattr(nn, "WORKERS", 2)
+    model = handle_for(tiny_llamas["gqa"]).model()
+    ids = model.tokenizer.encode(" ".join(["the cat ate its fish, and then the dog ate the cat's fish"] * 12)).ids[:150]
+    assert len(ids) == 150 and len(layer_of(model.weights, model.spec, "numpy")[0].blocks(150, 0)) == 2
+    cache = generate.new_cache(model, 160)
+    logits, watched = generate.advance(model, ids, cache, 1, 3)
+    trace = model.forward(ids)
+    for i in range(model.spec.layers):
+        np.testing.assert_allclose(cache.k[i][:, :150], trace.k[i], atol=1e-5, rtol=0, err_msg=f"k {i}")
+        np.testing.assert_allclose(cache.v[i][:, :150], trace.v[i], atol=1e-5, rtol=0, err_msg=f"v {i}")
+    full = attention(*layer_heads(trace, 1), "causal").weights[3, -1]
+    np.testing.assert_allclose(watched.weights, full, atol=1e-6, rtol=0)
+    with torch.no_grad():
+        theirs = hf_tiny["gqa"](torch.tensor([ids])).logits[0, -1].numpy()
+    np.testing.assert_allclose(logits, theirs, atol=1e-4, rtol=1e-5)
