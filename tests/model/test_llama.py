@@ -142,6 +142,16 @@ def test_tokenizer_agrees_with_transformers(smollm: Model, text: str) -> None:
     assert smollm.tokenizer.encode(text).ids == TRANSFORMERS_IDS[text]
 
 
+def test_tokenizer_agrees_with_llama_cpp(smollm: Model) -> None:
+    """llama.cpp's own tokenizer of the same GGUF file (llama-cpp-python, an optional reference)."""
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (an optional reference)")
+    from app.model import registry
+
+    reference = llama_cpp.Llama(model_path=str(registry.decoder_file()), vocab_only=True, verbose=False)
+    for text in [*TRANSFORMERS_IDS, "In 2024, 1234567 cats ate 3.5 fish.", "<|im_start|>user\nHi<|im_end|>"]:
+        assert smollm.tokenizer.encode(text).ids == reference.tokenize(text.encode(), add_bos=True, special=True)
+
+
 def test_tokenizer_splits_digits_and_keeps_special_tokens(smollm: Model) -> None:
     # SmolLM2's own tokenizer (and llama.cpp's "smollm" pre-tokenizer) reads digits one at a time
     assert smollm.tokenizer.encode("2024").tokens == ["2", "0", "2", "4"]
