@@ -40,7 +40,7 @@ GROUPS = {
         f"tests/{m}.py": "transformers"
         for m in (
             "model/test_llama", "model/test_llama_tiny", "model/test_against_transformers", "model/test_forward",
-            "model/test_folders", "lesson/test_block", "lesson/test_multihead",
+            "model/test_folders", "lesson/test_block", "lesson/test_multihead", "model/test_rollout",
         )
     },
     **{f"tests/classroom/{m}.py": "postgresql" for m in ("test_lessons", "test_school_server")},

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.web import attention, chapters, generate, lessons, model, overview, quiz, rooms
+from app.web import attention, chapters, generate, inside, lessons, model, overview, quiz, rooms
 
 ROUTERS: tuple[APIRouter, ...] = (
     attention.router,
     model.router,
     overview.router,
     generate.router,
+    inside.router,
     chapters.router,
     rooms.router,
     quiz.router,
