@@ -335,3 +335,9 @@ class GenerateRequest(BaseModel):
     layer: int | None = Field(None, ge=0, description="The layer whose attention each line shows (default: the last).")
     head: int = Field(0, ge=0, description="The query head whose attention each line shows.")
     chat: bool = Field(False, description="Wrap the prompt in the model's chat template (a user's message).")
+    ablate: list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]] = Field(
+        default_factory=list,
+        max_length=512,
+        description="[[layer, head], …]: heads switched off while the model writes (each one's output zeroed "
+        "before o_proj, as POST /api/ablate does).",
+    )

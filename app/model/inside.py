@@ -2,6 +2,10 @@
 
   POST /api/rollout   {"model", "sentence", "method", "focus", "mask"} → attention through all layers
                       (app.model.rollout): every layer's n × n, and the focused token's paths
+  POST /api/ablate    {"model", "sentence" | "prompt", "heads", "layer", "head"} → a head's view with
+                      and without the heads switched off, the final vectors' cosines, a decoder's
+                      next-token candidates before and after (app.model.ablate)
+  POST /api/lens      {"model", "prompt", "position"} → every layer's guess for the next token
 
 Rejections name the field and its limit (422); a model that cannot be loaded is a 503.
 """
@@ -17,11 +21,12 @@ import numpy as np
 from app import limits
 from app.attention import Backend, Mask
 from app.errors import InputError
-from app.model import rollout, service
+from app.model import ablate, registry, rollout, service
 from app.model.loader import ModelHandle
 from app.model.rollout import Method
 from app.model.select import all_weights
 from app.model.spec import ModelSpec
+from app.model.trace import Trace
 
 DECIMALS = 6  # the answers' shares, rounded (1e-6 is the precision the tests hold them to)
 PATH_MIN = 0.005  # focus paths: edges carrying less than this share of the focus are left out
@@ -103,6 +108,7 @@ def attention_through_layers(
         **service._token_fields(spec, encoded),
         "method": method,
         "mask": mask,
+        "attention": np.round(weights.mean(axis=1), DECIMALS),  # (L, n, n) the heads' mean A per layer
         "layers": np.round(layers, DECIMALS),
         "decimals": DECIMALS,
         "flow_max_tokens": flow_tokens(spec, mask == "causal"),
@@ -112,3 +118,112 @@ def attention_through_layers(
         out["focus"] = focus
         out["focus_paths"] = {"through": np.round(through, DECIMALS), "edges": paths(a_hat, through)}
     return out
+
+
+# ---- switching heads off, every layer's guess ---------------------------------------------------
+
+CANDIDATES = 10  # next-token candidates before and after
+LENS_TOP = 5  # guesses per layer
+
+
+def heads_off(spec: ModelSpec, heads: list[tuple[int, int]], field: str = "heads") -> list[tuple[int, int]]:
+    """The [layer, head] pairs of field `field` checked against the model (an InputError naming the pair
+    and the limit), sorted, each once."""
+    for k, (layer, head) in enumerate(heads):
+        if not 0 <= layer < spec.layers:
+            msg = f"{field}[{k}]: layer must be 0 … {spec.layers - 1} ({spec.name} has {spec.layers} layers)"
+            raise InputError(field, msg)
+        if not 0 <= head < spec.heads:
+            msg = f"{field}[{k}]: head must be 0 … {spec.heads - 1} ({spec.name} has {spec.heads} heads a layer)"
+            raise InputError(field, msg)
+    return sorted(set(heads))
+
+
+def _decoder(spec: ModelSpec, what: str) -> None:
+    if spec.kind != "llama":
+        raise InputError("model", f"{what} reads a decoder's next-token scores: {spec.name} is a {spec.kind.upper()} "
+                                  f"model; use {registry.DECODER_ID!r}")  # fmt: skip
+
+
+def _text_trace(handle: ModelHandle, spec: ModelSpec, text: str, field: str, backend: Backend) -> tuple[Any, Any]:
+    """The text's tokens and its whole trace (the model's cache answers a text seen lately)."""
+    if not text.strip():
+        raise InputError(field, f"{field} is empty: type at least one word")
+    encoded = handle.encode(text)
+    if encoded.content == 0:
+        raise InputError(field, f"{field} has no tokens that {spec.name} reads (only spaces or controls)")
+    if len(encoded) > spec.max_tokens:
+        raise InputError(field, f"{field} is {len(encoded)} tokens for {spec.name}; the limit is {spec.max_tokens}")
+    with service._one_flight(handle, backend, text):
+        trace = service._trace(handle, text, encoded, backend)
+    return encoded, trace
+
+
+def switched_off(
+    handle: ModelHandle,
+    text: str,
+    field: str,
+    heads: list[tuple[int, int]],
+    layer: int | None,
+    head: int,
+    backend: Backend,
+) -> dict[str, Any]:
+    """A text with `heads` switched off (app.model.ablate): head `head` of `layer` (default: the last)
+    with and without, each token's final vector's cosine before · after, and a decoder's next-token
+    candidates before and after."""
+    spec = service.spec_of(handle)
+    heads = heads_off(spec, heads)
+    layer = spec.layers - 1 if layer is None else layer
+    if not 0 <= layer < spec.layers:
+        raise InputError("layer", f"layer must be 0 … {spec.layers - 1} ({spec.name} has {spec.layers} layers)")
+    if not 0 <= head < spec.heads:
+        raise InputError("head", f"head must be 0 … {spec.heads - 1} ({spec.name} has {spec.heads} heads)")
+    encoded, before = _text_trace(handle, spec, text, field, backend)
+    model = handle.model()
+    with np.errstate(over="ignore", invalid="ignore"):
+        after = ablate.rerun(model, encoded.ids, before, heads, backend)
+        mask: Mask = "causal" if spec.causal else "full"
+        views = [all_weights(Trace(t.q[layer : layer + 1], t.k[layer : layer + 1], t.v[layer : layer + 1], []),
+                             mask, backend)[0, head] for t in (before, after)]  # fmt: skip
+        cos = ablate.cosine(before.hidden[-1], after.hidden[-1])  # (n,)
+    out: dict[str, Any] = {
+        **service._token_fields(spec, encoded),
+        "heads": [list(h) for h in heads],
+        "layer": layer,
+        "head": head,
+        "layers": spec.layers,
+        "heads_per_layer": spec.heads,
+        "first_layer": heads[0][0] if heads else None,
+        "weights": {"before": np.round(views[0], DECIMALS), "after": np.round(views[1], DECIMALS)},
+        "cosine": np.round(cos, DECIMALS + 2),
+    }
+    if spec.kind == "llama":
+        out["candidates"] = {
+            name: ablate.top(model, ablate.next_token_logits(model, t.hidden[-1][-1]), CANDIDATES)
+            for name, t in (("before", before), ("after", after))
+        }
+    return out
+
+
+def every_layers_guess(handle: ModelHandle, prompt: str, position: int | None, backend: Backend) -> dict[str, Any]:
+    """The logit lens of a decoder at `position` (default: the last token): every layer's top guesses
+    for the next token, the final answer, and the first layer whose top guess it is."""
+    spec = service.spec_of(handle)
+    _decoder(spec, "the lens")
+    encoded, trace = _text_trace(handle, spec, prompt, "prompt", backend)
+    n = len(encoded)
+    position = n - 1 if position is None else position
+    if not 0 <= position < n:
+        raise InputError("position", f"position must be 0 … {n - 1}: the prompt has {n} tokens")
+    model = handle.model()
+    guesses = ablate.lens(model, trace, position, LENS_TOP)  # layers + 1 lists: the embedding, layers 0 … L − 1
+    answer = guesses[-1][0]
+    first = next(i for i, g in enumerate(guesses) if g[0]["id"] == answer["id"]) - 1
+    return {
+        **service._token_fields(spec, encoded),
+        "position": position,
+        "vocab": spec.vocab,
+        "layers": [{"layer": i - 1, "top": g} for i, g in enumerate(guesses)],
+        "answer": {"token": answer["token"], "id": answer["id"]},
+        "first_top": first,
+    }

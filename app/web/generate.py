@@ -1,7 +1,7 @@
 """The route of writing with a decoder.
 
 POST /api/generate   {"model", "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
-                     "layer", "head", "chat"} → one NDJSON line per new token, then {"done": true, …};
+                     "layer", "head", "chat", "ablate"} → one NDJSON line per new token, then {"done": true, …};
                      with Accept: application/json, the same as one object
 
 Each step of the writing holds one compute slot (app.web.transport.SLOTS) only while it computes, so
@@ -19,7 +19,7 @@ import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
-from app.model import generate, prompt, registry
+from app.model import ablate, generate, inside, prompt, registry
 from app.model.generate import Done, Sampling, Written
 from app.model.loader import handle_for
 from app.model.tokenizer import Encoded
@@ -63,7 +63,11 @@ async def post_generate(request: Request) -> Response:
         prompt.prepare, handle, req.prompt, req.layer, req.head, req.chat, limiter=SLOTS
     )
     sampling = Sampling(req.temperature, req.top_k, req.top_p)
-    steps = generate.write(model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend)
+    off = inside.heads_off(model.spec, [(p[0], p[1]) for p in req.ablate], "ablate")
+    hook = ablate.switch_off(off) if off else None
+    steps = generate.write(
+        model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend, heads=hook
+    )
     header = _prompt_fields(entry.id, encoded)
     if preferred(request.headers.get("accept"), (NDJSON, "application/json")) == "application/json":
         return json_response(await anyio.to_thread.run_sync(_whole, steps, header, layer, req.head, limiter=SLOTS))
