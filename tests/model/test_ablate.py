@@ -33,7 +33,7 @@ def heads_off(modules: list[Any], heads: list[tuple[int, int]], d: int) -> Itera
     """Forward pre-hooks on each layer's output projection zeroing the d input columns of the heads."""
     handles = []
     for layer, module in enumerate(modules):
-        off = [h for (l, h) in heads if l == layer]
+        off = [h for (at, h) in heads if at == layer]
         if not off:
             continue
 
@@ -70,7 +70,7 @@ def test_minilm_heads_off_as_transformers(minilm: ModelHandle, hf_minilm: Any, h
     dense = [layer.attention.output.dense for layer in hf_minilm.encoder.layer]
     with heads_off(dense, heads, 32):
         theirs = _run(hf_minilm, ids)
-    first = min(l for l, _ in heads)
+    first = min(at for at, _ in heads)
     for layer in range(6):
         ours = attention(*layer_heads(after, layer), "full").weights  # (12, n, n)
         np.testing.assert_allclose(
@@ -125,12 +125,12 @@ def test_smollm_candidates_and_weights_as_transformers(
         assert got[0]["id"] == int(np.argmax(p))
         np.testing.assert_allclose(a["weights"][name], out.attentions[29][0, 3].numpy(), atol=TOL, rtol=0)
     assert a["candidates"]["before"][0]["token"] == " Paris"
-    assert a["heads"] == sorted([list(h) for h in heads]) and a["first_layer"] == min(l for l, _ in heads)
+    assert a["heads"] == sorted([list(h) for h in heads]) and a["first_layer"] == min(at for at, _ in heads)
     # the final vectors: cosine of each token's before and after, as transformers' last hidden states give it
     x, y = (o.hidden_states[-1][0].double().numpy() for o in (hf_prompt["out"], theirs))
     cos = (x * y).sum(-1) / np.linalg.norm(x, axis=-1) / np.linalg.norm(y, axis=-1)
     np.testing.assert_allclose(a["cosine"], cos, atol=1e-6, rtol=0)
-    first = min(l for l, _ in heads)
+    first = min(at for at, _ in heads)
     if first > 0:  # below the first switched-off head nothing changes, so a late head leaves early layers' weights
         np.testing.assert_allclose(
             attention(*layer_heads(smollm.forward(ids), first), "causal").weights,
