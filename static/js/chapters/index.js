@@ -15,6 +15,7 @@ export const CHAPTERS = [
   { id: "writing", title: "Writing one token at a time", load: () => import("./writing.js") },
   { id: "today", title: "Attention in today's models", load: () => import("./today.js") },
   { id: "tiles", title: "Attention without the n×n table", load: () => import("./tiles.js") },
+  { id: "inside", title: "Look inside", load: () => import("./inside.js") },
 ];
 
 export const CHAPTER_IDS = CHAPTERS.map((c) => c.id);

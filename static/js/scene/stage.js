@@ -129,6 +129,10 @@ export class Stage {
       this.camera.lookAt(target);
     };
     const size = box.getSize(new THREE.Vector3()).length() + 1;
+    // the search below backs the camera off as far as size × 40: the far plane must not cut the drawing
+    // off there (a drawing over 15 units across never seemed to fit, and was put at the search's end)
+    this.camera.far = Math.max(this.camera.far, size * 80);
+    this.camera.updateProjectionMatrix();
     let distance = size;
     for (let round = 0; round < 3; round++) {
       // the nearest distance at which everything is inside (the extent shrinks as the camera backs off)

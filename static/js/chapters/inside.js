@@ -1,0 +1,765 @@
+// Chapter `inside` (the last): look inside a real model the way people who study models do.
+// Follow one word's attention down through every layer (rollout, then flow: Abnar & Zuidema 2020);
+// switch heads off and watch the next word change; read every layer's guess (the logit lens); set
+// two views side by side with one focus and see where they differ. Every number comes from the
+// server: POST /api/rollout, /api/ablate and /api/lens.
+
+import { el } from "../dom.js";
+import { deltaRgb, fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
+import { cellDifference, difference, sameTokens, side, tokenOfWord, wordNames } from "../inside/compare.js";
+import { pyMatrix, pyStr, pyStrings } from "../pycode.js";
+import { BarGrid } from "../scene/bargrid.js";
+import { LayerStack, spacing } from "../scene/layerstack.js";
+import { BarColumn } from "../scene/barcolumn.js";
+import { ANIMAL, picker, predictBox, quote, scrollBox, sentenceBox } from "./widgets.js";
+
+export const ENCODER = "all-minilm-l6-v2";
+export const DECODER = "smollm2-135m";
+const WIDE = "The animal didn't cross the street because it was too wide.";
+const PROMPT = "The capital of France is";
+// three heads the "switch a head off" question offers (layer, head): an early, a middle and a late one
+const CONTENDERS = [
+  [0, 6],
+  [23, 4],
+  [27, 1],
+];
+const MODES = [
+  ["sentences", "two sentences"],
+  ["models", "two models"],
+  ["masks", "full vs causal"],
+  ["ablation", "heads on vs off"],
+];
+
+const pct = (p) => `${(100 * p).toFixed(1)}%`;
+const signed = (d) => `${d >= 0 ? "+" : "−"}${Math.abs(d).toFixed(3)}`;
+const word = (t) => t.replace(/^##/, "").trim() || "␣";
+const int = (s, d) => (String(s).trim() !== "" && Number.isInteger(Number(s)) ? Number(s) : d);
+
+/** "3.5 12.0" → [[3, 5], [12, 0]] (pairs that do not read as two whole numbers are dropped). */
+export function parseHeads(text) {
+  return String(text ?? "")
+    .split(/[\s,;]+/)
+    .filter(Boolean)
+    .map((p) => p.split(".").map(Number))
+    .filter((p) => p.length === 2 && p.every((x) => Number.isInteger(x) && x >= 0));
+}
+
+export function headsParam(pairs) {
+  return pairs.map(([l, h]) => `${l}.${h}`).join(" ");
+}
+
+/** The token the chapter follows when none is chosen: "it" if the sentence has one, else the last word's. */
+export function defaultFocus(tokens) {
+  const it = tokens.findIndex((t) => t.trim().toLowerCase() === "it");
+  if (it >= 0) return it;
+  let k = tokens.length - 1;
+  while (k > 0 && /^\[.*\]$|^[.!?]$/.test(tokens[k].trim())) k -= 1;
+  return k;
+}
+
+/** Shannon entropy (bits) of a row of shares: how spread out it is. */
+function entropy(row) {
+  const s = row.reduce((a, b) => a + b, 0);
+  return -row.reduce((a, x) => (x > 0 ? a + (x / s) * Math.log2(x / s) : a), 0);
+}
+
+/** The three words (other than the focus) the focus takes most from, in sentence order, and the largest. */
+function contenders(a) {
+  const row = a.focus_paths.through[0];
+  const order = [...row.keys()].filter((k) => k !== a.focus && !/^\[.*\]$/.test(a.tokens[k])).sort((i, j) => row[j] - row[i]);
+  const three = order.slice(0, 3).sort((i, j) => i - j);
+  return { three, best: order[0] };
+}
+
+const cache = new Map(); // answers by request (a change of one parameter asks again only what it changes)
+const CACHED = 24;
+
+function ask(ctx, path, body) {
+  const key = `${path} ${JSON.stringify(body)}`;
+  if (!cache.has(key)) {
+    const p = ctx.post(path, body);
+    cache.set(key, p);
+    p.catch(() => cache.delete(key)); // a failed or aborted request is asked again next time
+    while (cache.size > CACHED) cache.delete(cache.keys().next().value);
+  }
+  return cache.get(key);
+}
+
+/** A part of the answer that may fail on its own (the decoder not installed, a sentence too long for flow). */
+async function part(promise) {
+  try {
+    return await promise;
+  } catch (err) {
+    if (err?.name === "AbortError") throw err;
+    return { error: err?.message ?? String(err) };
+  }
+}
+
+const STEPS = [
+  {
+    id: "rollout",
+    title: "Follow one word down through the layers",
+    short: "rollout",
+    figure: "#chapter-stage, [data-testid=inside-rollout-table]",
+    ask: (a) => {
+      const { three, best } = contenders(a.rollout);
+      const t = a.rollout.tokens;
+      return {
+        q: `After all ${a.rollout.layers.length} layers, which word has ${quote(word(t[a.rollout.focus]))} taken the most from (apart from itself)?`,
+        options: three.map((k) => word(t[k])),
+        answer: three.indexOf(best),
+        why: () =>
+          `Rollout follows every path at once: ${quote(word(t[a.rollout.focus]))} takes ${pct(a.rollout.focus_paths.through[0][best])} ` +
+          `of itself from ${quote(word(t[best]))} once the ${a.rollout.layers.length} layers are multiplied together. ` +
+          `One head of one layer can say something quite different: the sum over all paths is what reaches the top.`,
+      };
+    },
+    text: (a) => {
+      const r = a.rollout;
+      const L = r.layers.length;
+      return (
+        `Each layer mixes every word with the others, and the residual connection carries each word on as well. ` +
+        `So after layer 1, ${quote(word(r.tokens[r.focus]))} is already a blend, and layer 2 blends the blends. ` +
+        `Rollout multiplies the layers' mixing tables (each layer's heads averaged, half of each word kept as it was): ` +
+        `the ${L + 1} rows of balls are the input and the ${L} layers, and the orange paths carry the top ` +
+        `${quote(word(r.tokens[r.focus]))} down to the words it is made of. The table reads the same shares, layer by layer.`
+      );
+    },
+  },
+  {
+    id: "flow",
+    title: "Flow: the narrowest pipe decides",
+    short: "flow",
+    figure: "#chapter-stage, [data-testid=inside-flow-table]",
+    ask: (a) => ({
+      q: `Flow counts only what fits through the narrowest pipes. Compared with rollout, does it spread ${quote(word(a.rollout.tokens[a.rollout.focus]))} over more of the words, or fewer?`,
+      options: ["over more words", "over fewer words"],
+      answer: a.flow.error ? 0 : entropy(a.flow.focus_paths.through[0]) >= entropy(a.rollout.focus_paths.through[0]) ? 0 : 1,
+      why: () =>
+        a.flow.error
+          ? a.flow.error
+          : `Spread, measured as entropy: rollout ${entropy(a.rollout.focus_paths.through[0]).toFixed(2)} bits, flow ` +
+            `${entropy(a.flow.focus_paths.through[0]).toFixed(2)} bits (more bits: more spread). Rollout multiplies shares, ` +
+            `so small ones shrink fast; flow asks how much can get through, and a word reached by many thin paths still gets its share.`,
+    }),
+    text: (a) =>
+      a.flow.error
+        ? `Flow could not be computed for this sentence: ${a.flow.error}`
+        : `Think of each layer's mixing shares as pipes, as wide as the share. Flow asks: how much of ` +
+          `${quote(word(a.rollout.tokens[a.rollout.focus]))} at the top can reach each input word, when every pipe can carry only ` +
+          `its width? That is a maximum-flow problem, solved once for each word and layer (${a.flow.layers.length * a.flow.tokens.length ** 2} of them here). ` +
+          `The table sets flow beside rollout for the input words.`,
+  },
+  {
+    id: "off",
+    title: "Switch a head off",
+    short: "heads off",
+    figure: "[data-testid=inside-candidates]",
+    ask: (a) => {
+      if (!a.contenders || a.contenders.some((c) => c.error)) return null;
+      const drops = a.contenders.map((c) => c.candidates.before[0].p - pOf(c.candidates.after, c.candidates.before[0].id));
+      const best = drops.indexOf(Math.max(...drops));
+      const winner = a.contenders[0].candidates.before[0].token;
+      return {
+        q: `Which of these heads, switched off alone, takes the most away from the model's next word, ${quote(winner.trim())}?`,
+        options: CONTENDERS.map(([l, h]) => `layer ${l}, head ${h}`),
+        answer: best,
+        why: () =>
+          CONTENDERS.map(([l, h], i) => `layer ${l} head ${h}: ${signed(-drops[i])}`).join("; ") +
+          `. One head of the ${a.off.layers * a.off.heads_per_layer} can matter a lot while most matter little: the model spreads its work unevenly.`,
+      };
+    },
+    text: (a) => {
+      if (a.off.error) return `The decoder could not be used: ${a.off.error}`;
+      const before = a.off.candidates.before[0];
+      const after = a.off.candidates.after[0];
+      const off = a.off.heads.length;
+      return off
+        ? `${off} head${off > 1 ? "s are" : " is"} switched off: their outputs are set to zero before the output projection, ` +
+            `and the rest of the model runs as usual. The next word was ${quote(before.token.trim())} at ${pct(before.p)}; now it is ` +
+            `${quote(after.token.trim())} at ${pct(after.p)}. Click a head in the grid to switch it on or off; the bars show the ten ` +
+            `likeliest next words before and after.`
+        : `Each square of the grid is one head of ${short(a.off.model)}. Click one to switch it off: its output becomes zero before the ` +
+            `output projection, and the model runs on without it. Now the next word after ${quote(a.off.prompt)} is ` +
+            `${quote(before.token.trim())} at ${pct(before.p)}.`;
+    },
+  },
+  {
+    id: "lens",
+    title: "Every layer's guess",
+    short: "lens",
+    figure: "#chapter-stage, [data-testid=inside-lens-table]",
+    ask: (a) => {
+      if (a.lens.error) return null;
+      const first = a.lens.first_top;
+      const bands = [
+        [-1, 9],
+        [10, 19],
+        [20, 29],
+      ];
+      return {
+        q: `At which layer does the model first put ${quote(a.lens.answer.token.trim())} on top?`,
+        options: ["in the first ten layers", "in layers 10–19", "in layers 20–29"],
+        answer: bands.findIndex(([lo, hi]) => first >= lo && first <= hi),
+        why: () =>
+          `At layer ${first}. Before it, the top guesses are ${a.lens.layers
+            .slice(0, a.lens.layers.length)
+            .filter((r) => r.layer < first)
+            .slice(-3)
+            .map((r) => quote(r.top[0].token.trim()))
+            .join(", ")}: the stream holds other words until the later layers move it.`,
+      };
+    },
+    text: (a) =>
+      a.lens.error
+        ? `The decoder could not be used: ${a.lens.error}`
+        : `The model only turns its numbers into a word at the very end: the final normalisation, then a score for every one of ` +
+          `its ${a.lens.vocab.toLocaleString("en")} tokens. The logit lens does the same to what each layer hands on: ` +
+          `the column beside the stack is each layer's best guess for the word after ${quote(a.lens.prompt)}, its bar ` +
+          `that guess's chance. The marked row is where ${quote(a.lens.answer.token.trim())} first comes out on top.`,
+  },
+  {
+    id: "compare",
+    title: "Side by side",
+    short: "compare",
+    figure: "#chapter-stage, [data-testid=inside-compare-diff]",
+    ask: (a) => {
+      const c = a.compare;
+      if (c.error || !c.diff || c.mode !== "sentences") return null;
+      const names = c.left.names;
+      const street = names.findIndex((n) => n.toLowerCase() === "street");
+      if (street < 0) return null;
+      return {
+        q: `With ${quote(c.bWord)} instead of ${quote(c.aWord)}, does ${quote(c.focusName)} take more from ${quote("street")} or less?`,
+        options: [`more from “street”`, `less from “street”`],
+        answer: c.diff.delta[street] >= 0 ? 0 : 1,
+        why: () =>
+          `${signed(c.diff.delta[street])}: from ${pct(c.left.rows[0][street])} to ${pct(c.right.rows[0][street])}. People read ` +
+          `“it” as the animal when it is tired and as the street when it is wide; whether the model's attention follows is what the table shows.`,
+      };
+    },
+    text: (a) => {
+      const c = a.compare;
+      if (c.error) return `The second view could not be computed: ${c.error}`;
+      const top = c.diff ? c.diff.top.map(({ i, j, d }) => `${quote(c.cellName(i, j))} ${signed(d)}`).join(", ") : "";
+      return (
+        `${c.leftTitle} on the left, ${c.rightTitle} on the right, the same focus ${quote(c.focusName)}. ` +
+        (c.diff
+          ? `The difference table subtracts left from right cell by cell; the biggest changes: ${top}.`
+          : `The two do not line up cell by cell (${c.why}), so they are shown side by side only.`)
+      );
+    },
+  },
+];
+
+function pOf(list, id) {
+  return list.find((c) => c.id === id)?.p ?? 0;
+}
+
+export default {
+  id: "inside",
+  title: "Look inside",
+  summary: "Follow a word through every layer, switch heads off, read each layer's guess, compare two views.",
+  params: {
+    sentence: ANIMAL,
+    model: ENCODER,
+    focus: "",
+    prompt: PROMPT,
+    heads: "",
+    mode: "sentences",
+    b: WIDE,
+    vhead: "0",
+  },
+  controls: [],
+  steps: STEPS,
+
+  async load(ctx) {
+    const p = ctx.params;
+    const model = p.model === DECODER ? DECODER : ENCODER;
+    const base = { model, sentence: p.sentence };
+    let focus = int(p.focus, null);
+    if (focus === null) focus = defaultFocus((await ask(ctx, "/api/rollout", base)).tokens);
+    const heads = parseHeads(p.heads);
+    const vhead = int(p.vhead, 0);
+    // one request after another: the server computes two at a time, and a page of many would be told to wait
+    const rollout = await ask(ctx, "/api/rollout", { ...base, focus });
+    const flow = await part(ask(ctx, "/api/rollout", { ...base, focus, method: "flow" }));
+    const off = await part(ask(ctx, "/api/ablate", { model: DECODER, prompt: p.prompt, heads, layer: 29, head: vhead }));
+    const lens = await part(ask(ctx, "/api/lens", { model: DECODER, prompt: p.prompt }));
+    const compare = await part(compareAnswer(ctx, p, base, focus, heads, vhead));
+    const contended = [];
+    for (const h of CONTENDERS) contended.push(await part(ask(ctx, "/api/ablate", { model: DECODER, prompt: p.prompt, heads: [h], layer: 29, head: 0 })));
+    return { rollout, flow, off: { ...off, prompt: p.prompt }, lens: { ...lens, prompt: p.prompt }, compare, contenders: contended, params: { ...p } };
+  },
+
+  mount(ctx) {
+    return new InsideView(ctx);
+  },
+
+  numbers(a, stepId) {
+    const r = a.rollout;
+    if (stepId === "rollout" || stepId === "flow") {
+      const m = stepId === "flow" && !a.flow.error ? a.flow : r;
+      const { best } = contenders(m);
+      return [
+        { label: `${m.method}: ${quote(word(r.tokens[r.focus]))} from ${quote(word(r.tokens[best]))}`, value: fixed3(m.focus_paths.through[0][best]), testid: "inside-share" },
+        { label: `… from itself`, value: fixed3(m.focus_paths.through[0][r.focus]), testid: "inside-self" },
+      ];
+    }
+    if (stepId === "off" && !a.off.error) {
+      const b = a.off.candidates.before[0];
+      return [
+        { label: `p(${quote(b.token.trim())}) before`, value: pct(b.p), testid: "inside-p-before" },
+        { label: `… after`, value: pct(pOf(a.off.candidates.after, b.id)), testid: "inside-p-after" },
+        { label: "smallest cosine, before · after", value: Math.min(...a.off.cosine).toFixed(4), testid: "inside-cosine" },
+      ];
+    }
+    if (stepId === "lens" && !a.lens.error) {
+      return [{ label: `first layer with ${quote(a.lens.answer.token.trim())} on top`, value: String(a.lens.first_top), testid: "inside-first-top" }];
+    }
+    if (stepId === "compare" && a.compare.diff) {
+      const t = a.compare.diff.top[0];
+      return [{ label: `largest change: ${quote(a.compare.cellName(t.i, t.j))}`, value: signed(t.d), testid: "inside-largest-change" }];
+    }
+    return [];
+  },
+
+  code(a, stepId) {
+    if (stepId === "rollout" || stepId === "flow") return rolloutCode(a.rollout);
+    if (stepId === "lens" && !a.lens.error) return lensCode(a.lens);
+    if (stepId === "off" && !a.off.error) return cosineCode(a.off);
+    return "";
+  },
+};
+
+/** The compare step's second view and what lines the two up. */
+async function compareAnswer(ctx, p, base, focus, heads, vhead) {
+  const mode = MODES.some(([m]) => m === p.mode) ? p.mode : "sentences";
+  const left = await ask(ctx, "/api/rollout", { ...base, focus });
+  if (mode === "ablation") {
+    const last = base.model === DECODER ? 29 : 5;
+    const ab = await ask(ctx, "/api/ablate", { model: base.model, sentence: base.sentence, heads, layer: last, head: vhead });
+    const names = ab.tokens.map(word);
+    const diff = cellDifference(ab.weights.before, ab.weights.after);
+    return {
+      mode, ablation: ab, diff, names, focusName: word(left.tokens[focus]), focus,
+      leftTitle: "all heads on", rightTitle: heads.length ? `${heads.length} head${heads.length > 1 ? "s" : ""} off` : "no head off yet",
+      cellName: (i, j) => `${names[i]} → ${names[j]}`,
+    }; // fmt
+  }
+  let right;
+  let leftTitle = "";
+  let rightTitle = "";
+  if (mode === "masks") {
+    if (base.model === DECODER) return { error: "a decoder's attention is causal by nature: pick all-MiniLM-L6-v2 for full vs causal", mode };
+    right = await ask(ctx, "/api/rollout", { ...base, focus, mask: "causal" });
+    leftTitle = "full mask";
+    rightTitle = "causal mask";
+  } else {
+    const other = mode === "models" ? { model: base.model === DECODER ? ENCODER : DECODER, sentence: p.sentence } : { model: base.model, sentence: p.b };
+    const probe = await ask(ctx, "/api/rollout", other);
+    const sameText = other.sentence === base.sentence;
+    let f = sameTokens(left, probe) ? focus : tokenOfWord(probe, left.words[focus]);
+    if (f === null) f = defaultFocus(probe.tokens);
+    right = await ask(ctx, "/api/rollout", { ...other, focus: f });
+    if (mode === "models") {
+      leftTitle = short(left.model);
+      rightTitle = short(right.model);
+    } else if (!sameText) {
+      [leftTitle, rightTitle] = firstDifference(p.sentence, p.b);
+    }
+  }
+  const byWord = !sameTokens(left, right);
+  const l = side(left, byWord);
+  const r = side(right, byWord);
+  const diff = difference(l, r);
+  const changed = l.names.findIndex((n, j) => n !== r.names[j]);
+  return {
+    mode, leftAnswer: left, rightAnswer: right, left: l, right: r, byWord,
+    diff: diff && { ...diff, top: diff.top.map(({ j, d }) => ({ i: 0, j, d })) },
+    why: byWord ? "their words differ in number" : "",
+    focusName: word(left.tokens[focus]), focus, leftTitle, rightTitle,
+    aWord: changed >= 0 ? l.names[changed] : "", bWord: changed >= 0 ? r.names[changed] : "",
+    cellName: (_, j) => l.names[j] === r.names[j] ? l.names[j] : `${l.names[j]}/${r.names[j]}`,
+  }; // fmt
+}
+
+/** A model's name as people say it: "SmolLM2-135M", "all-MiniLM-L6-v2". */
+function short(name) {
+  return name.replace(/-Instruct.*$/, "");
+}
+
+/** The first word where two sentences differ, quoted, from each ("…tired." / "…wide."). */
+function firstDifference(a, b) {
+  const x = a.split(/\s+/);
+  const y = b.split(/\s+/);
+  let i = 0;
+  while (i < Math.min(x.length, y.length) - 1 && x[i] === y[i]) i += 1;
+  return [`“…${x.slice(i, i + 2).join(" ")}”`, `“…${y.slice(i, i + 2).join(" ")}”`];
+}
+
+function rolloutCode(r) {
+  const n = r.tokens.length;
+  if (n > 16) return "# The sentence is long: its layers' tables would fill pages. Try a sentence of 16 tokens or fewer.";
+  return [
+    "import json",
+    "import numpy as np",
+    "",
+    `tokens = ${pyStrings(r.tokens)}`,
+    `# A[l]: layer l + 1's attention, its heads' weights averaged (${r.model}, from the server)`,
+    `A = np.array([${r.attention.map((m) => pyMatrix(m, "        ")).join(",\n    ")}])`,
+    "",
+    "A_hat = 0.5 * A + 0.5 * np.eye(len(tokens))  # half of each token is carried on as it was (the residual)",
+    "A_hat /= A_hat.sum(axis=-1, keepdims=True)",
+    "rollout = A_hat[0]",
+    "for layer in A_hat[1:]:",
+    "    rollout = layer @ rollout  # this layer mixes what the layers below made",
+    "",
+    `focus = ${r.focus}  # ${pyStr(r.tokens[r.focus])}`,
+    "print(json.dumps({'focus': tokens[focus], 'shares': [round(float(x), 6) for x in rollout[focus]]}))",
+  ].join("\n");
+}
+
+function lensCode(lens) {
+  return [
+    "import json",
+    "import numpy as np",
+    "",
+    "# Each layer's top guess and its chance (from the server), and the layer that first puts the final word on top",
+    `guesses = ${JSON.stringify(lens.layers.map((r) => [r.layer, r.top[0].token, r.top[0].p]))}`,
+    `final = ${pyStr(lens.answer.token)}`,
+    "first = next(layer for layer, token, p in guesses if token == final)",
+    "chance = np.array([p for _, _, p in guesses])",
+    "print(json.dumps({'first_top': first, 'largest_jump_after_layer': int(np.argmax(np.diff(chance))) - 1}))",
+  ].join("\n");
+}
+
+function cosineCode(off) {
+  return [
+    "import json",
+    "import numpy as np",
+    "",
+    `# the cosine of each token's final vector with and without the heads ${JSON.stringify(off.heads)} (from the server)`,
+    `cosine = np.array([${off.cosine.join(", ")}])`,
+    `tokens = ${pyStrings(off.tokens)}`,
+    "changed = int(np.argmin(cosine))",
+    "print(json.dumps({'most_changed': tokens[changed], 'cosine': float(cosine[changed])}))",
+  ].join("\n");
+}
+
+/** A heat-shaded table of shares; rows from the last layer (top) down to the input, as in the 3D view. */
+function shareTable(rows, names, { caption, testid, rowName, diverging = false, marks = [] }) {
+  const t = el("table", { className: "ca-table ca-heat inside-table", dataset: { testid } });
+  t.append(el("caption", {}, caption));
+  const head = el("tr");
+  head.append(el("th"));
+  for (const n of names) head.append(el("th", { scope: "col" }, n));
+  const thead = el("thead");
+  thead.append(head);
+  t.append(thead);
+  const body = el("tbody");
+  const max = Math.max(1e-12, ...rows.flat().map(Math.abs));
+  rows.forEach((row, i) => {
+    const tr = el("tr");
+    tr.append(el("th", { scope: "row" }, rowName(i)));
+    row.forEach((v, j) => {
+      const td = el("td", { dataset: { testid: `${testid}-${i}-${j}` } }, diverging ? signed(v) : fixed3(v));
+      const rgb = diverging ? deltaRgb(v / max) : heatRgb(v / max);
+      td.style.background = rgbCss(rgb);
+      td.style.color = inkFor(rgb);
+      if (marks.some(([a, b]) => a === i && b === j)) td.classList.add("ca-hot");
+      tr.append(td);
+    });
+    body.append(tr);
+  });
+  t.append(body);
+  return scrollBox(t);
+}
+
+const layerName = (L) => (i) => (i === L ? `layer ${L}` : i === 0 ? "input" : `layer ${i}`);
+
+/** The chapter's panel (controls, a question, tables) and 3D view (the layer stack, the lens column, bars). */
+class InsideView {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.stage = ctx.stage;
+    this.controls = el("div", { className: "chapter-controls inside-controls" });
+    this.ask = el("div", { className: "wr-ask", dataset: { testid: "inside-ask" } });
+    this.body = el("div", { className: "inside-body" });
+    ctx.panel.append(this.controls, this.ask, this.body);
+    this.objects = [];
+  }
+
+  update(a, stepId) {
+    this.answer = a;
+    if (stepId !== this.askedStep || a !== this.askedAnswer) {
+      const step = STEPS.find((s) => s.id === stepId);
+      let question = null;
+      try {
+        question = step.ask?.(a) ?? null;
+      } catch {
+        question = null; // a part of the answer this step's question needs is missing: no question
+      }
+      predictBox(this.ask, question, { testid: "inside-ask", answer: () => this.answer, ctx: this.ctx });
+      this.askedStep = stepId;
+      this.askedAnswer = a;
+    }
+    this.controls.replaceChildren(...this.controlsFor(a, stepId));
+    this.body.replaceChildren(...this[`${stepId}Panel`](a));
+    this.clearScene();
+    if (this.stage) {
+      this.stage.autoFit = true;
+      this[`${stepId}Scene`](a);
+      // a camera roughly at the distance the drawing needs; the stage then fits it exactly (autoFit)
+      const { width, height } = this.extent();
+      const c = this.stage.container;
+      const aspect = c.clientWidth / Math.max(1, c.clientHeight);
+      const d = Math.max(width / Math.min(aspect, 1.6), height) * 1.6 + 2;
+      this.stage.look([0, height / 2 + d * 0.12, d], [0, height / 2, 0]);
+    }
+  }
+
+  // ---- the controls ---------------------------------------------------------------------------
+
+  controlsFor(a, stepId) {
+    const set = (patch) => this.ctx.setParams(patch);
+    const r = a.rollout;
+    const focusPicker = picker("follow", r.tokens.map((t, i) => [i, word(t)]), r.focus, (v) => set({ focus: v }), "inside-focus");
+    if (stepId === "rollout" || stepId === "flow") {
+      const model = picker("model", [[ENCODER, "all-MiniLM-L6-v2"], [DECODER, "SmolLM2-135M"]], a.params.model, (v) => set({ model: v, focus: "" }), "inside-model");
+      return [sentenceBox(a.params.sentence, (s) => set({ sentence: s, focus: "" }), "inside-sentence"), model, focusPicker];
+    }
+    if (stepId === "off" || stepId === "lens") {
+      return [sentenceBox(a.params.prompt, (s) => set({ prompt: s }), "inside-prompt")];
+    }
+    const mode = picker("compare", MODES, a.compare.mode ?? "sentences", (v) => set({ mode: v }), "inside-mode");
+    const items = [mode, focusPicker];
+    if ((a.compare.mode ?? "sentences") === "sentences") items.unshift(sentenceBox(a.params.b, (s) => set({ b: s }), "inside-b"));
+    return items;
+  }
+
+  // ---- the panels ---------------------------------------------------------------------------
+
+  rolloutPanel(a) {
+    const r = a.rollout;
+    const L = r.layers.length;
+    const rows = [...r.focus_paths.through].reverse();
+    return [
+      shareTable(rows, r.tokens.map(word), {
+        caption: `How much of ${quote(word(r.tokens[r.focus]))} passes through each token, layer by layer (rollout)`,
+        testid: "inside-rollout-table",
+        rowName: (i) => layerName(L)(L - i),
+      }),
+    ];
+  }
+
+  flowPanel(a) {
+    if (a.flow.error) return [el("p", { className: "caveat", dataset: { testid: "inside-flow-error" } }, a.flow.error)];
+    const r = a.rollout;
+    return [
+      shareTable([a.flow.focus_paths.through[0], r.focus_paths.through[0]], r.tokens.map(word), {
+        caption: `What ${quote(word(r.tokens[r.focus]))} takes from each input token: flow, then rollout`,
+        testid: "inside-flow-table",
+        rowName: (i) => (i === 0 ? "flow" : "rollout"),
+      }),
+    ];
+  }
+
+  offPanel(a) {
+    if (a.off.error) return [el("p", { className: "caveat" }, a.off.error)];
+    const off = new Set(a.off.heads.map(([l, h]) => `${l}.${h}`));
+    const grid = el("div", { className: "inside-heads", role: "group", "aria-label": "Heads: click to switch one off or on", dataset: { testid: "inside-heads" } });
+    grid.style.setProperty("--heads", String(a.off.heads_per_layer));
+    for (let l = 0; l < a.off.layers; l++) {
+      for (let h = 0; h < a.off.heads_per_layer; h++) {
+        const key = `${l}.${h}`;
+        const b = el("button", { type: "button", "aria-pressed": String(off.has(key)), "aria-label": `layer ${l} head ${h}`, title: `layer ${l} head ${h}`, dataset: { testid: `inside-head-${l}-${h}` } });
+        b.addEventListener("click", () => {
+          const next = off.has(key) ? [...off].filter((k) => k !== key) : [...off, key];
+          this.ctx.setParams({ heads: next.join(" ") });
+        });
+        grid.append(b);
+      }
+    }
+    const rows = a.off.candidates.before.map((c, i) => {
+      const after = a.off.candidates.after[i];
+      return [c.token, c.p, pOf(a.off.candidates.after, c.id), after.token, after.p];
+    });
+    const t = el("table", { className: "ca-table", dataset: { testid: "inside-candidates" } });
+    t.append(el("caption", {}, `The ten likeliest next tokens, before and after (${a.off.heads.length} head${a.off.heads.length === 1 ? "" : "s"} off)`));
+    const head = el("tr");
+    for (const h of ["before", "p", "p after", "after", "p"]) head.append(el("th", { scope: "col" }, h));
+    t.append(head);
+    rows.forEach((r, i) => {
+      const tr = el("tr", { dataset: { testid: `inside-candidate-${i}` } });
+      tr.append(el("td", {}, quote(r[0])), el("td", {}, pct(r[1])), el("td", {}, pct(r[2])), el("td", {}, quote(r[3])), el("td", {}, pct(r[4])));
+      t.append(tr);
+    });
+    const note = el("p", { className: "inside-note", dataset: { testid: "inside-off" } }, `switched off: ${a.off.heads.map(([l, h]) => `layer ${l} head ${h}`).join(", ") || "none"}`);
+    const heads = el("div", { className: "inside-grid" });
+    heads.append(el("p", { className: "inside-note" }, `${a.off.layers} layers (rows) × ${a.off.heads_per_layer} heads`), grid);
+    const row = el("div", { className: "inside-pair" });
+    row.append(scrollBox(t), heads);
+    return [row, note];
+  }
+
+  lensPanel(a) {
+    if (a.lens.error) return [el("p", { className: "caveat" }, a.lens.error)];
+    const t = el("table", { className: "ca-table inside-lens", dataset: { testid: "inside-lens-table" } });
+    t.append(el("caption", {}, `Each layer's guess for the word after ${quote(a.lens.prompt)}`));
+    const head = el("tr");
+    for (const h of ["after", "1st", "p", "2nd", "3rd"]) head.append(el("th", { scope: "col" }, h));
+    t.append(head);
+    for (const r of [...a.lens.layers].reverse()) {
+      const tr = el("tr", { dataset: { testid: `inside-lens-${r.layer}` } });
+      if (r.layer === a.lens.first_top) tr.classList.add("inside-first");
+      tr.append(el("th", { scope: "row" }, r.layer < 0 ? "embedding" : `layer ${r.layer}`));
+      tr.append(el("td", {}, quote(r.top[0].token)), el("td", {}, pct(r.top[0].p)), el("td", {}, quote(r.top[1].token)), el("td", {}, quote(r.top[2].token)));
+      t.append(tr);
+    }
+    return [scrollBox(t)];
+  }
+
+  comparePanel(a) {
+    const c = a.compare;
+    if (c.error) return [el("p", { className: "caveat" }, c.error)];
+    if (c.mode === "ablation") {
+      const names = c.names;
+      const { before, after } = c.ablation.weights;
+      const marks = c.diff.top.map(({ i, j }) => [i, j]);
+      const row = el("div", { className: "ca-pair inside-pair" });
+      row.append(
+        shareTable(before, names, { caption: `layer ${c.ablation.layer} head ${c.ablation.head}, all heads on`, testid: "inside-compare-left", rowName: (i) => names[i] }),
+        shareTable(after, names, { caption: c.rightTitle, testid: "inside-compare-right", rowName: (i) => names[i] }),
+      );
+      return [row, shareTable(c.diff.delta, names, { caption: "after − before", testid: "inside-compare-diff", rowName: (i) => names[i], diverging: true, marks })];
+    }
+    const L = (s) => s.rows.length - 1;
+    const flip = (s) => [...s.rows].reverse();
+    const row = el("div", { className: "ca-pair inside-pair" });
+    row.append(
+      shareTable(flip(c.left), c.left.names, { caption: c.leftTitle, testid: "inside-compare-left", rowName: (i) => layerName(L(c.left))(L(c.left) - i) }),
+      shareTable(flip(c.right), c.right.names, { caption: c.rightTitle, testid: "inside-compare-right", rowName: (i) => layerName(L(c.right))(L(c.right) - i) }),
+    );
+    const out = [row];
+    if (c.diff) {
+      const names = c.left.names.map((n, j) => c.cellName(0, j));
+      out.push(
+        shareTable([c.diff.delta], names, {
+          caption: `right − left: what ${quote(c.focusName)} takes from each ${c.byWord ? "word" : "token"} in the end`,
+          testid: "inside-compare-diff",
+          rowName: () => "change",
+          diverging: true,
+          marks: c.diff.top.map(({ j }) => [0, j]),
+        }),
+      );
+    }
+    return out;
+  }
+
+  // ---- the 3D view ----------------------------------------------------------------------------
+
+  stack(answer, x0 = 0, title = null, span = null) {
+    const s = new LayerStack(this.stage, x0);
+    if (span) s.span = span;
+    s.update({ tokens: answer.tokens, layers: answer.layers.length, through: answer.focus_paths.through, edges: answer.focus_paths.edges, focus: answer.focus, title });
+    this.objects.push(s);
+    return s;
+  }
+
+  rolloutScene(a) {
+    this.stack(a.rollout);
+  }
+
+  flowScene(a) {
+    this.stack(a.flow.error ? a.rollout : a.flow);
+  }
+
+  offScene(a) {
+    if (a.off.error) return;
+    const c = a.off.candidates;
+    const rows = (list) => [...list].reverse().map((x) => ({ value: x.p, text: `${word(x.token)} ${pct(x.p)}`, key: x.id }));
+    const span = { width: 13, height: 5 };
+    const unit = this.unitFor(span);
+    for (const [x0, list, title] of [[-6, c.before, "before"], [0.5, c.after, "after"]]) {
+      const col = new BarColumn(this.stage);
+      col.span = span;
+      col.update(rows(list), { x0, dy: 0.45, unit, title });
+      this.objects.push(col);
+    }
+  }
+
+  /** About how many pixels a scene unit takes once a drawing of `span` is fitted to the stage. */
+  unitFor(span) {
+    const c = this.stage.container;
+    return Math.max(1, Math.min(c.clientWidth / span.width, c.clientHeight / span.height));
+  }
+
+  lensScene(a) {
+    if (a.lens.error) return;
+    const tokens = a.lens.tokens;
+    const s = new LayerStack(this.stage, -2.5);
+    const L = a.lens.layers.length - 1;
+    const { dx, dy } = spacing(tokens.length, L);
+    s.span = { width: tokens.length * dx + 9, height: L * dy + 2 }; // the stack, the column and its words
+    s.update({ tokens, layers: L, focus: a.lens.position });
+    const col = new BarColumn(this.stage);
+    const rows = a.lens.layers.map((r) => ({ value: r.top[0].p, text: `${r.layer < 0 ? "emb." : r.layer}: ${word(r.top[0].token)}`, key: r.top[0].id }));
+    const marked = a.lens.layers.findIndex((r) => r.layer === a.lens.first_top);
+    col.update(rows, { x0: -2.5 + s.size.width / 2 + 0.6, dy, unit: s.pixelsPerUnit(), marked });
+    this.objects.push(s, col);
+  }
+
+  compareScene(a) {
+    const c = a.compare;
+    if (c.error) return;
+    if (c.mode === "ablation") {
+      const bars = new BarGrid(this.stage);
+      const { before, after } = c.ablation.weights;
+      bars.update(
+        [
+          { title: c.leftTitle, values: before, rowNames: c.names, colNames: c.names },
+          { title: c.rightTitle, values: after, rowNames: c.names, colNames: c.names },
+        ],
+        { height: 2, max: 1 },
+      );
+      this.objects.push(bars);
+      return;
+    }
+    const w = Math.max(c.leftAnswer.tokens.length, c.rightAnswer.tokens.length);
+    const gap = Math.min(0.9, 13 / w) * w * 0.5 + 2.4;
+    const span = { width: 4 * gap, height: 13 };
+    this.stack(c.leftAnswer, -gap, c.leftTitle, span);
+    const right = this.stack(c.rightAnswer, gap, c.rightTitle, span);
+    if (c.diff && !c.byWord) {
+      // the biggest changes, named where they happen: on the right stack's input row
+      const { dx } = right.size;
+      const n = c.rightAnswer.tokens.length;
+      for (const { j, d } of c.diff.top.slice(0, 2)) {
+        right.add(this.stage.label(signed(d), [(j - (n - 1) / 2) * dx, -0.75, 0], `stage-label ls-change ${d >= 0 ? "up" : "down"}`));
+      }
+    }
+  }
+
+  /** The drawing's size in scene units (its objects' own, side by side). */
+  extent() {
+    let width = 0;
+    let height = 0;
+    for (const o of this.objects) {
+      const s = o.span ?? (o.size?.height !== undefined ? { width: o.size.width, height: o.size.height } : { width: o.size?.width ?? 8, height: o.size?.depth ?? 4 });
+      width = Math.max(width, s.width);
+      height = Math.max(height, s.height);
+    }
+    return { width: width || 8, height: height || 4 };
+  }
+
+  clearScene() {
+    for (const o of this.objects) o.dispose();
+    this.objects = [];
+    this.stage?.requestRender();
+  }
+
+  dispose() {
+    this.clearScene();
+  }
+}
