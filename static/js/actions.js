@@ -304,7 +304,22 @@ export const actions = {
     state.layer = view?.layer ?? 0;
     state.head = view?.head ?? 0;
     state.mask = info?.causal ? "causal" : state.mask;
+    state.off = []; // another model has other layers and heads
     push(state, true);
+  },
+
+  /** Sentence mode: switch head `head` of layer `layer` off, or back on (inside/headsoff.js). */
+  toggleHeadOff(state, layer, head) {
+    if (!Number.isInteger(layer) || !Number.isInteger(head) || layer < 0 || head < 0) return false;
+    const on = state.off.some(([l, h]) => l === layer && h === head);
+    const next = on ? state.off.filter(([l, h]) => l !== layer || h !== head) : [...state.off, [layer, head]];
+    state.off = next.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  },
+
+  /** Every head back on. */
+  clearHeadsOff(state) {
+    if (!state.off.length) return false;
+    state.off = [];
   },
 
   modelLoading(state, on) {
@@ -340,7 +355,7 @@ export const actions = {
     state.chapterParams = next.chapterParams;
     state.predict = next.predict;
     if (ATTENTION_CHAPTERS.includes(next.chapter)) {
-      Object.assign(state, { step: next.step, focus: next.focus, hover: null, layer: next.layer, head: next.head, merge: next.merge });
+      Object.assign(state, { step: next.step, focus: next.focus, hover: null, layer: next.layer, head: next.head, merge: next.merge, off: next.off });
       if (keepMask) state.mask = next.mask;
       state.wantWord = null;
     }

@@ -164,6 +164,17 @@ export class Overview {
     if (this.buttons.length) this.buttons[0].tabIndex = 0;
   }
 
+  /** Mark the heads switched off ([[layer, head], …]): a class and a word in each one's name. */
+  markOff(pairs) {
+    const off = new Set(pairs.map(([l, h]) => `${l}.${h}`));
+    for (const btn of this.buttons) {
+      const on = off.has(`${btn.dataset.layer}.${btn.dataset.head}`);
+      btn.classList.toggle("off", on);
+      const label = btn.getAttribute("aria-label").replace(/ \(switched off\)$/, "");
+      btn.setAttribute("aria-label", on ? `${label} (switched off)` : label);
+    }
+  }
+
   /** Mark the shown head; a mean marks every head it averages. */
   highlight(layer, head) {
     for (const btn of this.buttons) {

@@ -25,14 +25,19 @@ function afterNextFrame() {
 
 export class SentenceParts {
   /** `known`: the page's first GET /api/model (a promise), awaited before saying the model loads. */
-  constructor(store, { pick, known = null, choose = () => {} }) {
+  constructor(store, { pick, known = null, choose = () => {}, switching = () => false }) {
     const state = store.state;
     this.state = state;
     this.act = store.act;
     this.known = known;
     this.headsController = null;
     this.modelWatch = null; // the poll in progress, if any
-    this.overview = new Overview($("overview-grid"), $("overview-status"), (layer, head) => pick(layer, head, "overview"));
+    // a click on a head picks it, or (while heads are being switched off: inside/headsoff.js) switches it off or on
+    const onHead = (layer, head) => {
+      if (switching() && Number.isInteger(layer) && Number.isInteger(head)) this.act.toggleHeadOff(layer, head);
+      else pick(layer, head, "overview");
+    };
+    this.overview = new Overview($("overview-grid"), $("overview-status"), onHead);
     this.built = null; // "layers×heads×kv" of the pickers as built
     this.buildPickers(6, 12);
     $("layer-select").addEventListener("change", (e) => pick(parsePick(e.target.value), state.head));
@@ -182,6 +187,7 @@ export class SentenceParts {
     if (heads?.data) {
       this.overview.show(heads.data, m?.kv_heads ?? heads.data.heads);
       this.overview.highlight(state.layer, state.head);
+      this.overview.markOff(state.off);
       this.overview.message("");
     } else {
       this.overview.clear();

@@ -15,6 +15,8 @@
 //   merge     sentence mode: 1 = word pieces merged into words (from the softmax step on)
 //   model     sentence mode: the model's id from GET /api/models (default: the server's own,
 //             all-MiniLM-L6-v2), e.g. smollm2-135m for the decoder
+//   off       sentence mode: heads switched off, "layer.head" pairs joined by "," (e.g. 3.5,12.0):
+//             their outputs zeroed before W_O (POST /api/ablate); the overview marks them
 //   step      the chapter's step: score | scale | mask | softmax | mix for `steps`
 //   mask      full | causal
 //   lang      the reader's language (i18n.js): kept in the address as it is, never part of a view
@@ -55,6 +57,7 @@ export function createState(defaultExample) {
     head: 0, // sentence mode: 0-based head or "mean"
     merge: false, // sentence mode: word pieces merged into words
     modelId: null, // sentence mode: the model picked (an id of GET /api/models), null = the server's own
+    off: [], // sentence mode: heads switched off, [[layer, head], …] sorted (inside/headsoff.js shows what changes)
     models: null, // GET /api/models: what the model picker offers, once known
     model: null, // the picked model's facts (GET /api/model or its /api/models entry), once known
     modelLoading: false, // the model's weights are loading (the first sentence)
@@ -108,6 +111,18 @@ export function tokenCount(state) {
   return state.input ? state.input.tokens.length : 0;
 }
 
+const MAX_OFF = 512; // heads switched off at most (POST /api/ablate's limit)
+
+/** "3.5,12.0" → [[3, 5], [12, 0]]: whole numbers ≥ 0, each pair once, sorted; anything else is dropped. */
+export function parseOff(text) {
+  const seen = new Map();
+  for (const part of String(text ?? "").split(/[,\s]+/).slice(0, MAX_OFF)) {
+    const m = /^(\d{1,3})\.(\d{1,3})$/.exec(part);
+    if (m) seen.set(`${Number(m[1])}.${Number(m[2])}`, [Number(m[1]), Number(m[2])]);
+  }
+  return [...seen.values()].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+}
+
 function parseMatrix(text) {
   if (!text) return null;
   const rows = text.split(";").map((row) => row.split(",").map(parseCell));
@@ -158,6 +173,7 @@ export function readUrl(state, search) {
     state.merge = p.get("merge") === "1";
     const model = p.get("model");
     state.modelId = model && MODEL_ID.test(model) ? model : null;
+    state.off = parseOff(p.get("off"));
   }
   const example = p.get("example");
   if (example) {
@@ -198,6 +214,7 @@ export function urlFor(state) {
     p.set("head", String(state.head));
     if (state.merge) p.set("merge", "1");
     if (state.modelId) p.set("model", state.modelId);
+    if (state.off.length) p.set("off", state.off.map(([l, h]) => `${l}.${h}`).join(","));
   } else if (state.example) p.set("example", state.example);
   p.set("step", state.chapter === "steps" ? state.step : (state.chapterStep ?? state.step));
   p.set("mask", state.mask);
