@@ -6,7 +6,7 @@
 
 import { el } from "../dom.js";
 import { deltaRgb, fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
-import { cellDifference, difference, sameTokens, side, tokenOfWord, wordNames } from "../inside/compare.js";
+import { difference, rowDifference, sameTokens, side, tokenOfWord } from "../inside/compare.js";
 import { pyMatrix, pyStr, pyStrings } from "../pycode.js";
 import { BarGrid } from "../scene/bargrid.js";
 import { LayerStack, spacing } from "../scene/layerstack.js";
@@ -118,11 +118,9 @@ const STEPS = [
       const r = a.rollout;
       const L = r.layers.length;
       return (
-        `Each layer mixes every word with the others, and the residual connection carries each word on as well. ` +
-        `So after layer 1, ${quote(word(r.tokens[r.focus]))} is already a blend, and layer 2 blends the blends. ` +
-        `Rollout multiplies the layers' mixing tables (each layer's heads averaged, half of each word kept as it was): ` +
-        `the ${L + 1} rows of balls are the input and the ${L} layers, and the orange paths carry the top ` +
-        `${quote(word(r.tokens[r.focus]))} down to the words it is made of. The table reads the same shares, layer by layer.`
+        `Every layer blends each word with the others (and keeps half of it as it was), so layer 2 blends blends. ` +
+        `Rollout multiplies the ${L} layers' mixing tables: the rows of balls are the input and the layers, the orange ` +
+        `paths carry ${quote(word(r.tokens[r.focus]))} from the top down to the words it is made of.`
       );
     },
   },
@@ -340,11 +338,11 @@ async function compareAnswer(ctx, p, base, focus, heads, vhead) {
     const last = base.model === DECODER ? 29 : 5;
     const ab = await ask(ctx, "/api/ablate", { model: base.model, sentence: base.sentence, heads, layer: last, head: vhead });
     const names = ab.tokens.map(word);
-    const diff = cellDifference(ab.weights.before, ab.weights.after);
+    const diff = rowDifference(ab.weights.before[focus], ab.weights.after[focus], focus);
     return {
       mode, ablation: ab, diff, names, focusName: word(left.tokens[focus]), focus,
       leftTitle: "all heads on", rightTitle: heads.length ? `${heads.length} head${heads.length > 1 ? "s" : ""} off` : "no head off yet",
-      cellName: (i, j) => `${names[i]} → ${names[j]}`,
+      cellName: (_, j) => names[j],
     }; // fmt
   }
   let right;
@@ -447,24 +445,31 @@ function cosineCode(off) {
   ].join("\n");
 }
 
-/** A heat-shaded table of shares; rows from the last layer (top) down to the input, as in the 3D view. */
-function shareTable(rows, names, { caption, testid, rowName, diverging = false, marks = [] }) {
+/**
+ * A heat-shaded table: one row per token or word (`names`), one column per series (`columns`:
+ * [{ title, values }]), each cell shaded by its value (a change: blue less, orange more). Narrow, so
+ * that a projector shows it at a size read from the back of the room.
+ */
+function columnsTable(names, columns, { caption, testid, diverging = [], marks = [], rows = null }) {
   const t = el("table", { className: "ca-table ca-heat inside-table", dataset: { testid } });
   t.append(el("caption", {}, caption));
   const head = el("tr");
-  head.append(el("th"));
-  for (const n of names) head.append(el("th", { scope: "col" }, n));
+  head.append(el("th", { scope: "col" }, ""));
+  for (const c of columns) head.append(el("th", { scope: "col" }, c.title));
   const thead = el("thead");
   thead.append(head);
   t.append(thead);
   const body = el("tbody");
-  const max = Math.max(1e-12, ...rows.flat().map(Math.abs));
-  rows.forEach((row, i) => {
-    const tr = el("tr");
-    tr.append(el("th", { scope: "row" }, rowName(i)));
-    row.forEach((v, j) => {
-      const td = el("td", { dataset: { testid: `${testid}-${i}-${j}` } }, diverging ? signed(v) : fixed3(v));
-      const rgb = diverging ? deltaRgb(v / max) : heatRgb(v / max);
+  const peak = columns.map((c) => Math.max(1e-12, ...c.values.map(Math.abs)));
+  names.forEach((name, i) => {
+    if (rows && !rows.includes(i)) return;
+    const tr = el("tr", { dataset: { testid: `${testid}-${i}` } });
+    tr.append(el("th", { scope: "row" }, name));
+    columns.forEach((c, j) => {
+      const v = c.values[i];
+      const change = diverging.includes(j);
+      const td = el("td", { dataset: { testid: `${testid}-${i}-${j}` } }, change ? signed(v) : fixed3(v));
+      const rgb = change ? deltaRgb(v / peak[j]) : heatRgb(v / peak[j]);
       td.style.background = rgbCss(rgb);
       td.style.color = inkFor(rgb);
       if (marks.some(([a, b]) => a === i && b === j)) td.classList.add("ca-hot");
@@ -476,7 +481,24 @@ function shareTable(rows, names, { caption, testid, rowName, diverging = false, 
   return scrollBox(t);
 }
 
-const layerName = (L) => (i) => (i === L ? `layer ${L}` : i === 0 ? "input" : `layer ${i}`);
+const ROWS = 10; // a table's rows at most: the tokens (or words) with the largest values, in sentence order
+
+/** The indices of the `ROWS` largest of `values` (and `keep`), in order; null when all of them fit. */
+function largest(values, keep = []) {
+  if (values.length <= ROWS) return null;
+  const order = [...values.keys()].sort((i, j) => Math.abs(values[j]) - Math.abs(values[i]) || i - j);
+  const chosen = new Set([...keep.filter((k) => k !== null && k !== undefined), ...order].slice(0, ROWS));
+  return [...chosen].sort((i, j) => i - j);
+}
+
+const outOf = (rows, n, what) => (rows ? ` (the ${rows.length} of ${n} ${what} it takes most from)` : "");
+
+/** The layers a table shows as columns: the input, then up to five layers spread evenly below the last. */
+function shownLayers(L) {
+  if (L <= 6) return Array.from({ length: L }, (_, i) => i);
+  return [0, ...[1, 2, 3, 4, 5].map((k) => Math.round((k * L) / 6))];
+}
+
 
 /** The chapter's panel (controls, a question, tables) and 3D view (the layer stack, the lens column, bars). */
 class InsideView {
@@ -543,12 +565,14 @@ class InsideView {
   rolloutPanel(a) {
     const r = a.rollout;
     const L = r.layers.length;
-    const rows = [...r.focus_paths.through].reverse();
+    const through = r.focus_paths.through;
+    const columns = shownLayers(L).map((l) => ({ title: l === 0 ? "input" : `after ${l}`, values: through[l] }));
+    const rows = largest(through[0], [r.focus]);
     return [
-      shareTable(rows, r.tokens.map(word), {
-        caption: `How much of ${quote(word(r.tokens[r.focus]))} passes through each token, layer by layer (rollout)`,
+      columnsTable(r.tokens.map(word), columns, {
+        caption: `How much of ${quote(word(r.tokens[r.focus]))} passes through each token${outOf(rows, r.tokens.length, "tokens")}; “input”: after all ${L} layers`,
         testid: "inside-rollout-table",
-        rowName: (i) => layerName(L)(L - i),
+        rows,
       }),
     ];
   }
@@ -556,11 +580,14 @@ class InsideView {
   flowPanel(a) {
     if (a.flow.error) return [el("p", { className: "caveat", dataset: { testid: "inside-flow-error" } }, a.flow.error)];
     const r = a.rollout;
+    const f = a.flow.focus_paths.through[0];
+    const o = r.focus_paths.through[0];
     return [
-      shareTable([a.flow.focus_paths.through[0], r.focus_paths.through[0]], r.tokens.map(word), {
-        caption: `What ${quote(word(r.tokens[r.focus]))} takes from each input token: flow, then rollout`,
+      columnsTable(r.tokens.map(word), [{ title: "flow", values: f }, { title: "rollout", values: o }, { title: "flow − rollout", values: f.map((x, k) => x - o[k]) }], {
+        caption: `What ${quote(word(r.tokens[r.focus]))} takes from each input token${outOf(largest(f, [r.focus]), r.tokens.length, "tokens")}`,
         testid: "inside-flow-table",
-        rowName: (i) => (i === 0 ? "flow" : "rollout"),
+        diverging: [2],
+        rows: largest(f, [r.focus]),
       }),
     ];
   }
@@ -605,16 +632,18 @@ class InsideView {
 
   lensPanel(a) {
     if (a.lens.error) return [el("p", { className: "caveat" }, a.lens.error)];
+    const rows = a.lens.layers;
+    const shown = rows.filter((r, i) => i === 0 || i === rows.length - 1 || r.layer === a.lens.first_top || r.top[0].id !== rows[i - 1].top[0].id);
     const t = el("table", { className: "ca-table inside-lens", dataset: { testid: "inside-lens-table" } });
-    t.append(el("caption", {}, `Each layer's guess for the word after ${quote(a.lens.prompt)}`));
+    t.append(el("caption", {}, `Each layer's best guess for the word after ${quote(a.lens.prompt)}, where it changes`));
     const head = el("tr");
-    for (const h of ["after", "1st", "p", "2nd", "3rd"]) head.append(el("th", { scope: "col" }, h));
+    for (const h of ["after", "guess", "p", "2nd"]) head.append(el("th", { scope: "col" }, h));
     t.append(head);
-    for (const r of [...a.lens.layers].reverse()) {
+    for (const r of [...shown].reverse()) {
       const tr = el("tr", { dataset: { testid: `inside-lens-${r.layer}` } });
       if (r.layer === a.lens.first_top) tr.classList.add("inside-first");
       tr.append(el("th", { scope: "row" }, r.layer < 0 ? "embedding" : `layer ${r.layer}`));
-      tr.append(el("td", {}, quote(r.top[0].token)), el("td", {}, pct(r.top[0].p)), el("td", {}, quote(r.top[1].token)), el("td", {}, quote(r.top[2].token)));
+      tr.append(el("td", {}, quote(word(r.top[0].token))), el("td", {}, pct(r.top[0].p)), el("td", {}, quote(word(r.top[1].token))));
       t.append(tr);
     }
     return [scrollBox(t)];
@@ -624,45 +653,49 @@ class InsideView {
     const c = a.compare;
     if (c.error) return [el("p", { className: "caveat" }, c.error)];
     if (c.mode === "ablation") {
-      const names = c.names;
-      const { before, after } = c.ablation.weights;
-      const marks = c.diff.top.map(({ i, j }) => [i, j]);
-      const row = el("div", { className: "ca-pair inside-pair" });
-      row.append(
-        shareTable(before, names, { caption: `layer ${c.ablation.layer} head ${c.ablation.head}, all heads on`, testid: "inside-compare-left", rowName: (i) => names[i] }),
-        shareTable(after, names, { caption: c.rightTitle, testid: "inside-compare-right", rowName: (i) => names[i] }),
-      );
-      return [row, shareTable(c.diff.delta, names, { caption: "after − before", testid: "inside-compare-diff", rowName: (i) => names[i], diverging: true, marks })];
-    }
-    const L = (s) => s.rows.length - 1;
-    const flip = (s) => [...s.rows].reverse();
-    const row = el("div", { className: "ca-pair inside-pair" });
-    row.append(
-      shareTable(flip(c.left), c.left.names, { caption: c.leftTitle, testid: "inside-compare-left", rowName: (i) => layerName(L(c.left))(L(c.left) - i) }),
-      shareTable(flip(c.right), c.right.names, { caption: c.rightTitle, testid: "inside-compare-right", rowName: (i) => layerName(L(c.right))(L(c.right) - i) }),
-    );
-    const out = [row];
-    if (c.diff) {
-      const names = c.left.names.map((n, j) => c.cellName(0, j));
-      out.push(
-        shareTable([c.diff.delta], names, {
-          caption: `right − left: what ${quote(c.focusName)} takes from each ${c.byWord ? "word" : "token"} in the end`,
+      // the focused query's row of the shown head: where it looks, with and without the heads
+      const f = c.focus;
+      const before = c.ablation.weights.before[f];
+      const after = c.ablation.weights.after[f];
+      const marks = c.diff.top.filter(({ i }) => i === f).map(({ j }) => [j, 2]);
+      return [
+        columnsTable(c.names, [{ title: "all on", values: before }, { title: c.rightTitle, values: after }, { title: "change", values: c.diff.delta }], {
+          caption: `Layer ${c.ablation.layer}, head ${c.ablation.head}: where ${quote(c.focusName)} looks`,
           testid: "inside-compare-diff",
-          rowName: () => "change",
-          diverging: true,
-          marks: c.diff.top.map(({ j }) => [0, j]),
+          diverging: [2],
+          marks,
+          rows: largest(c.diff.delta, [...c.diff.top.map((t) => t.j)]),
         }),
-      );
+      ];
     }
-    return out;
+    const left = c.left.rows[0];
+    const right = c.right.rows[0];
+    if (!c.diff) {
+      const both = el("div", { className: "inside-pair" });
+      both.append(
+        columnsTable(c.left.names, [{ title: c.leftTitle, values: left }], { caption: `${quote(c.focusName)} takes from…`, testid: "inside-compare-left" }),
+        columnsTable(c.right.names, [{ title: c.rightTitle, values: right }], { caption: "… and here", testid: "inside-compare-right" }),
+      );
+      return [both];
+    }
+    const names = c.left.names.map((_, j) => c.cellName(0, j));
+    return [
+      columnsTable(names, [{ title: c.leftTitle, values: left }, { title: c.rightTitle, values: right }, { title: "change", values: c.diff.delta }], {
+        caption: `What ${quote(c.focusName)} takes from each ${c.byWord ? "word" : "token"} after all the layers${largest(left) ? ` (the ${ROWS} that change most)` : ""}`,
+        testid: "inside-compare-diff",
+        diverging: [2],
+        marks: c.diff.top.map(({ j }) => [j, 2]),
+        rows: largest(c.diff.delta),
+      }),
+    ];
   }
 
   // ---- the 3D view ----------------------------------------------------------------------------
 
-  stack(answer, x0 = 0, title = null, span = null) {
+  stack(answer, x0 = 0, title = null, span = null, axis = true) {
     const s = new LayerStack(this.stage, x0);
     if (span) s.span = span;
-    s.update({ tokens: answer.tokens, layers: answer.layers.length, through: answer.focus_paths.through, edges: answer.focus_paths.edges, focus: answer.focus, title });
+    s.update({ tokens: answer.tokens, layers: answer.layers.length, through: answer.focus_paths.through, edges: answer.focus_paths.edges, focus: answer.focus, title, axis });
     this.objects.push(s);
     return s;
   }
@@ -680,19 +713,12 @@ class InsideView {
     const c = a.off.candidates;
     const rows = (list) => [...list].reverse().map((x) => ({ value: x.p, text: `${word(x.token)} ${pct(x.p)}`, key: x.id }));
     const span = { width: 13, height: 5 };
-    const unit = this.unitFor(span);
     for (const [x0, list, title] of [[-6, c.before, "before"], [0.5, c.after, "after"]]) {
       const col = new BarColumn(this.stage);
       col.span = span;
-      col.update(rows(list), { x0, dy: 0.45, unit, title });
+      col.update(rows(list), { x0, dy: 0.45, title });
       this.objects.push(col);
     }
-  }
-
-  /** About how many pixels a scene unit takes once a drawing of `span` is fitted to the stage. */
-  unitFor(span) {
-    const c = this.stage.container;
-    return Math.max(1, Math.min(c.clientWidth / span.width, c.clientHeight / span.height));
   }
 
   lensScene(a) {
@@ -706,7 +732,8 @@ class InsideView {
     const col = new BarColumn(this.stage);
     const rows = a.lens.layers.map((r) => ({ value: r.top[0].p, text: `${r.layer < 0 ? "emb." : r.layer}: ${word(r.top[0].token)}`, key: r.top[0].id }));
     const marked = a.lens.layers.findIndex((r) => r.layer === a.lens.first_top);
-    col.update(rows, { x0: -2.5 + s.size.width / 2 + 0.6, dy, unit: s.pixelsPerUnit(), marked });
+    col.span = s.span;
+    col.update(rows, { x0: -2.5 + s.size.width / 2 + 0.6, dy, marked });
     this.objects.push(s, col);
   }
 
@@ -730,7 +757,7 @@ class InsideView {
     const gap = Math.min(0.9, 13 / w) * w * 0.5 + 2.4;
     const span = { width: 4 * gap, height: 13 };
     this.stack(c.leftAnswer, -gap, c.leftTitle, span);
-    const right = this.stack(c.rightAnswer, gap, c.rightTitle, span);
+    const right = this.stack(c.rightAnswer, gap, c.rightTitle, span, false);
     if (c.diff && !c.byWord) {
       // the biggest changes, named where they happen: on the right stack's input row
       const { dx } = right.size;

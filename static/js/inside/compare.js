@@ -61,10 +61,9 @@ export function difference(a, b, top = 3) {
   return { delta, top: order.slice(0, top).map((j) => ({ j, d: delta[j] })) };
 }
 
-/** The same for two n × n tables (a head's weights with and without a switch): each cell's change. */
-export function cellDifference(a, b, top = 3) {
-  const delta = b.map((row, i) => row.map((x, j) => x - a[i][j]));
-  const cells = delta.flatMap((row, i) => row.map((d, j) => ({ i, j, d })));
-  cells.sort((x, y) => Math.abs(y.d) - Math.abs(x.d) || x.i - y.i || x.j - y.j);
-  return { delta, top: cells.slice(0, top) };
+/** The change of one row (a query's weights with and without a switch), with the `top` largest: { delta, top: [{ i, j, d }] }. */
+export function rowDifference(a, b, i, top = 3) {
+  const delta = b.map((x, j) => x - a[j]);
+  const order = [...delta.keys()].sort((x, y) => Math.abs(delta[y]) - Math.abs(delta[x]) || x - y);
+  return { delta, top: order.slice(0, top).map((j) => ({ i, j, d: delta[j] })) };
 }

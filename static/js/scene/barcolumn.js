@@ -8,7 +8,7 @@ import * as THREE from "three";
 import { heatRgb } from "../format.js";
 
 const LENGTH = 3; // the bar of the value 1
-const ROW_PX = 15; // a label's height in pixels
+const ROW_PX = 20; // a label's height in pixels, and a little room
 const CHAR_PX = 6.5; // a label's width per character, in pixels
 
 export class BarColumn {
@@ -22,17 +22,38 @@ export class BarColumn {
     this.markMaterial = new THREE.LineBasicMaterial({ color: 0xd55e00 });
     this.extras = [];
     this.size = { width: LENGTH + 2, height: 0 };
+    this.span = null; // the whole drawing's extent (set by the caller when objects share the stage)
+    this.last = null; // the last update's arguments: the labels are placed again when the view changes size
+    this.shown = "";
+    this.resizer = new ResizeObserver(() => {
+      if (this.last && this.sizeKey() !== this.shown) this.update(...this.last);
+    });
+    this.resizer.observe(stage.container);
+  }
+
+  sizeKey() {
+    return `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+  }
+
+  /** About how many pixels a scene unit takes once the stage has fitted the drawing. */
+  pixelsPerUnit() {
+    const { container } = this.stage;
+    const span = this.span ?? { width: this.size.width + 2, height: this.size.height + 2 };
+    return Math.max(1, Math.min(container.clientWidth / span.width, container.clientHeight / span.height));
   }
 
   /**
    * @param rows [{ value: 0 … 1, text, key }] from the bottom up; `key`: rows whose key differs from the
    *             row below are named first (the lens: where the guess changes)
-   * @param opts { x0, y0, dy: row spacing, unit: pixels per scene unit once fitted, marked: a row's index
-   *             or -1, title }
+   * @param opts { x0, y0, dy: row spacing, marked: a row's index or -1, title }
    */
-  update(rows, { x0 = 0, y0 = 0, dy = 0.4, unit = 40, marked = -1, title = null }) {
+  update(rows, opts = {}) {
+    const { x0 = 0, y0 = 0, dy = 0.4, marked = -1, title = null } = opts;
+    this.last = [rows, opts];
+    this.shown = this.sizeKey();
     this.clear();
     this.size = { width: LENGTH + 2, height: rows.length * dy };
+    const unit = this.pixelsPerUnit();
     const bars = new THREE.InstancedMesh(this.geometry, this.material, Math.max(1, rows.length));
     bars.count = rows.length;
     const m = new THREE.Matrix4();
@@ -97,6 +118,7 @@ export class BarColumn {
   }
 
   dispose() {
+    this.resizer.disconnect();
     this.clear();
     this.group.removeFromParent();
     this.geometry.dispose();

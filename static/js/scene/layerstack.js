@@ -11,7 +11,8 @@ import { heatRgb } from "../format.js";
 
 const BALL = 0.07; // radius of a token no share passes through
 const EDGE = 0.22; // thickness of an edge carrying the whole focus
-const WORD_PX = 7; // a label's width per character, in pixels (for the room check)
+/** A label's width per character, in pixels (the labels are 0.72–0.75rem): for the room check. */
+const charPx = () => 0.6 * 0.75 * (parseFloat(getComputedStyle(document.documentElement).fontSize) || 16);
 
 /** Where token k of row l stands, for a stack of n tokens and L layers starting at x0. */
 export function spacing(n, layers) {
@@ -34,13 +35,27 @@ export class LayerStack {
     this.edgeMaterial = new THREE.MeshStandardMaterial({ color: 0xd55e00, roughness: 0.7, transparent: true, opacity: 0.75 });
     this.extras = [];
     this.size = { width: 0, height: 0 };
+    this.span = null; // the whole drawing's extent (set by the caller when objects share the stage)
+    this.last = null; // the last update's view: the words are placed again when the view changes size
+    this.shown = "";
+    this.resizer = new ResizeObserver(() => {
+      if (this.last && this.sizeKey() !== this.shown) this.update(this.last);
+    });
+    this.resizer.observe(stage.container);
+  }
+
+  sizeKey() {
+    return `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
   }
 
   /**
    * @param view { tokens, layers: L, through: (L + 1) × n shares or null, edges: [layer, a, b, share] or [],
    *               focus, title?, marked?: { token: label } words to name whatever the room }
    */
-  update({ tokens, layers, through = null, edges = [], focus = null, title = null }) {
+  update(view) {
+    const { tokens, layers, through = null, edges = [], focus = null, title = null, axis = true } = view;
+    this.last = view;
+    this.shown = this.sizeKey();
     this.clear();
     const n = tokens.length;
     const { dx, dy } = spacing(n, layers);
@@ -83,14 +98,15 @@ export class LayerStack {
       this.group.add(lines);
       this.extras.push(lines);
     }
-    this.labels(tokens, layers, through, focus, x, y, title);
+    this.labels(tokens, layers, through, focus, x, y, title, axis);
     this.stage.requestRender();
   }
 
-  labels(tokens, layers, through, focus, x, y, title) {
+  labels(tokens, layers, through, focus, x, y, title, axis) {
     const { dx } = this.size;
     const px = this.pixelsPerUnit();
-    const width = (k) => (tokens[k].trim().length || 1) * WORD_PX + 8; // a word's label, in pixels
+    const per = charPx();
+    const width = (k) => (tokens[k].trim().length || 1) * per + 14; // a word's label and the gap after it, in pixels
     const bottom = through ? through[0] : null;
     // every word where there is room for all; else the ones the focus takes most from, largest first,
     // each kept only where it stays clear of those already named
@@ -106,10 +122,12 @@ export class LayerStack {
     if (focus !== null) {
       this.add(this.stage.label(tokens[focus].trim() || "␣", [x(focus), y(layers) + 0.34, 0], "stage-label ls-focus"));
     }
-    const left = x(0) - 0.3 - 40 / px; // right of the label's centre: the row's first ball
-    this.add(this.stage.label("input", [left, y(0), 0], "stage-label ls-layer"));
-    this.add(this.stage.label(`layer ${layers}`, [left, y(layers), 0], "stage-label ls-layer"));
-    if (title) this.add(this.stage.label(title, [0, y(layers) + 0.95, 0], "stage-label ls-title"));
+    if (axis) {
+      const left = x(0) - 0.3 - 40 / px; // right of the label's centre: the row's first ball
+      this.add(this.stage.label("input", [left, y(0), 0], "stage-label ls-layer"));
+      this.add(this.stage.label(`layer ${layers}`, [left, y(layers), 0], "stage-label ls-layer"));
+    }
+    if (title) this.add(this.stage.label(title, [0, y(0) - 0.32 - 34 / px, 0], "stage-label ls-title")); // under the words
   }
 
   /** About how many pixels a scene unit takes once the stage has fitted the drawing: the canvas over
@@ -136,6 +154,7 @@ export class LayerStack {
   }
 
   dispose() {
+    this.resizer.disconnect();
     this.clear();
     this.group.removeFromParent();
     this.ballGeometry.dispose();
