@@ -211,10 +211,9 @@ const STEPS = [
     text: (a) =>
       a.lens.error
         ? `The decoder could not be used: ${a.lens.error}`
-        : `The model only turns its numbers into a word at the very end: the final normalisation, then a score for every one of ` +
-          `its ${a.lens.vocab.toLocaleString("en")} tokens. The logit lens does the same to what each layer hands on: ` +
-          `the column beside the stack is each layer's best guess for the word after ${quote(a.lens.prompt)}, its bar ` +
-          `that guess's chance. The marked row is where ${quote(a.lens.answer.token.trim())} first comes out on top.`,
+        : `The model turns its numbers into a word only at the end: a score for each of its ${a.lens.vocab.toLocaleString("en")} ` +
+          `tokens. The logit lens does the same to what every layer hands on: beside the stack, each layer's best guess for ` +
+          `the word after ${quote(a.lens.prompt)}, its bar that guess's chance, the marked row where ${quote(a.lens.answer.token.trim())} first wins.`,
   },
   {
     id: "compare",
@@ -241,10 +240,10 @@ const STEPS = [
       if (c.error) return `The second view could not be computed: ${c.error}`;
       const top = c.diff ? c.diff.top.map(({ i, j, d }) => `${quote(c.cellName(i, j))} ${signed(d)}`).join(", ") : "";
       return (
-        `${c.leftTitle} on the left, ${c.rightTitle} on the right, the same focus ${quote(c.focusName)}. ` +
+        `Left ${c.leftTitle}, right ${c.rightTitle}, both following ${quote(c.focusName)}. ` +
         (c.diff
-          ? `The difference table subtracts left from right cell by cell; the biggest changes: ${top}.`
-          : `The two do not line up cell by cell (${c.why}), so they are shown side by side only.`)
+          ? `The change is right − left, cell by cell; the biggest: ${top}.`
+          : `The two do not line up cell by cell (${c.why}), so they stand side by side only.`)
       );
     },
   },
@@ -261,7 +260,7 @@ export default {
   params: {
     sentence: ANIMAL,
     model: ENCODER,
-    focus: "",
+    follow: "", // the token followed (its index; empty: "it", or the last word): not `focus`, the attention view's
     prompt: PROMPT,
     heads: "",
     mode: "sentences",
@@ -275,7 +274,7 @@ export default {
     const p = ctx.params;
     const model = p.model === DECODER ? DECODER : ENCODER;
     const base = { model, sentence: p.sentence };
-    let focus = int(p.focus, null);
+    let focus = int(p.follow, null);
     if (focus === null) focus = defaultFocus((await ask(ctx, "/api/rollout", base)).tokens);
     const heads = parseHeads(p.heads);
     const vhead = int(p.vhead, 0);
@@ -508,7 +507,7 @@ class InsideView {
     this.controls = el("div", { className: "chapter-controls inside-controls" });
     this.ask = el("div", { className: "wr-ask", dataset: { testid: "inside-ask" } });
     this.body = el("div", { className: "inside-body" });
-    ctx.panel.append(this.controls, this.ask, this.body);
+    ctx.panel.append(this.body, this.ask, this.controls); // the table first: the step's words speak of it
     this.objects = [];
   }
 
@@ -546,10 +545,10 @@ class InsideView {
   controlsFor(a, stepId) {
     const set = (patch) => this.ctx.setParams(patch);
     const r = a.rollout;
-    const focusPicker = picker("follow", r.tokens.map((t, i) => [i, word(t)]), r.focus, (v) => set({ focus: v }), "inside-focus");
+    const focusPicker = picker("follow", r.tokens.map((t, i) => [i, word(t)]), r.focus, (v) => set({ follow: v }), "inside-focus");
     if (stepId === "rollout" || stepId === "flow") {
-      const model = picker("model", [[ENCODER, "all-MiniLM-L6-v2"], [DECODER, "SmolLM2-135M"]], a.params.model, (v) => set({ model: v, focus: "" }), "inside-model");
-      return [sentenceBox(a.params.sentence, (s) => set({ sentence: s, focus: "" }), "inside-sentence"), model, focusPicker];
+      const model = picker("model", [[ENCODER, "all-MiniLM-L6-v2"], [DECODER, "SmolLM2-135M"]], a.params.model, (v) => set({ model: v, follow: "" }), "inside-model");
+      return [sentenceBox(a.params.sentence, (s) => set({ sentence: s, follow: "" }), "inside-sentence"), model, focusPicker];
     }
     if (stepId === "off" || stepId === "lens") {
       return [sentenceBox(a.params.prompt, (s) => set({ prompt: s }), "inside-prompt")];
@@ -633,7 +632,13 @@ class InsideView {
   lensPanel(a) {
     if (a.lens.error) return [el("p", { className: "caveat" }, a.lens.error)];
     const rows = a.lens.layers;
-    const shown = rows.filter((r, i) => i === 0 || i === rows.length - 1 || r.layer === a.lens.first_top || r.top[0].id !== rows[i - 1].top[0].id);
+    // the rows where the guess changes (the embedding's, the marked one and the last always), the latest ten
+    let shown = rows.filter((r, i) => i === 0 || i === rows.length - 1 || r.layer === a.lens.first_top || r.top[0].id !== rows[i - 1].top[0].id);
+    if (shown.length > ROWS) {
+      const late = shown.slice(-(ROWS - 1));
+      const marked = shown.find((r) => r.layer === a.lens.first_top);
+      shown = [shown[0], ...(late.includes(marked) ? late : [marked, ...late.slice(1)])];
+    }
     const t = el("table", { className: "ca-table inside-lens", dataset: { testid: "inside-lens-table" } });
     t.append(el("caption", {}, `Each layer's best guess for the word after ${quote(a.lens.prompt)}, where it changes`));
     const head = el("tr");

@@ -1,0 +1,269 @@
+"""Looking inside a real model, in headless Chromium: a head switched off in the overview of the page
+(the candidates before and after read from the page, as POST /api/ablate gives them; the set in the
+URL and back from it), the chapter `inside` step by step (rollout's numbers as the server's, the NumPy
+panel run in a plain Python, a head switched off in its grid, the lens, the compare view in its modes
+and in a room's snapshot), every step on the first screen at 1280×720, on a phone, and on the projector."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.chapters import ANIMAL, fits, num, open_at_step, wait
+from tests.browser.conftest import Watched, watched_page
+from tests.browser.helpers import next_frames, post, run_python
+from tests.browser.test_layout import FIRST_SCREEN, PHONE_CHECK, _walk
+from tests.browser.test_projector import projector, walk_chapter  # noqa: F401 (projector: a fixture)
+
+pytestmark = pytest.mark.browser
+
+STEPS = ["rollout", "flow", "off", "lens", "compare"]
+PROMPT = "The capital of France is"
+DECODER = "smollm2-135m"
+IT = 10  # "it" in all-MiniLM-L6-v2's tokens of ANIMAL: [CLS] the animal didn ' t cross the street because it …
+SNAPSHOT = """() => {
+  const d = {};
+  document.dispatchEvent(new CustomEvent('attention:snapshot', { detail: d }));
+  return d.snapshot;
+}"""
+SHOTS = os.environ.get("INSIDE_SHOTS")  # a folder: the walks leave their screenshots there, to be looked at
+
+
+def shot(w: Watched, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        w.page.screenshot(path=str(Path(SHOTS) / f"{name}.png"))
+
+
+def pct(p: float) -> str:
+    return f"{100 * p:.1f}%"
+
+
+def query(w: Watched) -> dict[str, list[str]]:
+    return parse_qs(urlparse(w.page.url).query)
+
+
+# ---- the page's overview ------------------------------------------------------------------------
+
+
+def test_switch_a_head_off_in_the_overview_and_read_the_changed_candidates(watched: Watched) -> None:
+    w = watched
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.goto(f"?sentence={PROMPT.replace(' ', '+')}&model={DECODER}&layer=29&head=0")
+    w.page.wait_for_selector('[data-testid="head-23-4"]', timeout=120_000)
+    w.page.get_by_test_id("heads-off-switch").click()
+    expect(w.page.get_by_test_id("heads-off-switch")).to_have_attribute("aria-pressed", "true")
+    w.page.get_by_test_id("head-23-4").click()  # a click now switches the head off: it does not pick it
+    w.page.wait_for_selector('[data-testid="heads-off-results"][data-ready="true"]', timeout=60_000)
+    assert w.page.locator("#app").get_attribute("data-layer") == "29"
+    assert "off" in (w.page.get_by_test_id("head-23-4").get_attribute("class") or "")
+    assert "switched off" in (w.page.get_by_test_id("head-23-4").get_attribute("aria-label") or "")
+    assert query(w)["off"] == ["23.4"]
+
+    api = post(
+        w.base, "/api/ablate", {"model": DECODER, "sentence": PROMPT, "heads": [[23, 4]], "layer": 29, "head": 0}
+    )
+    before, after = api["candidates"]["before"], api["candidates"]["after"]
+    for i in range(10):
+        row = w.page.get_by_test_id(f"heads-off-candidate-{i}").locator("td").all_inner_texts()
+        assert row == [f"“{before[i]['token']}”", pct(before[i]["p"]), f"“{after[i]['token']}”", pct(after[i]["p"])]
+    paris = next(c["p"] for c in after if c["token"] == " Paris")
+    assert before[0]["token"] == " Paris" and before[0]["p"] - paris > 0.4  # this head carries most of "Paris"
+    winner = w.text("heads-off-winner")
+    assert f"at {pct(before[0]['p'])}" in winner and f"has {pct(paris)}" in winner
+    assert f"{min(api['cosine']):.4f}" in w.text("heads-off-cosine")
+    shot(w, "inside-overview-off")
+
+    # the set is in the URL: a reload (or a follower's snapshot) shows the same, and "All heads on" clears it
+    w.page.reload()
+    w.page.wait_for_selector('[data-testid="heads-off-results"][data-ready="true"]', timeout=120_000)
+    assert w.page.get_by_test_id("heads-off-candidate-0").locator("td").nth(3).inner_text() == pct(after[0]["p"])
+    w.page.get_by_test_id("heads-off-clear").click()
+    expect(w.page.get_by_test_id("heads-off-results")).to_be_empty()
+    assert "off" not in query(w)
+    w.page.get_by_test_id("head-5-1").click()  # the switch is off again: a click picks the head
+    w.wait_ready(layer=5, head=1)
+
+
+def test_an_encoder_head_off_shows_the_cosines_and_a_later_head(watched: Watched) -> None:
+    w = watched
+    w.goto(f"?sentence={ANIMAL.replace(' ', '+')}&layer=5&head=3&off=1.2,1.7")
+    w.page.wait_for_selector('[data-testid="heads-off-results"][data-ready="true"]', timeout=60_000)
+    api = post(w.base, "/api/ablate", {"sentence": ANIMAL, "heads": [[1, 2], [1, 7]], "layer": 5, "head": 3})
+    assert "candidates" not in api and w.page.get_by_test_id("heads-off-candidates").count() == 0
+    assert f"{min(api['cosine']):.4f}" in w.text("heads-off-cosine")
+    most = max(
+        abs(x - y)
+        for a, b in zip(api["weights"]["before"], api["weights"]["after"], strict=True)
+        for x, y in zip(a, b, strict=True)
+    )
+    assert f"up to {most:.3f}" in w.text("heads-off-view")
+    assert "2 heads switched off" in w.text("heads-off-hint")
+
+
+# ---- the chapter --------------------------------------------------------------------------------
+
+
+def test_rollout_flow_and_the_numpy_panel(watched: Watched) -> None:
+    w = watched
+    open_at_step(w, "chapter=inside", (1280, 720), "rollout")
+    api = post(w.base, "/api/rollout", {"model": "all-minilm-l6-v2", "sentence": ANIMAL, "focus": IT})
+    assert api["tokens"][IT] == "it"
+    assert w.page.get_by_test_id("inside-focus").input_value() == str(IT)  # "it" is followed by default
+    through = api["focus_paths"]["through"]
+    for k in (0, 2, IT):  # [CLS], "animal", "it": input (column 0) and after layer 3 (column 3)
+        assert num(w.text(f"inside-rollout-table-{k}-0")) == pytest.approx(through[0][k], abs=5e-4)
+        assert num(w.text(f"inside-rollout-table-{k}-3")) == pytest.approx(through[3][k], abs=5e-4)
+    # the predict question's options are words of the sentence; the answer names the largest share
+    buttons = w.page.locator("[data-testid=inside-ask] button")
+    assert buttons.count() == 3
+    others = [k for k in range(len(through[0])) if k != IT and not api["tokens"][k].startswith("[")]
+    best = max(others, key=lambda k: through[0][k])
+    buttons.nth(0).click()
+    assert f"{100 * through[0][best]:.1f}%" in w.text("inside-ask-result")
+    # the NumPy panel, run in a plain Python, gives the server's rollout row
+    out = run_python(w.page.get_by_test_id("numpy-code").inner_text())
+    assert out["focus"] == "it"
+    assert out["shares"] == pytest.approx(through[0], abs=2e-6)
+
+    w.page.get_by_test_id("step-flow").click()
+    wait(w, "flow")
+    flow = post(
+        w.base, "/api/rollout", {"model": "all-minilm-l6-v2", "sentence": ANIMAL, "focus": IT, "method": "flow"}
+    )
+    f = flow["focus_paths"]["through"][0]
+    assert num(w.text("inside-flow-table-0-0")) == pytest.approx(f[0], abs=5e-4)
+    assert num(w.text("inside-flow-table-0-2")) == pytest.approx(f[0] - through[0][0], abs=1e-3)
+    # another token followed: the URL says so, and the shares are the server's for it
+    w.page.get_by_test_id("inside-focus").select_option("2")
+    wait(w, "flow")
+    assert query(w)["follow"] == ["2"]
+    other = post(
+        w.base, "/api/rollout", {"model": "all-minilm-l6-v2", "sentence": ANIMAL, "focus": 2, "method": "flow"}
+    )
+    assert num(w.text("inside-flow-table-0-0")) == pytest.approx(other["focus_paths"]["through"][0][0], abs=5e-4)
+
+
+def test_switch_a_head_off_in_the_chapter(watched: Watched) -> None:
+    w = watched
+    open_at_step(w, "chapter=inside&step=off", (1280, 720), "off")
+    assert w.text("inside-candidate-0").startswith("“ Paris”\t77.3%")
+    w.page.get_by_test_id("inside-head-23-4").click()
+    w.page.wait_for_selector('[data-testid="inside-head-23-4"][aria-pressed="true"]', timeout=60_000)
+    wait(w, "off")
+    assert query(w)["heads"] == ["23.4"]
+    api = post(w.base, "/api/ablate", {"model": DECODER, "prompt": PROMPT, "heads": [[23, 4]], "layer": 29, "head": 0})
+    paris = next(c["p"] for c in api["candidates"]["after"] if c["token"] == " Paris")
+    cells = w.page.get_by_test_id("inside-candidate-0").locator("td").all_inner_texts()
+    assert cells[:3] == ["“ Paris”", "77.3%", pct(paris)]
+    assert w.text("inside-p-after") == pct(paris)
+    assert "layer 23 head 4" in w.text("inside-off")
+    # the question: layer 23's head 4 takes the most away (the server's ablations say so)
+    w.page.get_by_test_id("inside-ask-1").click()
+    assert w.text("inside-ask-result").startswith("Right!")
+
+
+def test_the_lens_marks_where_paris_comes_out_on_top(watched: Watched) -> None:
+    w = watched
+    open_at_step(w, "chapter=inside&step=lens", (1280, 720), "lens")
+    api = post(w.base, "/api/lens", {"prompt": PROMPT})
+    first = api["first_top"]
+    row = w.page.get_by_test_id(f"inside-lens-{first}")
+    assert "inside-first" in (row.get_attribute("class") or "")
+    assert row.locator("td").first.inner_text() == "“Paris”"
+    assert w.text("inside-first-top") == str(first)
+    out = run_python(w.page.get_by_test_id("numpy-code").inner_text())
+    assert out["first_top"] == first
+    assert w.page.locator("#chapter-stage .bar-label.marked").inner_text().endswith("Paris")
+
+
+def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> None:
+    w = watched
+    open_at_step(w, "chapter=inside&step=compare", (1280, 720), "compare")
+    wide = ANIMAL.replace("tired", "wide")
+    left = post(w.base, "/api/rollout", {"sentence": ANIMAL, "focus": IT})
+    a, b = (
+        post(w.base, "/api/rollout", {"sentence": s, "focus": IT})["focus_paths"]["through"][0] for s in (ANIMAL, wide)
+    )
+    # word by word ([CLS], [SEP] left out): "street" is one token of its own in both
+    k = left["tokens"].index("street")
+    street = w.page.locator("[data-testid=inside-compare-diff] tbody tr", has_text="street")
+    cells = street.locator("td").all_inner_texts()
+    assert num(cells[0]) == pytest.approx(a[k], abs=5e-4) and num(cells[1]) == pytest.approx(b[k], abs=5e-4)
+    assert num(cells[2]) == pytest.approx(b[k] - a[k], abs=1e-3)
+    assert w.page.locator("[data-testid=inside-compare-diff] td.ca-hot").count() == 3  # the biggest changes marked
+    assert "the biggest:" in w.text("chapter-text")
+    shot(w, "inside-compare")
+
+    # full vs causal: the same tokens, token by token; in the URL and in a room's snapshot
+    w.page.get_by_test_id("inside-mode").select_option("masks")
+    wait(w, "compare")
+    assert query(w)["mode"] == ["masks"]
+    full = post(w.base, "/api/rollout", {"sentence": ANIMAL, "focus": IT, "mask": "full"})["focus_paths"]["through"][0]
+    causal = post(w.base, "/api/rollout", {"sentence": ANIMAL, "focus": IT, "mask": "causal"})["focus_paths"][
+        "through"
+    ][0]
+    row = w.page.get_by_test_id("inside-compare-diff-0").locator("td").all_inner_texts()  # [CLS]
+    assert num(row[0]) == pytest.approx(full[0], abs=5e-4) and num(row[1]) == pytest.approx(causal[0], abs=5e-4)
+    snap = w.page.evaluate(SNAPSHOT)
+    assert snap["chapter"] == "inside" and snap["step"] == "compare" and snap["mode"] == "masks"
+    w.page.goto(w.base + "/?" + "&".join(f"{k}={v}" for k, v in snap.items() if k in ("chapter", "step", "mode")))
+    wait(w, "compare")
+    assert w.page.get_by_test_id("inside-mode").input_value() == "masks"
+
+    # heads on vs off: the focused query's row of the last layer's head, with and without
+    w.page.goto(f"{w.base}/?chapter=inside&step=compare&mode=ablation&heads=1.2+3.5")
+    wait(w, "compare")
+    api = post(
+        w.base,
+        "/api/ablate",
+        {"model": "all-minilm-l6-v2", "sentence": ANIMAL, "heads": [[1, 2], [3, 5]], "layer": 5, "head": 0},
+    )
+    before, after = api["weights"]["before"][IT], api["weights"]["after"][IT]
+    j = max(range(len(before)), key=lambda k: abs(after[k] - before[k]))
+    cells = w.page.get_by_test_id(f"inside-compare-diff-{j}").locator("td").all_inner_texts()
+    assert num(cells[2]) == pytest.approx(after[j] - before[j], abs=1e-3)
+    assert "2 heads off" in w.page.locator("[data-testid=inside-compare-diff] thead").inner_text()
+
+
+def test_every_step_whole_on_the_first_screen_at_1280x720(browser: Any, server: str) -> None:
+    with watched_page(browser, server) as w:
+        w.page.set_viewport_size({"width": 1280, "height": 720})
+        seen = _walk(w, "inside", FIRST_SCREEN)
+        assert list(seen) == STEPS
+        bad = {s: v for s, v in seen.items() if v["scrolled"] or v["explain"] or v["off"] or not v["figures"]}
+        assert not bad, bad
+        shot(w, "inside-1280-compare")
+
+
+def test_every_step_on_a_phone(browser: Any, server: str) -> None:
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, reduced_motion="reduce", has_touch=True, is_mobile=True
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        w = Watched(page=page, base=server)
+        seen = _walk(w, "inside", PHONE_CHECK)
+        page.get_by_test_id("step-lens").click()
+        wait(w, "lens")
+        next_frames(page)
+        shot(w, "inside-phone-lens")
+        fits(w)
+    finally:
+        context.close()
+    assert not errors, errors
+    bad = {s: v for s, v in seen.items() if v["overlaps"] or v["cut"] or v["width"] > 390}
+    assert not bad, bad
+
+
+def test_every_step_whole_and_large_on_the_projector(projector: Watched) -> None:  # noqa: F811
+    problems = walk_chapter(projector, "inside", "")
+    assert not problems, "\n".join(problems)
