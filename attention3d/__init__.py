@@ -4,6 +4,6 @@ The code lives in app.notebook (see its docstring); this package is the name a n
 can guess. Needs the notebook extra: pip install 'attention-3d[notebook]'.
 """
 
-from app.notebook import AttentionView, WriteView, show, write
+from app.notebook import AttentionView, LensView, RolloutView, WriteView, lens, rollout, show, write
 
-__all__ = ["AttentionView", "WriteView", "show", "write"]
+__all__ = ["AttentionView", "LensView", "RolloutView", "WriteView", "lens", "rollout", "show", "write"]

@@ -24,7 +24,7 @@ from app.errors import InputError
 from app.model import ablate, registry, rollout, service
 from app.model.loader import ModelHandle
 from app.model.rollout import Method
-from app.model.select import all_weights
+from app.model.select import HeadChoice, LayerChoice, all_weights, select
 from app.model.spec import ModelSpec
 from app.model.trace import Trace
 
@@ -227,3 +227,30 @@ def every_layers_guess(handle: ModelHandle, prompt: str, position: int | None, b
         "answer": {"token": answer["token"], "id": answer["id"]},
         "first_top": first,
     }
+
+
+def ablated_attention(
+    handle: ModelHandle,
+    sentence: str,
+    heads: list[tuple[int, int]],
+    layer: LayerChoice | None,
+    head: HeadChoice,
+    mask: Mask | None,
+    mask_given: bool,
+    backend: Backend,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The sentence mode of POST /api/attention (app.model.service.sentence_attention) with `heads`
+    switched off: every stage of the chosen layer and head recomputed from the rerun's q, k, v (the
+    notebook's show(…, ablate=…)); the fields gain "ablate", the heads as checked."""
+    spec = service.spec_of(handle)
+    heads = heads_off(spec, heads, "ablate")
+    fields, arrays = service.sentence_attention(handle, sentence, layer, head, mask, mask_given, backend)
+    if not heads:
+        return {**fields, "ablate": []}, arrays
+    encoded = handle.encode(sentence)
+    with service._one_flight(handle, backend, sentence):
+        before = service._trace(handle, sentence, encoded, backend)
+    with np.errstate(over="ignore", invalid="ignore"):
+        after = ablate.rerun(handle.model(), encoded.ids, before, heads, backend)
+        arrays = select(after, fields["layer"], fields["head"], fields["mask"], backend)
+    return {**fields, "ablate": [list(h) for h in heads]}, arrays

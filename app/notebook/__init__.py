@@ -11,6 +11,7 @@ The drawing is pythreejs (app.notebook.scene), the controls ipywidgets (app.note
 from __future__ import annotations
 
 try:
+    from app.notebook.inside import LensView, RolloutView, lens, rollout
     from app.notebook.view import AttentionView, show
     from app.notebook.write import WriteView, write
 except ModuleNotFoundError as e:  # pragma: no cover - the extra is not installed
@@ -20,4 +21,4 @@ except ModuleNotFoundError as e:  # pragma: no cover - the extra is not installe
         f"the notebook view needs {e.name}: pip install 'attention-3d[notebook]'", name=e.name
     ) from None
 
-__all__ = ["AttentionView", "WriteView", "show", "write"]
+__all__ = ["AttentionView", "LensView", "RolloutView", "WriteView", "lens", "rollout", "show", "write"]

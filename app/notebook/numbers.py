@@ -130,6 +130,7 @@ class Sentence:
 
     text: str
     model: str | None = None
+    ablate: tuple[tuple[int, int], ...] = ()  # heads switched off, (layer, head): app.model.inside
 
     def handle(self) -> ModelHandle:
         try:
@@ -139,7 +140,15 @@ class Sentence:
 
     def result(self, layer: LayerChoice, head: HeadChoice, mask: Mask, mask_given: bool = True) -> dict[str, Any]:
         """POST /api/attention {"sentence", "layer", "head", "mask"}, as its JSON answer."""
-        fields, arrays = sentence_attention(self.handle(), self.text, layer, head, mask, mask_given, backend())
+        if self.ablate:
+            from app.model.inside import ablated_attention
+
+            heads = list(self.ablate)
+            fields, arrays = ablated_attention(
+                self.handle(), self.text, heads, layer, head, mask, mask_given, backend()
+            )
+        else:
+            fields, arrays = sentence_attention(self.handle(), self.text, layer, head, mask, mask_given, backend())
         if len(fields["tokens"]) > MAX_SCENE_TOKENS:
             n = len(fields["tokens"])
             raise InputError("sentence", f"sentence is {n} tokens; the notebook view draws at most {MAX_SCENE_TOKENS}")

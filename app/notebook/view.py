@@ -151,6 +151,8 @@ class AttentionView(widgets.VBox):  # type: ignore[misc]
         r = self.result
         if "model" in r:
             where = f"layer {r['layer']}, head {r['head']}"
+            if r.get("ablate"):
+                where += " · switched off: " + ", ".join(f"layer {at} head {h}" for at, h in r["ablate"])
             return f"<b>{escape(r['model'])}</b> · {escape(where)} · {len(r['tokens'])} tokens"
         return f"<b>{escape(' '.join(r['tokens']))}</b> · d_k = {r['d_k']}, d_v = {len(r['v'][0])}"
 
@@ -180,6 +182,7 @@ def show(
     layer: LayerChoice = 0,
     head: HeadChoice = 0,
     model: str | None = None,
+    ablate: list[tuple[int, int]] | None = None,
 ) -> AttentionView:
     """Draw the attention of an example (by id), of q, k, v set by hand, or of a sentence.
 
@@ -189,6 +192,8 @@ def show(
     tokens, q, k, v  one head set by hand: q, k (n × d_k) and v (n × d_v), lists or arrays
     mask      "full" (BERT) or "causal" (GPT);  step  score, scale, mask, softmax or mix
     focus     the query shown: its index, or the word itself
+    ablate    with sentence: heads switched off, [(layer, head), …] — their outputs zeroed before W_O,
+              the rest of the model run as usual (POST /api/ablate); the view shows the rerun's numbers
 
     Returns the widget; its `result` follows the controls. Bad input raises a ValueError that
     names the field, with the API's message.
@@ -208,12 +213,27 @@ def show(
         for name, value in (("layer", layer), ("head", head)):
             if not (value == "mean" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)):
                 raise InputError(name, f"{name} must be a 0-based integer or 'mean', not {value!r}")
-        source: HandSet | Sentence = Sentence(sentence, model)
+        source: HandSet | Sentence = Sentence(sentence, model, _pairs(ablate))
     else:
         if model is not None:
             raise InputError("model", "model goes with sentence: hand-set q, k, v have no model")
+        if ablate:
+            raise InputError(
+                "ablate", "ablate goes with sentence: hand-set q, k, v have no model to switch heads off in"
+            )
         source = hand_set(example, tokens, q, k, v)
     return AttentionView(source, mask=mask, step=step, focus=focus, layer=layer, head=head, mask_given=mask != "full")
+
+
+def _pairs(ablate: Any) -> tuple[tuple[int, int], ...]:
+    """ablate as (layer, head) pairs of whole numbers ≥ 0, or an InputError naming it."""
+    out = []
+    for k, pair in enumerate(ablate or []):
+        ok = isinstance(pair, list | tuple) and len(pair) == 2
+        if not ok or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in pair):
+            raise InputError("ablate", f"ablate[{k}] must be a (layer, head) pair of whole numbers ≥ 0, not {pair!r}")
+        out.append((pair[0], pair[1]))
+    return tuple(out)
 
 
 def _focus_index(focus: int | str, tokens: list[str]) -> int:
