@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from tests.browser.chapters import ANIMAL, fits, num, open_at_step, wait
 from tests.browser.conftest import Watched, watched_page
-from tests.browser.helpers import next_frames, post, run_python
+from tests.browser.helpers import chapter_violations, next_frames, post, run_python
 from tests.browser.test_layout import FIRST_SCREEN, PHONE_CHECK, _walk
 from tests.browser.test_projector import projector, walk_chapter  # noqa: F401 (projector: a fixture)
 
@@ -198,6 +198,8 @@ def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> N
     assert num(cells[2]) == pytest.approx(b[k] - a[k], abs=1e-3)
     assert w.page.locator("[data-testid=inside-compare-diff] td.ca-hot").count() == 3  # the biggest changes marked
     assert "the biggest:" in w.text("chapter-text")
+    out = run_python(w.page.get_by_test_id("numpy-code").inner_text())  # the panel's change, largest three
+    assert len(out) == 3 and out["street"] == pytest.approx(b[k] - a[k], abs=2e-6)
     shot(w, "inside-compare")
 
     # full vs causal: the same tokens, token by token; in the URL and in a room's snapshot
@@ -267,3 +269,9 @@ def test_every_step_on_a_phone(browser: Any, server: str) -> None:
 def test_every_step_whole_and_large_on_the_projector(projector: Watched) -> None:  # noqa: F811
     problems = walk_chapter(projector, "inside", "")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("step", ["rollout", "off", "lens", "compare"])
+def test_no_accessibility_violations(browser: Any, server: str, step: str) -> None:
+    """axe-core at WCAG 2.x A and AA (the heads' grid of buttons, the tables, the pickers)."""
+    assert chapter_violations(browser, server, f"?chapter=inside&step={step}") == []

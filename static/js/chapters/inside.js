@@ -325,6 +325,7 @@ export default {
     if (stepId === "rollout" || stepId === "flow") return rolloutCode(a.rollout);
     if (stepId === "lens" && !a.lens.error) return lensCode(a.lens);
     if (stepId === "off" && !a.off.error) return cosineCode(a.off);
+    if (stepId === "compare" && !a.compare.error) return compareCode(a.compare);
     return "";
   },
 };
@@ -414,6 +415,25 @@ function rolloutCode(r) {
     "",
     `focus = ${r.focus}  # ${pyStr(r.tokens[r.focus])}`,
     "print(json.dumps({'focus': tokens[focus], 'shares': [round(float(x), 6) for x in rollout[focus]]}))",
+  ].join("\n");
+}
+
+function compareCode(c) {
+  const names = c.mode === "ablation" ? c.names : c.left.names.map((_, j) => c.cellName(0, j));
+  const left = c.mode === "ablation" ? c.ablation.weights.before[c.focus] : c.left.rows[0];
+  const right = c.mode === "ablation" ? c.ablation.weights.after[c.focus] : c.right.rows[0];
+  if (left.length !== right.length) return "# The two sides have different words: there is no cell-by-cell change to compute.";
+  return [
+    "import json",
+    "import numpy as np",
+    "",
+    `# what ${pyStr(c.focusName)} takes from each column, left and right (from the server)`,
+    `names = ${pyStrings(names)}`,
+    `left = np.array([${left.join(", ")}])`,
+    `right = np.array([${right.join(", ")}])`,
+    "change = right - left",
+    "biggest = np.argsort(-np.abs(change), kind='stable')[:3]",
+    "print(json.dumps({names[j]: round(float(change[j]), 6) for j in biggest}))",
   ].join("\n");
 }
 
