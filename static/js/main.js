@@ -13,7 +13,6 @@ import { AttentionView } from "./attention/view.js";
 import { el } from "./dom.js";
 import { Editor } from "./editor.js";
 import { keepBarOffViews } from "./floatbar.js";
-import { HeadsOff } from "./inside/headsoff.js";
 import { installKeys } from "./keys.js";
 import { Lesson } from "./lesson.js";
 import { ANIMAL } from "./model.js";
@@ -57,10 +56,7 @@ const modelKnown = modelInfo(false, undefined, state.modelId).then((info) => {
   return info;
 });
 const choose = (id) => act.modelChosen(id, modelEntry(state, id)) !== false && state.sentence && source.sentence(state.sentence); // the model picker
-let headsOff = null; // switching heads off from the overview (inside/headsoff.js)
-const switching = () => Boolean(headsOff?.switching);
-const sentence = new SentenceParts(store, { pick: (layer, head, from) => pick(layer, head, from), known: modelKnown, choose, switching });
-headsOff = new HeadsOff(store, $("heads-off"));
+const sentence = new SentenceParts(store, { pick: (layer, head, from) => pick(layer, head, from), known: modelKnown, choose });
 const editor = new Editor($("editor-grids"), { dk: $("dk-input"), dv: $("dv-input"), add: $("add-token") }, state, (input, how) => {
   act.inputEdited(input, { removed: how.removed ?? null });
   if (how.structural) editor.build();

@@ -170,8 +170,8 @@ export class Overview {
     for (const btn of this.buttons) {
       const on = off.has(`${btn.dataset.layer}.${btn.dataset.head}`);
       btn.classList.toggle("off", on);
-      const label = btn.getAttribute("aria-label").replace(/ \(switched off\)$/, "");
-      btn.setAttribute("aria-label", on ? `${label} (switched off)` : label);
+      btn.dataset.label ??= btn.getAttribute("aria-label"); // its name as show() gave it
+      btn.setAttribute("aria-label", on ? t("overview.off.label", { label: btn.dataset.label }) : btn.dataset.label);
     }
   }
 

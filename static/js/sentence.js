@@ -6,6 +6,7 @@
 import { allHeads, listModels, modelInfo } from "./api.js";
 import { andList, integer, t } from "./i18n.js";
 import { isCausal, kvGroups, parsePick } from "./model.js";
+import { HeadsOff } from "./inside/headsoff.js";
 import { Overview } from "./overview.js";
 
 const $ = (id) => document.getElementById(id);
@@ -25,7 +26,7 @@ function afterNextFrame() {
 
 export class SentenceParts {
   /** `known`: the page's first GET /api/model (a promise), awaited before saying the model loads. */
-  constructor(store, { pick, known = null, choose = () => {}, switching = () => false }) {
+  constructor(store, { pick, known = null, choose = () => {} }) {
     const state = store.state;
     this.state = state;
     this.act = store.act;
@@ -33,8 +34,9 @@ export class SentenceParts {
     this.headsController = null;
     this.modelWatch = null; // the poll in progress, if any
     // a click on a head picks it, or (while heads are being switched off: inside/headsoff.js) switches it off or on
+    this.headsOff = new HeadsOff(store, $("heads-off"));
     const onHead = (layer, head) => {
-      if (switching() && Number.isInteger(layer) && Number.isInteger(head)) this.act.toggleHeadOff(layer, head);
+      if (this.headsOff.switching && Number.isInteger(layer) && Number.isInteger(head)) this.act.toggleHeadOff(layer, head);
       else pick(layer, head, "overview");
     };
     this.overview = new Overview($("overview-grid"), $("overview-status"), onHead);

@@ -7,10 +7,10 @@
 
 import { apiPost } from "../api.js";
 import { el } from "../dom.js";
-import { fixed3 } from "../format.js";
+import { decimal, integer, listOf, percent, t } from "../i18n.js";
 
-const pct = (p) => `${(100 * p).toFixed(1)}%`;
-const show = (t) => `“${t.replace(/\n/g, "↵")}”`;
+const piece = (token) => token.replace(/\n/g, "↵");
+const headName = ([layer, head]) => t("overview.off.head", { layer: integer(layer), head: integer(head) });
 
 export class HeadsOff {
   /** @param store the page's store; @param box the element the switch and the results go into */
@@ -21,9 +21,9 @@ export class HeadsOff {
     this.switching = false;
     this.asked = ""; // the request whose answer is shown (or on its way)
     this.controller = null;
-    this.toggle = el("button", { type: "button", "aria-pressed": "false", dataset: { testid: "heads-off-switch" } }, "Switch heads off");
+    this.toggle = el("button", { type: "button", "aria-pressed": "false", dataset: { testid: "heads-off-switch" } }, t("overview.off.switch"));
     this.toggle.addEventListener("click", () => this.setSwitching(!this.switching));
-    this.clear = el("button", { type: "button", dataset: { testid: "heads-off-clear" } }, "All heads on");
+    this.clear = el("button", { type: "button", dataset: { testid: "heads-off-clear" } }, t("overview.off.clear"));
     this.clear.addEventListener("click", () => store.act.clearHeadsOff());
     this.hint = el("span", { className: "heads-off-hint", dataset: { testid: "heads-off-hint" } });
     this.results = el("div", { className: "heads-off-results", dataset: { testid: "heads-off-results" }, "aria-live": "polite" });
@@ -37,7 +37,7 @@ export class HeadsOff {
   setSwitching(on) {
     this.switching = on;
     this.toggle.setAttribute("aria-pressed", String(on));
-    this.toggle.textContent = on ? "Done switching" : "Switch heads off";
+    this.toggle.textContent = t(on ? "overview.off.done" : "overview.off.switch");
     this.refresh();
   }
 
@@ -56,11 +56,7 @@ export class HeadsOff {
     const s = this.state;
     this.clear.hidden = !s.off.length;
     const n = s.off.length;
-    this.hint.textContent = this.switching
-      ? "Click a head in the grid to switch it off, again to switch it back on."
-      : n
-        ? `${n} head${n > 1 ? "s" : ""} switched off: ${s.off.map(([l, h]) => `layer ${l} head ${h}`).join(", ")}.`
-        : "";
+    this.hint.textContent = this.switching ? t("overview.off.hint") : n ? t("overview.off.list", { n, heads: listOf(s.off.map(headName)) }) : "";
     const body = this.request();
     const key = body ? JSON.stringify(body) : "";
     if (key === this.asked) return;
@@ -71,7 +67,7 @@ export class HeadsOff {
     if (!body) return;
     const controller = new AbortController();
     this.controller = controller;
-    this.results.append(el("p", { className: "heads-off-wait" }, "Running the model without them…"));
+    this.results.append(el("p", { className: "heads-off-wait" }, t("overview.off.wait")));
     apiPost("/api/ablate", body, controller.signal)
       .then((a) => {
         if (controller.signal.aborted) return;
@@ -80,7 +76,7 @@ export class HeadsOff {
       })
       .catch((err) => {
         if (err?.name === "AbortError") return;
-        this.results.replaceChildren(el("p", { className: "heads-off-error" }, `Could not switch them off: ${err.message}`));
+        this.results.replaceChildren(el("p", { className: "heads-off-error" }, t("overview.off.error", { error: err.message })));
         this.results.dataset.ready = "true";
       });
   }
@@ -92,46 +88,32 @@ export class HeadsOff {
       const after = a.candidates.after;
       const win = before[0];
       const now = after.find((c) => c.id === win.id)?.p ?? 0;
-      out.push(
-        el(
-          "p",
-          { className: "heads-off-winner", dataset: { testid: "heads-off-winner" } },
-          `The next token was ${show(win.token)} at ${pct(win.p)}; with these heads off it has ${pct(now)}` +
-            (after[0].id === win.id ? "." : `, and ${show(after[0].token)} leads at ${pct(after[0].p)}.`),
-        ),
-      );
-      const t = el("table", { className: "ca-table heads-off-table", dataset: { testid: "heads-off-candidates" } });
-      t.append(el("caption", {}, "The ten likeliest next tokens, before and after"));
+      const same = after[0].id === win.id;
+      const words = { token: piece(win.token), p: percent(win.p), now: percent(now), lead: piece(after[0].token), q: percent(after[0].p) };
+      out.push(el("p", { className: "heads-off-winner", dataset: { testid: "heads-off-winner" } }, t(same ? "overview.off.winner" : "overview.off.winnerNew", words)));
+      const table = el("table", { className: "ca-table heads-off-table", dataset: { testid: "heads-off-candidates" } });
+      table.append(el("caption", {}, t("overview.off.caption")));
       const head = el("tr");
-      for (const h of ["before", "p", "after", "p"]) head.append(el("th", { scope: "col" }, h));
-      t.append(head);
+      for (const h of ["before", "p", "after", "p"]) head.append(el("th", { scope: "col" }, t(`overview.off.${h}`)));
+      table.append(head);
+      const token = (c) => t("overview.off.token", { token: piece(c.token) });
       before.forEach((c, i) => {
         const tr = el("tr", { dataset: { testid: `heads-off-candidate-${i}` } });
-        tr.append(el("td", {}, show(c.token)), el("td", {}, pct(c.p)), el("td", {}, show(after[i].token)), el("td", {}, pct(after[i].p)));
-        t.append(tr);
+        tr.append(el("td", {}, token(c)), el("td", {}, percent(c.p)), el("td", {}, token(after[i])), el("td", {}, percent(after[i].p)));
+        table.append(tr);
       });
-      out.push(t);
+      out.push(table);
     }
     const least = Math.min(...a.cosine);
     const k = a.cosine.indexOf(least);
-    out.push(
-      el(
-        "p",
-        { className: "heads-off-cosine", dataset: { testid: "heads-off-cosine" } },
-        `Each token's final vector, before · after (cosine; 1: unchanged): the most turned is ${show(a.tokens[k])} at ${least.toFixed(4)}, ` +
-          `the mean ${(a.cosine.reduce((x, y) => x + y, 0) / a.cosine.length).toFixed(4)}.`,
-      ),
-    );
+    const mean = a.cosine.reduce((x, y) => x + y, 0) / a.cosine.length;
+    const cosine = { token: piece(a.tokens[k]), least: decimal(least, 4), mean: decimal(mean, 4) };
+    out.push(el("p", { className: "heads-off-cosine", dataset: { testid: "heads-off-cosine" } }, t("overview.off.cosine", cosine)));
     if (a.first_layer !== null && a.layer > a.first_layer) {
       let most = 0;
       a.weights.before.forEach((row, i) => row.forEach((w, j) => (most = Math.max(most, Math.abs(a.weights.after[i][j] - w)))));
-      out.push(
-        el(
-          "p",
-          { className: "heads-off-view", dataset: { testid: "heads-off-view" } },
-          `Layer ${a.layer}, head ${a.head} (after the first switched-off layer, ${a.first_layer}): its weights move by up to ${fixed3(most)}.`,
-        ),
-      );
+      const view = { layer: integer(a.layer), head: integer(a.head), first: integer(a.first_layer), most: decimal(most, 3) };
+      out.push(el("p", { className: "heads-off-view", dataset: { testid: "heads-off-view" } }, t("overview.off.view", view)));
     }
     return out;
   }
