@@ -116,7 +116,7 @@ def test_rollout_flow_and_the_numpy_panel(watched: Watched) -> None:
     assert api["tokens"][IT] == "it"
     assert w.page.get_by_test_id("inside-focus").input_value() == str(IT)  # "it" is followed by default
     through = api["focus_paths"]["through"]
-    for k in (0, 2, IT):  # [CLS], "animal", "it": input (column 0) and after layer 3 (column 3)
+    for k in (0, 2, IT):  # [CLS], "animal", "it": the input (column 0) and through[3], after layer 2 (column 3)
         assert num(w.text(f"inside-rollout-table-{k}-0")) == pytest.approx(through[0][k], abs=5e-4)
         assert num(w.text(f"inside-rollout-table-{k}-3")) == pytest.approx(through[3][k], abs=5e-4)
     # the predict question's options are words of the sentence; the answer names the largest share

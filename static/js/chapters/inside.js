@@ -153,6 +153,11 @@ const STEPS = [
     title: "Switch a head off",
     short: "heads off",
     figure: "[data-testid=inside-candidates]",
+    // CLASS QUESTION (the quiz's mechanism; engineer "quiz" builds it): asked at this step before the reveal:
+    // "Which of these heads, switched off alone, changes the next word most?" — the three CONTENDERS; the
+    // server's answer: the largest drop of p(winner) over POST /api/ablate {prompt, heads: [h]} for each
+    // (“The capital of France is”: layer 23 head 4, 0.773 → 0.141).
+    classQuestion: null,
     ask: (a) => {
       if (!a.contenders || a.contenders.some((c) => c.error)) return null;
       const drops = a.contenders.map((c) => c.candidates.before[0].p - pOf(c.candidates.after, c.candidates.before[0].id));
@@ -173,7 +178,7 @@ const STEPS = [
       const after = a.off.candidates.after[0];
       const off = a.off.heads.length;
       return off
-        ? `${off} head${off > 1 ? "s are" : " is"} switched off: their outputs are set to zero before the output projection, ` +
+        ? `${off > 1 ? `${off} heads are switched off: their outputs are` : "1 head is switched off: its output is"} set to zero before the output projection, ` +
             `and the rest of the model runs as usual. The next word was ${quote(before.token.trim())} at ${pct(before.p)}; now it is ` +
             `${quote(after.token.trim())} at ${pct(after.p)}. Click a head in the grid to switch it on or off; the bars show the ten ` +
             `likeliest next words before and after.`
@@ -187,6 +192,9 @@ const STEPS = [
     title: "Every layer's guess",
     short: "lens",
     figure: "#chapter-stage, [data-testid=inside-lens-table]",
+    // CLASS QUESTION (as above): "At which layer does the model first know “Paris”?" — a range (0–9, 10–19,
+    // 20–29); the server's answer: first_top of POST /api/lens {prompt} (“The capital of France is”: 29).
+    classQuestion: null,
     ask: (a) => {
       if (a.lens.error) return null;
       const first = a.lens.first_top;
@@ -585,11 +593,12 @@ class InsideView {
     const r = a.rollout;
     const L = r.layers.length;
     const through = r.focus_paths.through;
-    const columns = shownLayers(L).map((l) => ({ title: l === 0 ? "input" : `after ${l}`, values: through[l] }));
+    // row l of `through` is after l layers: after layer l − 1, as the overview numbers the layers from 0
+    const columns = shownLayers(L).map((l) => ({ title: l === 0 ? "input" : `after ${l - 1}`, values: through[l] }));
     const rows = largest(through[0], [r.focus]);
     return [
       columnsTable(r.tokens.map(word), columns, {
-        caption: `How much of ${quote(word(r.tokens[r.focus]))} passes through each token${outOf(rows, r.tokens.length, "tokens")}; “input”: after all ${L} layers`,
+        caption: `How much of ${quote(word(r.tokens[r.focus]))} passes through each token${outOf(rows, r.tokens.length, "tokens")}, after layer 0, 1, …; “input”: after all ${L}`,
         testid: "inside-rollout-table",
         rows,
       }),

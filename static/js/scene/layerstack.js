@@ -125,7 +125,8 @@ export class LayerStack {
     if (axis) {
       const left = x(0) - 0.3 - 40 / px; // right of the label's centre: the row's first ball
       this.add(this.stage.label("input", [left, y(0), 0], "stage-label ls-layer"));
-      this.add(this.stage.label(`layer ${layers}`, [left, y(layers), 0], "stage-label ls-layer"));
+      // layers are numbered from 0, as the overview and the API number them: the top row is after layer L − 1
+      this.add(this.stage.label(`after ${layers - 1}`, [left, y(layers), 0], "stage-label ls-layer"));
     }
     if (title) this.add(this.stage.label(title, [0, y(0) - 0.32 - 34 / px, 0], "stage-label ls-title")); // under the words
   }
