@@ -1,4 +1,5 @@
-"""Switching heads off (ablation) and every layer's guess (the logit lens), on a sentence's trace.
+"""Switching heads off (ablation) and every layer's guess (the logit lens), through the families'
+one layer and app.model.forward.run — no copy of either.
 
 References:
   Michel, Levy & Neubig, "Are Sixteen Heads Really Better than One?" (2019): a head is switched off
@@ -7,56 +8,63 @@ References:
   nostalgebraist, "interpreting GPT: the logit lens" (2020): each layer's residual stream put
   through the final normalisation and the (tied) unembedding, as if the model stopped there.
 
-A switched-off head of layer l changes nothing below l: its rerun starts from the trace's hidden
-state after layer l − 1 and layer l's q, k, v (rerun), so switching off a head of a late layer costs
-a few layers, not a forward. The rest of the forward runs as usual (app.model.forward with a heads
-hook: the one layer function of each family, zeroing heads before W_O).
+Switching off is the families' Hooks(heads=…): each layer hands its heads' outputs (h, rows, d) to
+the hook before W_O / o_proj, and switch_off() zeroes the chosen ones. A switched-off head of layer
+l changes nothing below l, so rerun() continues the sentence's trace from layer l (its input hidden
+state and its q, k, v, kept by the trace) with the hook on: switching off a head of a late layer
+costs a few layers, not a forward.
+
+The lens reads, at one position, the embedding and every layer's output: run() with last_only (the
+prompt cut after that position: a causal model's later rows change nothing before them) keeps each
+layer's row there (its `kept`), and the decoder's logits() puts the L + 1 rows through the final
+RMSNorm and the LM head at once.
 
 Shapes: hidden (n, C) per layer; heads' outputs (h, rows, d); logits (V,); probabilities in float64.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from app.attention import Backend
-from app.model import llama
-from app.model.generate import probabilities, top_ids
+from app.model import forward
+from app.model.families.base import Decoder, Hooks
+from app.model.families.llama.config import EMBED, LM_HEAD
+from app.model.generate import new_cache, probabilities, top_ids
 from app.model.loader import Model
-from app.model.nn import ops
 from app.model.trace import Trace
 
 Head = tuple[int, int]  # (layer, head), both 0-based
 
 
-def switch_off(heads: Iterable[Head]) -> Callable[[int, Any], Any]:
-    """The hook that zeroes the outputs of `heads` before each layer's output projection:
+def switch_off(heads: Iterable[Head]) -> Hooks:
+    """The hooks that zero the outputs of `heads` before each layer's output projection:
     (layer i, its heads' outputs (h, rows, d)) → the same with those heads' rows set to 0."""
     by_layer: dict[int, list[int]] = {}
     for layer, head in sorted(set(heads)):
         by_layer.setdefault(layer, []).append(head)
 
-    def hook(i: int, a: Any) -> Any:
+    def zero(i: int, a: Any) -> Any:
         off = by_layer.get(i)
         if off:
-            a[off] = 0  # a is attention's fresh output: zeroed in place, as head_mask's product by 0 would
+            a[off] = 0  # attention's fresh output, read by W_O only: zeroed in place, as head_mask's × 0 would
         return a
 
-    return hook
+    return Hooks(heads=zero)
 
 
 def rerun(model: Model, ids: list[int], trace: Trace, heads: Iterable[Head], backend: Backend = "numpy") -> Trace:
     """The trace with `heads` switched off: layers below the first of them are `trace`'s own (hidden
-    states, q, k, v); from that layer on the forward runs again with the heads' outputs zeroed."""
+    states, q, k, v); from that layer on forward.trace runs again, continuing them, with the hook on."""
     heads = sorted(set(heads))
     if not heads:
         return trace
     first = heads[0][0]
     start = Trace(trace.q[: first + 1], trace.k[: first + 1], trace.v[: first + 1], trace.hidden[: first + 1])
-    return model.forward(ids, backend, None, start, heads=switch_off(heads))
+    return forward.trace(ids, model.weights, model.spec, backend, None, start, hooks=switch_off(heads))
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -67,11 +75,11 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def next_token_logits(model: Model, final: np.ndarray) -> np.ndarray:
-    """The next-token scores (V,) float32 of a decoder's final-normed last row (the trace's last hidden
-    state is after the final RMSNorm): x·Eᵀ, or lm_head's."""
-    o = ops("numpy")
-    return np.asarray(llama.logits(final[None, :], o.weights(model.weights), model.spec, o)[0], dtype=np.float32)
+def unembed(model: Model, normed: np.ndarray) -> np.ndarray:
+    """The next-token scores (V,) float32 of a decoder's last row already through the final RMSNorm
+    (a trace keeps its last layer so, as transformers' hidden_states): normed · Eᵀ, or lm_head's."""
+    head = model.weights[EMBED if model.spec.tied else LM_HEAD]  # (V, C)
+    return np.asarray(head @ normed, dtype=np.float32)
 
 
 def top(model: Model, logits: np.ndarray, k: int) -> list[dict[str, Any]]:
@@ -80,14 +88,27 @@ def top(model: Model, logits: np.ndarray, k: int) -> list[dict[str, Any]]:
     return [{"token": model.tokenizer.piece(int(i)), "id": int(i), "p": float(p[i])} for i in top_ids(logits, k)]
 
 
-def lens(model: Model, trace: Trace, position: int, k: int) -> list[list[dict[str, Any]]]:
-    """Each layer's guess at `position`: the embedding and every layer's output put through the final
-    RMSNorm and the LM head, the top k of each (layers + 1 lists, the embedding's first). The trace's
-    last hidden state is already final-normed (as transformers' hidden_states): it is not normed twice."""
+def lens_scores(model: Model, ids: list[int], position: int, backend: Backend = "numpy") -> np.ndarray:
+    """Every layer's next-token scores at `position` (L + 1, V) float32, the embedding's first: the
+    prompt up to `position` through run() (last_only: the last layer's other rows are never read),
+    keeping each layer's row at `position`; the rows through the decoder's final RMSNorm and LM head."""
     s = model.spec
-    o = ops("numpy")
-    w = o.weights(model.weights)
-    rows = np.stack([h[position] for h in trace.hidden[:-1]])  # (L, C): the embedding, layers 0 … L − 2
-    normed = np.concatenate([llama.final_norm(rows, w, s), trace.hidden[-1][position][None, :]])  # (L + 1, C)
-    scores = np.asarray(llama.logits(normed, w, s, o), dtype=np.float32)  # (L + 1, V)
-    return [top(model, row, k) for row in scores]
+    layer, o = forward.layer_of(model.weights, s, backend)
+    assert hasattr(layer, "logits"), f"the lens reads a decoder's next-token scores: {s.name} is {s.kind}"
+    decoder: Decoder = layer  # type: ignore[assignment]
+    ids = ids[: position + 1]
+    x = decoder.embed(ids, 0)  # (n, C)
+    rows = [np.array(o.numpy(x[-1:]))]  # (1, C) each: copies (the run replaces its blocks' arrays)
+
+    def kept(i: int, xs: list[Any]) -> None:
+        rows.append(np.array(o.numpy(xs[-1][-1:])))
+
+    last = forward.run(decoder, o, x, 0, 0, s.layers, new_cache(model, len(ids), backend), last_only=True, kept=kept)
+    rows.append(np.array(o.numpy(last[-1][-1:])))  # layer L − 1's output, before the final norm
+    return np.asarray(o.numpy(decoder.logits(o.array(np.concatenate(rows)))), dtype=np.float32)  # (L + 1, V)
+
+
+def lens(model: Model, ids: list[int], position: int, k: int, backend: Backend = "numpy") -> list[list[dict[str, Any]]]:
+    """Each layer's guess at `position`: the embedding and every layer's output put through the final
+    RMSNorm and the LM head, the top k of each (layers + 1 lists, the embedding's first)."""
+    return [top(model, row, k) for row in lens_scores(model, ids, position, backend)]

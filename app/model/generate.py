@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from app.model import forward
+from app.model.families.base import NO_HOOKS, Hooks
 from app.model.loader import Model
 from app.model.nn import ops
 
@@ -84,11 +85,12 @@ class Watched:
 
 
 def advance(
-    model: Model, ids: list[int], cache: Cache, layer: int, head: int, backend: str = "numpy"
-) -> tuple[np.ndarray, Watched]:
+    model: Model, ids: list[int], cache: Cache, layer: int, head: int, backend: str = "numpy",
+    hooks: Hooks = NO_HOOKS,
+) -> tuple[np.ndarray, Watched]:  # fmt: skip
     """Run `ids` at positions cache.length … through every layer, adding their keys and values to
     the cache: the last token's next-token logits (V,) float32, and what head `head` of layer
-    `layer` did for it."""
+    `layer` did for it. hooks: the layer's (app.model.ablate: some heads switched off)."""
     s = model.spec
     n, first = len(ids), cache.length
     if first + n > cache.capacity:
@@ -100,7 +102,7 @@ def advance(
             k, v = keys
             watched.append(_watch(q, k, v, head, s.groups))
 
-    logits = forward.step(ids, model.weights, s, backend, cache, first, seen)  # type: ignore[arg-type]
+    logits = forward.step(ids, model.weights, s, backend, cache, first, seen, hooks)  # type: ignore[arg-type]
     cache.length = first + n
     return logits, watched[0]
 
@@ -233,12 +235,14 @@ def write(
     head: int,
     backend: str = "numpy",
     limit: int | None = None,
+    hooks: Hooks = NO_HOOKS,
 ) -> Generator[Written | Done, None, None]:
     """Write up to max_new_tokens after the prompt: one Written per token, then Done.
 
     Stops early at the model's end-of-text token ("eos"), or when the cache reaches `limit` tokens
     (default the model's context: "stopped"). The generator does one step's work per item asked
-    for, so a consumer that stops asking stops the work.
+    for, so a consumer that stops asking stops the work. hooks: the model writes with its layers
+    changed so (app.model.ablate: some heads switched off).
     """
     start = time.perf_counter()
     s = model.spec
@@ -246,7 +250,7 @@ def write(
     capacity = min(len(prompt_ids) + max_new_tokens, limit)
     cache = new_cache(model, capacity, backend)
     rng = np.random.default_rng(seed)
-    logits, watched = advance(model, prompt_ids, cache, layer, head, backend)
+    logits, watched = advance(model, prompt_ids, cache, layer, head, backend, hooks)
     written: list[int] = []
     reason: Reason = "length"
     for index in range(max_new_tokens):
@@ -264,7 +268,7 @@ def write(
         if cache.length >= capacity:
             reason = "stopped"
             break
-        logits, watched = advance(model, [token_id], cache, layer, head, backend)
+        logits, watched = advance(model, [token_id], cache, layer, head, backend, hooks)
     yield Done(reason, time.perf_counter() - start, len(written), cache.nbytes(), written)
 
 

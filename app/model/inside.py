@@ -26,6 +26,7 @@ from app.model.loader import ModelHandle
 from app.model.rollout import Method
 from app.model.select import HeadChoice, LayerChoice, all_weights, select
 from app.model.spec import ModelSpec
+from app.model.tokenizer import Encoded
 from app.model.trace import Trace
 
 DECIMALS = 6  # the answers' shares, rounded (1e-6 is the precision the tests hold them to)
@@ -145,8 +146,8 @@ def _decoder(spec: ModelSpec, what: str) -> None:
                                   f"model; use {registry.DECODER_ID!r}")  # fmt: skip
 
 
-def _text_trace(handle: ModelHandle, spec: ModelSpec, text: str, field: str, backend: Backend) -> tuple[Any, Any]:
-    """The text's tokens and its whole trace (the model's cache answers a text seen lately)."""
+def _text(handle: ModelHandle, spec: ModelSpec, text: str, field: str) -> Encoded:
+    """The text's tokens, checked against the model's limit."""
     if not text.strip():
         raise InputError(field, f"{field} is empty: type at least one word")
     encoded = handle.encode(text)
@@ -154,6 +155,12 @@ def _text_trace(handle: ModelHandle, spec: ModelSpec, text: str, field: str, bac
         raise InputError(field, f"{field} has no tokens that {spec.name} reads (only spaces or controls)")
     if len(encoded) > spec.max_tokens:
         raise InputError(field, f"{field} is {len(encoded)} tokens for {spec.name}; the limit is {spec.max_tokens}")
+    return encoded
+
+
+def _text_trace(handle: ModelHandle, spec: ModelSpec, text: str, field: str, backend: Backend) -> tuple[Encoded, Trace]:
+    """The text's tokens and its whole trace (the model's cache answers a text seen lately)."""
+    encoded = _text(handle, spec, text, field)
     with service._one_flight(handle, backend, text):
         trace = service._trace(handle, text, encoded, backend)
     return encoded, trace
@@ -199,7 +206,7 @@ def switched_off(
     }
     if spec.kind == "llama":
         out["candidates"] = {
-            name: ablate.top(model, ablate.next_token_logits(model, t.hidden[-1][-1]), CANDIDATES)
+            name: ablate.top(model, ablate.unembed(model, t.hidden[-1][-1]), CANDIDATES)
             for name, t in (("before", before), ("after", after))
         }
     return out
@@ -210,13 +217,14 @@ def every_layers_guess(handle: ModelHandle, prompt: str, position: int | None, b
     for the next token, the final answer, and the first layer whose top guess it is."""
     spec = service.spec_of(handle)
     _decoder(spec, "the lens")
-    encoded, trace = _text_trace(handle, spec, prompt, "prompt", backend)
+    encoded = _text(handle, spec, prompt, "prompt")
     n = len(encoded)
     position = n - 1 if position is None else position
     if not 0 <= position < n:
         raise InputError("position", f"position must be 0 … {n - 1}: the prompt has {n} tokens")
     model = handle.model()
-    guesses = ablate.lens(model, trace, position, LENS_TOP)  # layers + 1 lists: the embedding, layers 0 … L − 1
+    with np.errstate(over="ignore", invalid="ignore"):
+        guesses = ablate.lens(model, encoded.ids, position, LENS_TOP, backend)  # the embedding, layers 0 … L − 1
     answer = guesses[-1][0]
     first = next(i for i, g in enumerate(guesses) if g[0]["id"] == answer["id"]) - 1
     return {

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
 from app.model import ablate, generate, inside, prompt, registry
+from app.model.families.base import NO_HOOKS
 from app.model.generate import Done, Sampling, Written
 from app.model.loader import handle_for
 from app.model.tokenizer import Encoded
@@ -64,9 +65,9 @@ async def post_generate(request: Request) -> Response:
     )
     sampling = Sampling(req.temperature, req.top_k, req.top_p)
     off = inside.heads_off(model.spec, [(p[0], p[1]) for p in req.ablate], "ablate")
-    hook = ablate.switch_off(off) if off else None
+    hooks = ablate.switch_off(off) if off else NO_HOOKS
     steps = generate.write(
-        model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend, heads=hook
+        model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend, hooks=hooks
     )
     header = _prompt_fields(entry.id, encoded)
     if preferred(request.headers.get("accept"), (NDJSON, "application/json")) == "application/json":

@@ -216,7 +216,7 @@ def test_writing_without_the_hook_is_unchanged(smollm: Model) -> None:
     """No heads switched off: the steps are the same numbers as before the hook existed (a hook of no heads)."""
     ids = smollm.tokenizer.encode(PROMPT).ids
     plain = list(generate.write(smollm, ids, 3, generate.Sampling(), None, 0, 0))
-    hooked = list(generate.write(smollm, ids, 3, generate.Sampling(), None, 0, 0, heads=ablate.switch_off([])))
+    hooked = list(generate.write(smollm, ids, 3, generate.Sampling(), None, 0, 0, hooks=ablate.switch_off([])))
     for x, y in zip(plain[:-1], hooked[:-1], strict=True):
         assert isinstance(x, generate.Written) and isinstance(y, generate.Written)
         np.testing.assert_array_equal(x.logits, y.logits)
