@@ -41,7 +41,7 @@ GROUPS = {
         for m in (
             "model/test_llama", "model/test_llama_tiny", "model/test_against_transformers", "model/test_forward",
             "model/test_folders", "lesson/test_block", "lesson/test_multihead", "model/test_rollout",
-            "model/test_ablate",
+            "model/test_ablate", "classroom/test_questions_inside",
         )
     },
     **{f"tests/classroom/{m}.py": "postgresql" for m in ("test_lessons", "test_school_server")},

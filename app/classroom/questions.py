@@ -78,6 +78,14 @@ class Models(Protocol):
         (temperature, top-k, top-p; the Write chapter's fixed draw): (token, p), likeliest first; [] when the
         writing ends before."""
 
+    def lens(self, prompt: str) -> tuple[int, str, int]:
+        """The decoder's logit lens after the prompt (chapter inside): the first layer (−1: the embedding) whose top
+        guess is the model's final next token, that token, and the model's number of layers."""
+
+    def next_word_without(self, prompt: str, heads: list[tuple[int, int]]) -> tuple[str, float, float]:
+        """The decoder's likeliest next token after the prompt, its probability, and its probability with `heads`
+        ([(layer, head)]) switched off (chapter inside)."""
+
 
 @dataclass(frozen=True)
 class Asked:
@@ -727,3 +735,77 @@ def catalogue() -> list[dict[str, Any]]:
         {"id": q.id, "chapter": q.chapter, "steps": list(q.steps), "kind": q.kind, "title": q.title}
         for q in QUESTIONS.values()
     ]
+
+
+# ---- chapter 13: look inside ------------------------------------------------------------------------
+
+# the heads the chapter's "switch a head off" step offers (static/js/chapters/inside.js CONTENDERS): an
+# early, a middle and a late one
+CONTENDERS: tuple[tuple[int, int], ...] = ((0, 6), (23, 4), (27, 1))
+_INSIDE = {"prompt": "The capital of France is"}
+
+
+def _prompt(view: View) -> str:
+    prompt = view["prompt"]
+    if not prompt.strip():
+        raise NotAskable("the prompt is empty: type the start of a text first")
+    return prompt
+
+
+def inside_head_off(view: View, models: Models) -> Asked:
+    """Asked before the step that switches heads off: which contender takes the most from the next word."""
+    prompt = _prompt(view)
+    changes = [models.next_word_without(prompt, [head]) for head in CONTENDERS]
+    token, before = changes[0][0], changes[0][1]
+    drops = [before - after for _, _, after in changes]
+    top = max(drops)
+    right = [i for i, d in enumerate(drops) if d >= top - 1e-3]  # a near tie: either is right
+    options = [f"layer {layer}, head {head}" for layer, head in CONTENDERS]
+    text = (
+        f"After {quote(prompt)} the model's likeliest next token is {quote(shown_token(token))}. Which of these "
+        "heads, switched off alone, takes the most away from it?"
+    )
+    after = [before - d for d in drops]
+    each = "; ".join(f"{o}: {100 * before:.1f}% → {100 * p:.1f}%" for o, p in zip(options, after, strict=True))
+    explain = f"{options[right[0]]}. {each}. One head can matter a lot while most matter little."
+    hides = [f"{100 * p:.1f}%" for p in after]
+    return Asked("word", text, options, right, top, explain, hides=hides)
+
+
+def inside_lens_layer(view: View, models: Models) -> Asked:
+    """Asked before the lens is shown: in which band of layers the final answer first becomes the top guess."""
+    prompt = _prompt(view)
+    first, token, layers = models.lens(prompt)
+    third = layers // 3
+    bins: list[RangeBin] = [
+        (-1, third, f"early: the embedding or layers 0–{third - 1}"),
+        (third, 2 * third, f"in the middle: layers {third}–{2 * third - 1}"),
+        (2 * third, layers - 2, f"late: layers {2 * third}–{layers - 3}"),
+        (layers - 2, layers - 1, f"only at the very end: layer {layers - 2} or {layers - 1}"),
+    ]
+    word = quote(shown_token(token))
+    text = (
+        f"The model's last layer puts {word} on top after {quote(prompt)}. Read what every layer hands on as if the "
+        f"model stopped there: at which layer is {word} first the top guess?"
+    )
+    where = "the embedding" if first < 0 else f"layer {first}"
+    explain = f"At {where} of {layers} (0 … {layers - 1}): before it, other tokens are the top guess."
+    return _range(text, first, bins, explain, [])  # ("layer 29" is on the page anyway: the heads' grid)
+
+
+register(
+    Question(
+        "inside.head-off",
+        "inside",
+        ("rollout", "flow"),
+        "word",
+        "the head that takes the most from the next word",
+        inside_head_off,
+        _INSIDE,
+    )
+)
+register(
+    Question(
+        "inside.lens", "inside", ("off",), "range", "the first layer with the answer on top", inside_lens_layer, _INSIDE
+    )
+)

@@ -22,6 +22,7 @@ from app import limits
 from app.attention import Backend, Mask
 from app.errors import InputError
 from app.model import ablate, registry, rollout, service
+from app.model.generate import probabilities
 from app.model.loader import ModelHandle
 from app.model.rollout import Method
 from app.model.select import HeadChoice, LayerChoice, all_weights, select
@@ -262,3 +263,20 @@ def ablated_attention(
         after = ablate.rerun(handle.model(), encoded.ids, before, heads, backend)
         arrays = select(after, fields["layer"], fields["head"], fields["mask"], backend)
     return {**fields, "ablate": [list(h) for h in heads]}, arrays
+
+
+def next_word_without(
+    handle: ModelHandle, prompt: str, heads: list[tuple[int, int]], backend: Backend
+) -> tuple[str, float, float]:
+    """The decoder's likeliest next token after `prompt`, its probability, and its probability with
+    `heads` switched off (a class question's answer: what a head takes away from the next word)."""
+    spec = service.spec_of(handle)
+    _decoder(spec, "the next word")
+    heads = heads_off(spec, heads)
+    encoded, before = _text_trace(handle, spec, prompt, "prompt", backend)
+    model = handle.model()
+    with np.errstate(over="ignore", invalid="ignore"):
+        after = ablate.rerun(model, encoded.ids, before, heads, backend)
+        p_before, p_after = (probabilities(ablate.unembed(model, t.hidden[-1][-1])) for t in (before, after))  # (V,)
+    best = int(np.argmax(p_before))
+    return model.tokenizer.piece(best), float(p_before[best]), float(p_after[best])

@@ -115,6 +115,18 @@ class ServerModels:
             steps.close()
         return []
 
+    def lens(self, prompt: str) -> tuple[int, str, int]:
+        from app.model import inside, registry
+
+        handle = self._handle(registry.DECODER_ID)
+        guess = inside.every_layers_guess(handle, prompt, None, self.backend)
+        return int(guess["first_top"]), str(guess["answer"]["token"]), handle.spec().layers
+
+    def next_word_without(self, prompt: str, heads: list[tuple[int, int]]) -> tuple[str, float, float]:
+        from app.model import inside, registry
+
+        return inside.next_word_without(self._handle(registry.DECODER_ID), prompt, heads, self.backend)
+
 
 def _keeper(request: Request) -> quiz.Keep:
     """Keeps a finished question in the class report of its run (the lessons' database)."""

@@ -17,7 +17,9 @@ export const ENCODER = "all-minilm-l6-v2";
 export const DECODER = "smollm2-135m";
 const WIDE = "The animal didn't cross the street because it was too wide.";
 const PROMPT = "The capital of France is";
-// three heads the "switch a head off" question offers (layer, head): an early, a middle and a late one
+// three heads the "switch a head off" question offers (layer, head): an early, a middle and a late one; the
+// class's questions (app/classroom/questions.py: inside.head-off, asked at steps 1–2, and inside.lens, asked at
+// step 3, before the lens shows the answer) use the same three
 const CONTENDERS = [
   [0, 6],
   [23, 4],
@@ -153,11 +155,6 @@ const STEPS = [
     title: "Switch a head off",
     short: "heads off",
     figure: "[data-testid=inside-candidates]",
-    // CLASS QUESTION (the quiz's mechanism; engineer "quiz" builds it): asked at this step before the reveal:
-    // "Which of these heads, switched off alone, changes the next word most?" — the three CONTENDERS; the
-    // server's answer: the largest drop of p(winner) over POST /api/ablate {prompt, heads: [h]} for each
-    // (“The capital of France is”: layer 23 head 4, 0.773 → 0.141).
-    classQuestion: null,
     ask: (a) => {
       if (!a.contenders || a.contenders.some((c) => c.error)) return null;
       const drops = a.contenders.map((c) => c.candidates.before[0].p - pOf(c.candidates.after, c.candidates.before[0].id));
@@ -192,9 +189,6 @@ const STEPS = [
     title: "Every layer's guess",
     short: "lens",
     figure: "#chapter-stage, [data-testid=inside-lens-table]",
-    // CLASS QUESTION (as above): "At which layer does the model first know “Paris”?" — a range (0–9, 10–19,
-    // 20–29); the server's answer: first_top of POST /api/lens {prompt} (“The capital of France is”: 29).
-    classQuestion: null,
     ask: (a) => {
       if (a.lens.error) return null;
       const first = a.lens.first_top;
