@@ -7,9 +7,11 @@ one forward of the prompt with logits_to_keep=1 (the next token's scores only: t
 list needs). Each round has a new ~300-token prompt (no cache has seen it), and times, in this order:
 
 1. transformers' forward                                                       the reference
-2. POST /api/lens {prompt} (in process): our forward, then 31 rows through the final RMSNorm and
-   the LM head                                                                 goal ≤ 1.2×
-   (this leaves the prompt's trace in the model's cache, as a page that showed the prompt has it)
+2. POST /api/lens {prompt} (in process): the prompt through run() (the last layer's last row only),
+   each layer's row at the position kept, 31 rows through the final RMSNorm and the LM head
+                                                                               goal ≤ 1.2×
+   then, untimed, POST /api/ablate with no heads off: the prompt's trace in the model's cache, as a
+   page that showed the prompt has it
 3. POST /api/ablate, a head of layer 15 off: the rerun reuses layers 0 … 14   goal ≤ 1.3×
 4. the same, a head of layer 0 off: the whole forward again (the worst case)   reported
 5. POST /api/rollout of the first 64 tokens (the route's limit), and flow of the first 16   reported
@@ -93,6 +95,7 @@ def main() -> None:
         return {
             "theirs": timed(lambda: theirs(text), "theirs"),
             "lens": timed(lambda: post("/api/lens", {"model": DECODER, "prompt": text}), "lens"),
+            "shown": timed(lambda: post("/api/ablate", {"model": DECODER, "prompt": text, "heads": []}), "shown"),
             "ablate15": timed(
                 lambda: post("/api/ablate", {"model": DECODER, "prompt": text, "heads": [[15, 4]]}), "ablate15"
             ),
@@ -125,6 +128,7 @@ def main() -> None:
     lines = [
         ("transformers forward (sdpa, logits_to_keep=1)", "theirs", ""),
         ("POST /api/lens", "lens", "goal ≤ 1.2×"),
+        ("POST /api/ablate, no heads off (the trace; untimed goal)", "shown", ""),
         ("POST /api/ablate, a head of layer 15 off", "ablate15", "goal ≤ 1.3×"),
         ("POST /api/ablate, a head of layer 0 off", "ablate0", ""),
         ("POST /api/rollout, 60 tokens", "rollout64", ""),
