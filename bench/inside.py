@@ -128,7 +128,7 @@ def main() -> None:
     lines = [
         ("transformers forward (sdpa, logits_to_keep=1)", "theirs", ""),
         ("POST /api/lens", "lens", "goal ≤ 1.2×"),
-        ("POST /api/ablate, no heads off (the trace; untimed goal)", "shown", ""),
+        ("POST /api/ablate, no heads off (the whole trace)", "shown", ""),
         ("POST /api/ablate, a head of layer 15 off", "ablate15", "goal ≤ 1.3×"),
         ("POST /api/ablate, a head of layer 0 off", "ablate0", ""),
         ("POST /api/rollout, 60 tokens", "rollout64", ""),
