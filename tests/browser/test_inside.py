@@ -2,7 +2,8 @@
 (the candidates before and after read from the page, as POST /api/ablate gives them; the set in the
 URL and back from it), the chapter `inside` step by step (rollout's numbers as the server's, the NumPy
 panel run in a plain Python, a head switched off in its grid, the lens, the compare view in its modes
-and in a room's snapshot), every step on the first screen at 1280×720, on a phone, and on the projector."""
+and in a room's snapshot), axe on three steps. Every step on the first screen at 1280×720, on a phone and
+on the projector: test_layout's and test_projector's walks of every chapter."""
 
 from __future__ import annotations
 
@@ -14,11 +15,9 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.chapters import ANIMAL, fits, num, open_at_step, wait
-from tests.browser.conftest import Watched, watched_page
-from tests.browser.helpers import chapter_violations, next_frames, post, run_python
-from tests.browser.test_layout import FIRST_SCREEN, PHONE_CHECK, _walk
-from tests.browser.test_projector import projector, walk_chapter  # noqa: F401 (projector: a fixture)
+from tests.browser.chapters import ANIMAL, num, open_at_step, wait
+from tests.browser.conftest import Watched
+from tests.browser.helpers import chapter_violations, post, run_python
 
 pytestmark = pytest.mark.browser
 
@@ -109,7 +108,9 @@ def test_an_encoder_head_off_shows_the_cosines_and_a_later_head(watched: Watched
 # ---- the chapter --------------------------------------------------------------------------------
 
 
-def test_rollout_flow_and_the_numpy_panel(watched: Watched) -> None:
+def test_the_chapter_step_by_step(watched: Watched) -> None:
+    """One page walk: rollout and flow (the server's shares, the NumPy panel run), a head switched off in the
+    chapter's grid (its candidates, the URL, the predict question), then the lens (its marked row)."""
     w = watched
     open_at_step(w, "chapter=inside", (1280, 720), "rollout")
     api = post(w.base, "/api/rollout", {"model": "all-minilm-l6-v2", "sentence": ANIMAL, "focus": IT})
@@ -148,10 +149,8 @@ def test_rollout_flow_and_the_numpy_panel(watched: Watched) -> None:
     )
     assert num(w.text("inside-flow-table-0-0")) == pytest.approx(other["focus_paths"]["through"][0][0], abs=5e-4)
 
-
-def test_switch_a_head_off_in_the_chapter(watched: Watched) -> None:
-    w = watched
-    open_at_step(w, "chapter=inside&step=off", (1280, 720), "off")
+    w.page.get_by_test_id("step-off").click()
+    wait(w, "off")
     assert w.text("inside-candidate-0").startswith("“ Paris”\t77.3%")
     w.page.get_by_test_id("inside-head-23-4").click()
     w.page.wait_for_selector('[data-testid="inside-head-23-4"][aria-pressed="true"]', timeout=60_000)
@@ -167,10 +166,8 @@ def test_switch_a_head_off_in_the_chapter(watched: Watched) -> None:
     w.page.get_by_test_id("inside-ask-1").click()
     assert w.text("inside-ask-result").startswith("Right!")
 
-
-def test_the_lens_marks_where_paris_comes_out_on_top(watched: Watched) -> None:
-    w = watched
-    open_at_step(w, "chapter=inside&step=lens", (1280, 720), "lens")
+    w.page.get_by_test_id("step-lens").click()
+    wait(w, "lens")
     api = post(w.base, "/api/lens", {"prompt": PROMPT})
     first = api["first_top"]
     row = w.page.get_by_test_id(f"inside-lens-{first}")
@@ -233,45 +230,11 @@ def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> N
     assert "2 heads off" in w.page.locator("[data-testid=inside-compare-diff] thead").inner_text()
 
 
-def test_every_step_whole_on_the_first_screen_at_1280x720(browser: Any, server: str) -> None:
-    with watched_page(browser, server) as w:
-        w.page.set_viewport_size({"width": 1280, "height": 720})
-        seen = _walk(w, "inside", FIRST_SCREEN)
-        assert list(seen) == STEPS
-        bad = {s: v for s, v in seen.items() if v["scrolled"] or v["explain"] or v["off"] or not v["figures"]}
-        assert not bad, bad
-        shot(w, "inside-1280-compare")
+# every step on the first screen at 1280×720, on a phone and on the projector: test_layout's and
+# test_projector's walks of every chapter in static/js/chapters/index.js (this one included)
 
 
-def test_every_step_on_a_phone(browser: Any, server: str) -> None:
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, reduced_motion="reduce", has_touch=True, is_mobile=True
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    try:
-        w = Watched(page=page, base=server)
-        seen = _walk(w, "inside", PHONE_CHECK)
-        page.get_by_test_id("step-lens").click()
-        wait(w, "lens")
-        next_frames(page)
-        shot(w, "inside-phone-lens")
-        fits(w)
-    finally:
-        context.close()
-    assert not errors, errors
-    bad = {s: v for s, v in seen.items() if v["overlaps"] or v["cut"] or v["width"] > 390}
-    assert not bad, bad
-
-
-def test_every_step_whole_and_large_on_the_projector(projector: Watched) -> None:  # noqa: F811
-    problems = walk_chapter(projector, "inside", "")
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("step", ["rollout", "off", "lens", "compare"])
+@pytest.mark.parametrize("step", ["off", "lens", "compare"])  # (rollout's tables and pickers: as compare's)
 def test_no_accessibility_violations(browser: Any, server: str, step: str) -> None:
     """axe-core at WCAG 2.x A and AA (the heads' grid of buttons, the tables, the pickers)."""
     assert chapter_violations(browser, server, f"?chapter=inside&step={step}") == []
