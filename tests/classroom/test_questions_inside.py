@@ -59,21 +59,20 @@ def test_which_head_takes_the_most_from_the_next_word(models: Any, smollm: Any, 
 def test_the_first_layer_with_the_answer_on_top(models: Any, smollm: Any, hf_smollm: Any) -> None:
     import torch
 
-    for prompt in (PROMPT, "One, two, three, four,"):
-        asked = questions.QUESTIONS["inside.lens"].ask({"chapter": "inside", "step": "off", "prompt": prompt}, models)
-        ids = smollm.tokenizer.encode(prompt).ids
-        with torch.no_grad():
-            hidden = hf_smollm(torch.tensor([ids]), output_hidden_states=True).hidden_states  # 31
-            tops = [
-                int(hf_smollm.lm_head(h[0, -1] if i == len(hidden) - 1 else hf_smollm.model.norm(h[0, -1])).argmax())
-                for i, h in enumerate(hidden)
-            ]
-        first = tops.index(tops[-1]) - 1  # −1: the embedding
-        assert asked.value == first, prompt
-        band = 0 if first < 10 else 1 if first < 20 else 2 if first < 28 else 3
-        assert asked.right == [band], (prompt, first)
-        assert asked.options[3] == "only at the very end: layer 28 or 29"
-        assert smollm.tokenizer.piece(tops[-1]).strip() in asked.text
+    asked = questions.QUESTIONS["inside.lens"].ask({"chapter": "inside", "step": "off", "prompt": PROMPT}, models)
+    ids = smollm.tokenizer.encode(PROMPT).ids
+    with torch.no_grad():
+        hidden = hf_smollm(torch.tensor([ids]), output_hidden_states=True).hidden_states  # 31
+        tops = [
+            int(hf_smollm.lm_head(h[0, -1] if i == len(hidden) - 1 else hf_smollm.model.norm(h[0, -1])).argmax())
+            for i, h in enumerate(hidden)
+        ]
+    first = tops.index(tops[-1]) - 1  # −1: the embedding
+    assert asked.value == first
+    band = 0 if first < 10 else 1 if first < 20 else 2 if first < 28 else 3
+    assert asked.right == [band], first
+    assert asked.options[3] == "only at the very end: layer 28 or 29"
+    assert smollm.tokenizer.piece(tops[-1]).strip() in asked.text
 
 
 def test_no_question_on_an_empty_prompt_or_at_another_step(models: Any) -> None:
