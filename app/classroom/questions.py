@@ -773,7 +773,8 @@ def inside_head_off(view: View, models: Models) -> Asked:
 
 
 def inside_lens_layer(view: View, models: Models) -> Asked:
-    """Asked before the lens is shown: in which band of layers the final answer first becomes the top guess."""
+    """In which band of layers the final answer first becomes the top guess: asked at the step before the lens, or
+    at the lens while the page withholds every layer's guess (static/js/chapters/inside.js)."""
     prompt = _prompt(view)
     first, token, layers = models.lens(prompt)
     third = layers // 3
@@ -806,6 +807,12 @@ register(
 )
 register(
     Question(
-        "inside.lens", "inside", ("off",), "range", "the first layer with the answer on top", inside_lens_layer, _INSIDE
+        "inside.lens",
+        "inside",
+        ("off", "lens"),
+        "range",
+        "the first layer with the answer on top",
+        inside_lens_layer,
+        _INSIDE,
     )
 )

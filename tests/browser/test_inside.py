@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from tests.browser.chapters import ANIMAL, num, open_at_step, wait
 from tests.browser.conftest import Watched
 from tests.browser.helpers import chapter_violations, post, run_python
+from tests.browser.test_withhold import withhold
 
 pytestmark = pytest.mark.browser
 
@@ -177,6 +178,15 @@ def test_the_chapter_step_by_step(watched: Watched) -> None:
     out = run_python(w.page.get_by_test_id("numpy-code").inner_text())
     assert out["first_top"] == first
     assert w.page.locator("#chapter-stage .bar-label.marked").inner_text().endswith("Paris")
+    # a class question open (the quiz withholds): no layer's guess on the page, in its 3D view or its code
+    withhold(w, "quiz")
+    w.page.wait_for_selector("[data-testid=inside-withheld]")
+    assert w.page.get_by_test_id("inside-lens-table").count() == 0
+    assert w.page.locator("#chapter-stage .bar-label").count() == 0
+    assert w.page.get_by_test_id("inside-first-top").count() == 0
+    assert "Paris" not in w.page.get_by_test_id("numpy-code").inner_text()
+    withhold(w, None)
+    w.page.wait_for_selector(f"[data-testid=inside-lens-{first}].inside-first")
 
 
 def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> None:

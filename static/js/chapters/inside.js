@@ -25,6 +25,7 @@ const CONTENDERS = [
   [23, 4],
   [27, 1],
 ];
+const LENS_HIDDEN = "Every layer's guess is hidden for now: think about your answer first.";
 const MODES = [
   ["sentences", "two sentences"],
   ["models", "two models"],
@@ -201,8 +202,10 @@ const STEPS = [
         q: `At which layer does the model first put ${quote(a.lens.answer.token.trim())} on top?`,
         options: ["in the first ten layers", "in layers 10–19", "in layers 20–29"],
         answer: bands.findIndex(([lo, hi]) => first >= lo && first <= hi),
-        why: () =>
-          `At layer ${first}. Before it, the top guesses are ${a.lens.layers
+        why: (_, ctx) =>
+          ctx?.withheld
+            ? "Every layer's guess shows when the class has answered."
+            : `At layer ${first}. Before it, the top guesses are ${a.lens.layers
             .slice(0, a.lens.layers.length)
             .filter((r) => r.layer < first)
             .slice(-3)
@@ -210,10 +213,12 @@ const STEPS = [
             .join(", ")}: the stream holds other words until the later layers move it.`,
       };
     },
-    text: (a) =>
+    text: (a, ctx) =>
       a.lens.error
         ? `The decoder could not be used: ${a.lens.error}`
-        : `The model turns its numbers into a word only at the end: a score for each of its ${a.lens.vocab.toLocaleString("en")} ` +
+        : ctx?.withheld
+          ? LENS_HIDDEN
+          : `The model turns its numbers into a word only at the end: a score for each of its ${a.lens.vocab.toLocaleString("en")} ` +
           `tokens. The logit lens does the same to what every layer hands on: beside the stack, each layer's best guess for ` +
           `the word after ${quote(a.lens.prompt)}, its bar that guess's chance, the marked row where ${quote(a.lens.answer.token.trim())} first wins.`,
   },
@@ -295,7 +300,7 @@ export default {
     return new InsideView(ctx);
   },
 
-  numbers(a, stepId) {
+  numbers(a, stepId, ctx) {
     const r = a.rollout;
     if (stepId === "rollout" || stepId === "flow") {
       const m = stepId === "flow" && !a.flow.error ? a.flow : r;
@@ -313,7 +318,7 @@ export default {
         { label: "smallest cosine, before · after", value: Math.min(...a.off.cosine).toFixed(4), testid: "inside-cosine" },
       ];
     }
-    if (stepId === "lens" && !a.lens.error) {
+    if (stepId === "lens" && !a.lens.error && !ctx?.withheld) {
       return [{ label: `first layer with ${quote(a.lens.answer.token.trim())} on top`, value: String(a.lens.first_top), testid: "inside-first-top" }];
     }
     if (stepId === "compare" && a.compare.diff) {
@@ -323,8 +328,9 @@ export default {
     return [];
   },
 
-  code(a, stepId) {
+  code(a, stepId, ctx) {
     if (stepId === "rollout" || stepId === "flow") return rolloutCode(a.rollout);
+    if (stepId === "lens" && ctx?.withheld) return `# ${LENS_HIDDEN}`;
     if (stepId === "lens" && !a.lens.error) return lensCode(a.lens);
     if (stepId === "off" && !a.off.error) return cosineCode(a.off);
     if (stepId === "compare" && !a.compare.error) return compareCode(a.compare);
@@ -547,10 +553,12 @@ class InsideView {
       this.askedStep = stepId;
       this.askedAnswer = a;
     }
+    // while the class answers a question about every layer's guess, the lens step shows none of them
+    const hidden = stepId === "lens" && Boolean(this.ctx.withheld);
     this.controls.replaceChildren(...this.controlsFor(a, stepId));
-    this.body.replaceChildren(...this[`${stepId}Panel`](a));
+    this.body.replaceChildren(...(hidden ? [el("p", { className: "caveat", dataset: { testid: "inside-withheld" } }, LENS_HIDDEN)] : this[`${stepId}Panel`](a)));
     this.clearScene();
-    if (this.stage) {
+    if (this.stage && !hidden) {
       this.stage.autoFit = true;
       this[`${stepId}Scene`](a);
       // a camera roughly at the distance the drawing needs; the stage then fits it exactly (autoFit)
