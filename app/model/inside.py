@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,32 +37,59 @@ PATHS_PER_LAYER = 64  # … and at most this many per layer, the largest
 
 
 def flow_tokens(spec: ModelSpec, causal: bool) -> int:
-    """The most tokens a flow answer reads on this model: its work (rollout.flow_work) within
-    limits.FLOW_MAX_WORK, and never more than limits.MAX_ROLLOUT_TOKENS."""
+    """The most tokens a flow answer reads on this model, its focus's paths only (rollout.focus_work)
+    within limits.FLOW_FOCUS_MAX_WORK, and never more than limits.MAX_ROLLOUT_TOKENS."""
+    return _most_tokens(lambda n: rollout.focus_work(spec.layers, n, causal) <= limits.FLOW_FOCUS_MAX_WORK)
+
+
+def flow_table_tokens(spec: ModelSpec, causal: bool) -> int:
+    """The most tokens a flow answer reads with every layer's n × n table (rollout.flow_work within
+    limits.FLOW_MAX_WORK); past it and up to flow_tokens, it has the focus's paths only."""
+    return _most_tokens(lambda n: rollout.flow_work(spec.layers, n, causal) <= limits.FLOW_MAX_WORK)
+
+
+def _most_tokens(affordable: Callable[[int], bool]) -> int:
     n = 1
-    while n < limits.MAX_ROLLOUT_TOKENS and rollout.flow_work(spec.layers, n + 1, causal) <= limits.FLOW_MAX_WORK:
+    while n < limits.MAX_ROLLOUT_TOKENS and affordable(n + 1):
         n += 1
     return n
 
 
-_flows: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()  # recent flow answers' layers: seconds each
+def no_tables(spec: ModelSpec, n: int, table_tokens: int) -> str:
+    """Why a flow answer has no table per layer (its `layers_omitted`)."""
+    return (f"every layer's n × n flow table is n² maximum flows a layer, affordable up to {table_tokens} tokens "
+            f"on {spec.name} and this sentence has {n}: only the focus's paths are given")  # fmt: skip
+
+
+_flows: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()  # recent flow answers: seconds each
 _flows_lock = threading.Lock()
-_FLOWS_KEPT = 8
+_FLOWS_KEPT = 16
 
 
-def _layers(key: tuple[Any, ...], a_hat: np.ndarray, method: Method) -> np.ndarray:
-    if method == "rollout":
-        return rollout.rollout(a_hat)  # a millisecond: not kept
+def _kept(key: tuple[Any, ...], compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """compute(), or its answer for the same key if it is one of the recent ones (a class asks the same)."""
     with _flows_lock:
         if key in _flows:
             _flows.move_to_end(key)
             return _flows[key]
-    out = rollout.flow(a_hat)
+    out = compute()
     with _flows_lock:
         _flows[key] = out
         while len(_flows) > _FLOWS_KEPT:
             _flows.popitem(last=False)
     return out
+
+
+def _layers(key: tuple[Any, ...], a_hat: np.ndarray, method: Method) -> np.ndarray:
+    if method == "rollout":
+        return rollout.rollout(a_hat)  # a millisecond: not kept
+    return _kept(key, lambda: rollout.flow(a_hat))
+
+
+def _through(key: tuple[Any, ...], a_hat: np.ndarray, method: Method, focus: int) -> np.ndarray:
+    if method == "rollout":
+        return rollout.rollout_through(a_hat, focus)
+    return _kept((*key, focus), lambda: rollout.flow_through(a_hat, focus))
 
 
 def paths(a_hat: np.ndarray, through: np.ndarray) -> list[list[float]]:
@@ -92,12 +120,18 @@ def attention_through_layers(
     limit = min(spec.max_tokens, limits.MAX_ROLLOUT_TOKENS)
     encoded = service._encode(handle, spec, sentence, limit, f"{method}'s limit")
     n = len(encoded)
-    if method == "flow" and n > (most := flow_tokens(spec, mask == "causal")):
-        msg = (f"sentence is {n} tokens for {spec.name}; flow's limit there is {most} (n² maximum flows through "
-               f"{spec.layers} layers): shorten it, or ask for rollout (up to {limit})")  # fmt: skip
+    causal = mask == "causal"
+    most, tables = flow_tokens(spec, causal), flow_table_tokens(spec, causal)
+    if method == "flow" and n > most:
+        msg = (f"sentence is {n} tokens for {spec.name}; flow's limit there is {most} (the focus's paths: n "
+               f"maximum flows a layer, through {spec.layers} layers): shorten it, or ask for rollout "
+               f"(up to {limit})")  # fmt: skip
         raise InputError("sentence", msg)
     if focus is not None and not 0 <= focus < n:
         raise InputError("focus", f"focus must be 0 … {n - 1}: the sentence has {n} tokens")
+    paths_only = method == "flow" and n > tables
+    if paths_only and focus is None:
+        focus = n - 1  # the answer is the focus's paths: the last token's, unless one is asked for
     with service._one_flight(handle, backend, sentence):
         trace = service._trace(handle, sentence, encoded, backend)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -105,18 +139,20 @@ def attention_through_layers(
     if not np.isfinite(weights).all():
         raise InputError("sentence", "the model's numbers overflowed for this sentence")
     a_hat = rollout.mixed(weights)  # (L, n, n)
-    layers = _layers((id(handle), backend, mask, sentence), a_hat, method)
+    key = (id(handle), backend, mask, sentence)
     out: dict[str, Any] = {
         **service._token_fields(spec, encoded),
         "method": method,
         "mask": mask,
         "attention": np.round(weights.mean(axis=1), DECIMALS),  # (L, n, n) the heads' mean A per layer
-        "layers": np.round(layers, DECIMALS),
+        "layers": None if paths_only else np.round(_layers(key, a_hat, method), DECIMALS),
+        "layers_omitted": no_tables(spec, n, tables) if paths_only else None,
         "decimals": DECIMALS,
-        "flow_max_tokens": flow_tokens(spec, mask == "causal"),
+        "flow_max_tokens": most,
+        "flow_table_tokens": tables,
     }
     if focus is not None:
-        through = rollout.through_layers(a_hat, method, focus)  # (L + 1, n)
+        through = _through(key, a_hat, method, focus)  # (L + 1, n)
         out["focus"] = focus
         out["focus_paths"] = {"through": np.round(through, DECIMALS), "edges": paths(a_hat, through)}
     return out

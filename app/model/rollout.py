@@ -20,8 +20,9 @@ focused token (after the last layer) that passes through token k after layer l (
 focus itself, through[0] the input tokens). For rollout through[l] is row `focus` of Â_L ··· Â_(l+1);
 for flow, the maximum flow from the focus down to each (l, k), the row divided by its sum.
 
-Max-flow is igraph's (push-relabel in C, on float64 capacities). A flow answer is n² · L maximum
-flows of up to L · n² edges each: flow_work() counts its edges so that a caller can bound the work.
+Max-flow is igraph's (push-relabel in C, on float64 capacities). Every layer's table is n² · L
+maximum flows of up to L · n² edges each (flow_work counts their edges); the focus's paths alone are
+n · L flows (focus_work), so a caller can answer the paths of a sentence too long for the tables.
 """
 
 from __future__ import annotations
@@ -115,15 +116,27 @@ def flow_through(a_hat: np.ndarray, focus: int) -> np.ndarray:
     return through
 
 
+def _pairs(layers: int, n: int, causal: bool) -> tuple[int, int]:
+    """One layer's edges (n², or n(n + 1)/2 under a causal mask: to tokens j ≤ i only), and Σ over the
+    layers of the layers below (or above) them, L(L + 1)/2: how often a flow crosses a layer."""
+    return (n * (n + 1) // 2 if causal else n * n), layers * (layers + 1) // 2
+
+
+def focus_work(layers: int, n: int, causal: bool) -> int:
+    """Edges the maximum flows of flow_through() run over, counted once per flow: the focus's n flows
+    down to each layer l, each over the layers above l (a causal focus reaches focus + 1 ≤ n tokens:
+    counted as the last one). About 10⁷ edges take 0.6–0.7 s of one core (docs/inside.md)."""
+    edges, pairs = _pairs(layers, n, causal)
+    return n * edges * pairs
+
+
 def flow_work(layers: int, n: int, causal: bool) -> int:
     """Edges the maximum flows of flow() and flow_through() run over, counted once per flow: every
     node's flows to the input tokens it reaches (n² per layer, n(n + 1)/2 under a causal mask), each
-    over the graph of the layers below it, and the focus's n flows down to each layer, over the
-    layers above it. About 10⁷ edges take a second or two on a 2-core machine."""
-    edges = n * (n + 1) // 2 if causal else n * n  # one layer's edges (causal: to tokens j ≤ i only)
-    flows = n * (n + 1) // 2 if causal else n * n  # flows from one layer's nodes
-    pairs = layers * (layers + 1) // 2  # Σ over the layers of the layers below (or above) them
-    return (flows + n) * edges * pairs
+    over the graph of the layers below it, and the focus's (focus_work)."""
+    edges, pairs = _pairs(layers, n, causal)
+    flows = edges  # from one layer's nodes to the input tokens they reach: as many as a layer's edges
+    return flows * edges * pairs + focus_work(layers, n, causal)
 
 
 def through_layers(a_hat: np.ndarray, method: Method, focus: int) -> np.ndarray:

@@ -66,7 +66,7 @@ class LayerStackScene:
 
     def __init__(self, result: dict[str, Any]) -> None:
         tokens: list[str] = result["tokens"]
-        layers = len(result["layers"])
+        layers = len(result["attention"])  # "layers" is null for a flow answer without tables
         n = len(tokens)
         self.dx, self.dy = min(0.9, 13 / n), min(0.8, 11 / layers)
         dx, dy = self.dx, self.dy
@@ -160,7 +160,8 @@ def rollout(
 ) -> RolloutView:
     """Attention through all layers (Abnar & Zuidema 2020) of a sentence, drawn as the layers stacked.
 
-    method  "rollout" (Â_L ··· Â_1, Â = 0.5·A + 0.5·I) or "flow" (maximum flow; short sentences)
+    method  "rollout" (Â_L ··· Â_1, Â = 0.5·A + 0.5·I) or "flow" (maximum flow; past a model's
+            flow_table_tokens the answer's "layers" is None and only the focus's paths are drawn)
     focus   the token whose paths to draw: its index or the token itself (default: the last)
     mask    "full" or "causal" (default: the model's own)
     Bad input raises a ValueError (InputError) naming the field, with the API's message.
@@ -170,7 +171,8 @@ def rollout(
     if mask not in (None, "full", "causal"):
         raise InputError("mask", f"mask must be 'full' or 'causal', not {mask!r}")
     handle = _handle(model)
-    probe = inside.attention_through_layers(handle, sentence, method, None, mask, mask is not None, backend())  # type: ignore[arg-type]
+    # the tokens (and the sentence's limits): rollout's, a millisecond, where flow would follow a default focus
+    probe = inside.attention_through_layers(handle, sentence, "rollout", None, mask, mask is not None, backend())  # type: ignore[arg-type]
     tokens = probe["tokens"]
     if len(tokens) > MAX_SCENE_TOKENS:
         raise InputError(

@@ -35,7 +35,8 @@ class RolloutRequest(BaseModel):
     model: ModelId | None = Field(None, description="A model id of GET /api/models (default: the server's own).")
     sentence: Sentence = Field(
         description=f"Any text; ≤ {limits.MAX_SENTENCE_CHARS:,} characters and ≤ {limits.MAX_ROLLOUT_TOKENS} tokens "
-        "(flow: fewer, by the model's layers: the answer's flow_max_tokens, and a 422 says it)."
+        "(flow: as many on all-MiniLM-L6-v2, fewer on deeper models: the answer's flow_max_tokens; past its "
+        "flow_table_tokens the answer has the focus's paths only, and past flow_max_tokens a 422 says so)."
     )
     method: Literal["rollout", "flow"] = Field(
         "rollout",
@@ -44,7 +45,10 @@ class RolloutRequest(BaseModel):
         "(Abnar & Zuidema 2020).",
     )
     focus: int | None = Field(
-        None, ge=0, description="A token (0-based): its paths down to the input, per layer (focus_paths)."
+        None,
+        ge=0,
+        description="A token (0-based): its paths down to the input, per layer (focus_paths). Default: none, "
+        "except for a flow answer without tables (past flow_table_tokens): the last token.",
     )
     mask: Literal["full", "causal"] | None = Field(
         None, description="The mask the weights are computed with. Default: the model's own (a decoder's is causal)."
@@ -74,12 +78,21 @@ class RolloutResponse(BaseModel):
     attention: list[Any] = Field(
         description="[layer − 1][i][j]: each layer's attention A, the mean of its heads' weights (under `mask`)."
     )
-    layers: list[Any] = Field(
+    layers: list[Any] | None = Field(
         description="[layer − 1][i][j], one n × n per layer: how much of token i after that layer comes from input "
-        "token j (each row sums to 1)."
+        "token j (each row sums to 1). null for a flow past flow_table_tokens (layers_omitted says why): "
+        "focus_paths then carries the answer."
+    )
+    layers_omitted: str | None = Field(
+        None, description="Why `layers` is null (a flow past flow_table_tokens); null when the tables are given."
     )
     decimals: int = Field(description="The shares are rounded to this many decimals.")
-    flow_max_tokens: int = Field(description="The most tokens a flow of this model and mask reads.")
+    flow_max_tokens: int = Field(
+        description="The most tokens a flow of this model and mask reads (its focus's paths: n maximum flows a layer)."
+    )
+    flow_table_tokens: int = Field(
+        description="The most tokens a flow answer reads with every layer's n × n table (n² maximum flows a layer)."
+    )
     focus: int | None = None
     focus_paths: FocusPaths | None = None
 

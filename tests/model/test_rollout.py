@@ -98,6 +98,20 @@ def ref_flow(a: list[list[list[float]]]) -> list[list[list[float]]]:
     return out
 
 
+def ref_through(a: list[list[list[float]]], focus: int) -> list[list[float]]:
+    """through[l][k]: the maximum flow from (L, focus) down to (l, k), over layers l + 1 … L only; each row
+    divided by its sum (through[L]: the focus itself)."""
+    n, top = len(a[0]), len(a)
+    graph = {(layer, i): {(layer - 1, j): rows[i][j] for j in range(n) if rows[i][j] > 0}
+             for layer, rows in enumerate(a, start=1) for i in range(n)}  # fmt: skip
+    out = []
+    for bottom in range(top):
+        above = {u: vs for u, vs in graph.items() if u[0] > bottom}
+        row = [ref_max_flow(above, (top, focus), (bottom, k)) for k in range(n)]
+        out.append([x / sum(row) for x in row])
+    return [*out, [1.0 if k == focus else 0.0 for k in range(n)]]
+
+
 def _hf_attentions(hf: Any, ids: list[int]) -> list[np.ndarray]:
     import torch
 
@@ -158,6 +172,30 @@ def test_the_focus_paths_end_at_the_focus_row(minilm_attentions: list[np.ndarray
     np.testing.assert_allclose(through[3], ref[-1][focus], atol=TOL, rtol=0)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_focus_paths_of_64_tokens(causal: bool) -> None:
+    """Past the tables' limit the answer is flow_through alone: at 64 tokens, six layers, a full and a
+    causal mask, against the reference. Each token attends to itself and three others at random (a
+    sparse attention keeps the reference's Edmonds–Karp to seconds; flow_through runs the same code on
+    dense ones), so some paths are cut off: a token only a long way round reaches takes a small share."""
+    rng = np.random.default_rng(64)
+    n, layers, focus = 64, 6, 40
+    weights = np.zeros((layers, 1, n, n))
+    for layer in range(layers):
+        for i in range(n):
+            reach = i + 1 if causal else n
+            weights[layer, 0, i, rng.choice(reach, size=min(3, reach), replace=False)] = rng.random(min(3, reach))
+            weights[layer, 0, i, i] += 0.1
+    weights /= weights.sum(axis=-1, keepdims=True)
+    a_hat = rollout.mixed(weights)
+    assert rollout.is_causal(a_hat) == causal
+    ours = rollout.flow_through(a_hat, focus)
+    expected = np.array(ref_through(ref_mixed(list(weights)), focus))
+    np.testing.assert_allclose(ours, expected, atol=TOL, rtol=0)
+    assert (np.count_nonzero(ours[0][focus + 1 :]) == 0) == causal  # causal: nothing from a later token
+    assert np.count_nonzero(ours[0]) > 20  # the paths fan out over much of the sentence
+
+
 def test_flow_is_bounded_by_its_thinnest_edge() -> None:
     """Two layers over two tokens, by hand: from token 1 the only way to token 0 crosses one edge of
     capacity 0.1 then one of 0.9, so its flow there is 0.1, where rollout multiplies the paths."""
@@ -173,6 +211,8 @@ def test_flow_work_grows_with_layers_and_tokens() -> None:
     assert rollout.flow_work(6, 8, False) == (64 + 8) * 64 * 21
     assert rollout.flow_work(30, 8, True) == (36 + 8) * 36 * 465
     assert rollout.flow_work(6, 9, False) > rollout.flow_work(6, 8, False)
+    assert rollout.focus_work(6, 64, False) == 64 * 4096 * 21  # the focus's 64 flows a layer, each over ≤ 6 layers
+    assert rollout.focus_work(30, 64, True) == 64 * 2080 * 465
 
 
 # ---- POST /api/rollout ------------------------------------------------------------------------
@@ -209,7 +249,27 @@ def test_the_api_answers_flow(api: TestClient) -> None:
     layers = np.array(a["layers"])
     np.testing.assert_allclose(layers.sum(axis=-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(np.array(a["focus_paths"]["through"])[0], layers[-1, 2], atol=1e-6)
-    assert a["flow_max_tokens"] == 26  # all-MiniLM-L6-v2: 6 layers, full mask
+    assert a["layers_omitted"] is None
+    assert a["flow_table_tokens"] == 26 and a["flow_max_tokens"] == 64  # all-MiniLM-L6-v2: 6 layers, full mask
+
+
+def test_a_long_flow_answers_the_focus_paths_only(api: TestClient) -> None:
+    """Past the tables' 26 tokens: no table per layer, and why; the focus (by default the last token)
+    and its paths, the same as flow_through's on the answer's own layers."""
+    r = api.post("/api/rollout", json={"sentence": "x " * 38, "method": "flow"})
+    assert r.status_code == 200, r.text
+    a = r.json()
+    n = len(a["tokens"])
+    assert n == 40 and a["layers"] is None and a["focus"] == n - 1
+    assert "affordable up to 26 tokens" in a["layers_omitted"] and "has 40" in a["layers_omitted"]
+    through = np.array(a["focus_paths"]["through"])
+    assert through.shape == (7, n)
+    np.testing.assert_allclose(through.sum(axis=-1), 1.0, atol=1e-5)
+    a_hat = rollout.mixed(np.array(a["attention"])[:, None])  # the answer's mean weights, rounded to 1e-6
+    np.testing.assert_allclose(through, rollout.flow_through(a_hat, n - 1), atol=1e-5)
+    schema = api.get("/openapi.json").json()["components"]["schemas"]["RolloutResponse"]["properties"]
+    assert {"layers_omitted", "flow_table_tokens"} <= schema.keys()
+    assert {"type": "null"} in schema["layers"]["anyOf"]
 
 
 def test_the_decoder_and_the_causal_mask(api: TestClient) -> None:
@@ -217,7 +277,7 @@ def test_the_decoder_and_the_causal_mask(api: TestClient) -> None:
     assert r.status_code == 200, r.text
     layers = np.array(r.json()["layers"])
     assert layers.shape == (30, 6, 6) and np.all(np.triu(layers, 1) == 0)
-    assert r.json()["flow_max_tokens"] == 16
+    assert r.json()["flow_table_tokens"] == 16 and r.json()["flow_max_tokens"] == 34
     causal = api.post("/api/rollout", json={"sentence": SENTENCE, "mask": "causal"}).json()
     full = api.post("/api/rollout", json={"sentence": SENTENCE, "mask": "full"}).json()
     assert causal["mask"] == "causal" and np.all(np.triu(np.array(causal["layers"]), 1) == 0)
@@ -227,7 +287,11 @@ def test_the_decoder_and_the_causal_mask(api: TestClient) -> None:
 @pytest.mark.parametrize(
     ("body", "field", "words"),
     [
-        ({"sentence": "x " * 40, "method": "flow"}, "sentence", ["42 tokens", "flow's limit there is 26", "rollout"]),
+        (
+            {"sentence": "x " * 35, "method": "flow", "model": "smollm2-135m"},
+            "sentence",
+            ["36 tokens for SmolLM2-135M", "flow's limit there is 34", "rollout (up to 64)"],
+        ),
         ({"sentence": "word " * 70}, "sentence", ["72 tokens", "64"]),
         ({"sentence": "a b", "focus": 4}, "focus", ["0 … 3", "4 tokens"]),
         ({"sentence": "a b", "focus": -1}, "focus", ["greater than or equal to 0"]),

@@ -60,6 +60,21 @@ export function defaultFocus(tokens) {
   return k;
 }
 
+/** How many maximum flows a flow answer took: every layer's table (n² a layer), or the focus's paths only (n a layer). */
+function flowCount(f) {
+  const n = f.tokens.length;
+  return f.attention.length * (f.layers ? n * n : n);
+}
+
+/** The line that says why a long sentence's flow shows no table per layer (the server leaves them out). */
+function flowNoTables(f) {
+  return (
+    `This sentence has ${f.tokens.length} tokens. A table for every word of every layer would take ${f.tokens.length ** 2} ` +
+    `maximum flows per layer, too slow past ${f.flow_table_tokens} tokens, so only ${quote(word(f.tokens[f.focus]))}'s own ` +
+    `paths are worked out: ${f.tokens.length} flows per layer.`
+  );
+}
+
 /** Shannon entropy (bits) of a row of shares: how spread out it is. */
 function entropy(row) {
   const s = row.reduce((a, b) => a + b, 0);
@@ -148,7 +163,7 @@ const STEPS = [
         ? `Flow could not be computed for this sentence: ${a.flow.error}`
         : `Think of each layer's mixing shares as pipes, as wide as the share. Flow asks: how much of ` +
           `${quote(word(a.rollout.tokens[a.rollout.focus]))} at the top can reach each input word, when every pipe can carry only ` +
-          `its width? That is a maximum-flow problem, solved once for each word and layer (${a.flow.layers.length * a.flow.tokens.length ** 2} of them here). ` +
+          `its width? That is a maximum-flow problem, solved once for each word and layer (${flowCount(a.flow)} of them here). ` +
           `The table sets flow beside rollout for the input words.`,
   },
   {
@@ -612,6 +627,7 @@ class InsideView {
     const r = a.rollout;
     const f = a.flow.focus_paths.through[0];
     const o = r.focus_paths.through[0];
+    const note = a.flow.layers ? [] : [el("p", { className: "inside-note", dataset: { testid: "inside-flow-note" } }, flowNoTables(a.flow))];
     return [
       columnsTable(r.tokens.map(word), [{ title: "flow", values: f }, { title: "rollout", values: o }, { title: "flow − rollout", values: f.map((x, k) => x - o[k]) }], {
         caption: `What ${quote(word(r.tokens[r.focus]))} takes from each input token${outOf(largest(f, [r.focus]), r.tokens.length, "tokens")}`,
@@ -619,6 +635,7 @@ class InsideView {
         diverging: [2],
         rows: largest(f, [r.focus]),
       }),
+      ...note,
     ];
   }
 
@@ -731,7 +748,7 @@ class InsideView {
   stack(answer, x0 = 0, title = null, span = null, axis = true) {
     const s = new LayerStack(this.stage, x0);
     if (span) s.span = span;
-    s.update({ tokens: answer.tokens, layers: answer.layers.length, through: answer.focus_paths.through, edges: answer.focus_paths.edges, focus: answer.focus, title, axis });
+    s.update({ tokens: answer.tokens, layers: answer.attention.length, through: answer.focus_paths.through, edges: answer.focus_paths.edges, focus: answer.focus, title, axis });
     this.objects.push(s);
     return s;
   }
