@@ -25,6 +25,7 @@ pytestmark = pytest.mark.browser
 STEPS = ["rollout", "flow", "off", "lens", "compare"]
 PROMPT = "The capital of France is"
 DECODER = "smollm2-135m"
+LONG = ANIMAL + " The farmer beside it sat down on the warm stones."  # 27 tokens: past flow's tables
 IT = 10  # "it" in all-MiniLM-L6-v2's tokens of ANIMAL: [CLS] the animal didn ' t cross the street because it …
 SNAPSHOT = """() => {
   const d = {};
@@ -149,6 +150,15 @@ def test_the_chapter_step_by_step(watched: Watched) -> None:
         w.base, "/api/rollout", {"model": "all-minilm-l6-v2", "sentence": ANIMAL, "focus": 2, "method": "flow"}
     )
     assert num(w.text("inside-flow-table-0-0")) == pytest.approx(other["focus_paths"]["through"][0][0], abs=5e-4)
+    # a sentence past the 26 tokens of flow's tables: the focus's paths only, and a line that says why
+    w.page.get_by_test_id("inside-sentence").fill(LONG)
+    w.page.get_by_test_id("inside-sentence").press("Enter")
+    w.page.wait_for_selector("[data-testid=inside-flow-note]", timeout=60_000)
+    wait(w, "flow")
+    long = post(w.base, "/api/rollout", {"model": "all-minilm-l6-v2", "sentence": LONG, "focus": IT, "method": "flow"})
+    assert long["layers"] is None and len(long["tokens"]) == 27
+    assert "27 tokens" in w.text("inside-flow-note") and "too slow past 26 tokens" in w.text("inside-flow-note")
+    assert num(w.text("inside-flow-table-0-0")) == pytest.approx(long["focus_paths"]["through"][0][0], abs=5e-4)
 
     w.page.get_by_test_id("step-off").click()
     wait(w, "off")

@@ -68,10 +68,11 @@ function flowCount(f) {
 
 /** The line that says why a long sentence's flow shows no table per layer (the server leaves them out). */
 function flowNoTables(f) {
+  const n = f.tokens.length;
   return (
-    `This sentence has ${f.tokens.length} tokens. A table for every word of every layer would take ${f.tokens.length ** 2} ` +
-    `maximum flows per layer, too slow past ${f.flow_table_tokens} tokens, so only ${quote(word(f.tokens[f.focus]))}'s own ` +
-    `paths are worked out: ${f.tokens.length} flows per layer.`
+    `This sentence has ${n} tokens. A table for every word of every layer would take ${n * n} maximum flows per layer, ` +
+    `too slow past ${f.flow_table_tokens} tokens, so only the paths from ${quote(word(f.tokens[f.focus]))} are worked out: ` +
+    `${n} flows per layer.`
   );
 }
 
