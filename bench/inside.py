@@ -133,7 +133,7 @@ def main() -> None:
         ("POST /api/ablate, a head of layer 15 off", "ablate15", "goal ≤ 1.3×"),
         ("POST /api/ablate, a head of layer 0 off", "ablate0", ""),
         ("POST /api/rollout, 60 tokens", "rollout64", ""),
-        ("POST /api/rollout, flow, 32 tokens (the focus's paths)", "flow32", ""),
+        ("POST /api/rollout, flow, 32 tokens, paths only", "flow32", ""),
     ]
     # the process's CPU time, the warm-up round left out
     cpu_ratio = {
