@@ -8,11 +8,18 @@ this process the same way: each socket has a queue of ready-made JSON texts, fil
 Messages (JSON objects, one per WebSocket text frame):
   {"state": {...}, "seq": n}        the presenter's new view (seq grows by one per change)
   {"followers": n}                  the number of followers, when it changes (at most 5 times a second)
+  {"presenters": n}                 the number of presenter sockets (the teacher's page), when it changes:
+                                    0 means the room shows the last view a presenter sent, nobody drives it now
   {"quiz": {...} | null}            a quiz was asked, revealed (then it holds "answer" and "counts") or ended
   {"votes": {"id", "answered"}}     how many have answered a quiz (presenter sockets only; the counts
                                     themselves wait for the reveal, so that they steer nobody)
   {"voted": {...}} / {"error": {...}}   the answer to this socket's own vote
   {"closed": "why"}                 the room is closed; the socket closes with code 4404
+  {"missing": "why"}                a socket's only message when its room is not there (closed, expired, never
+                                    opened, or lost with a Redis that restarted empty); closed with code 4404.
+                                    A page that was in the room waits for its presenter to open it again.
+  {"lost": "why"}                   the room store (Redis) can't be reached: the socket closes with code 1013
+                                    and the page connects again (the first message then brings the room whole)
 
 A follower's hello also holds its seat: {"seat": "<token>"}, issued by the server and signed (a
 client cannot make one up); the page keeps it and offers it again when it reconnects (the socket's
@@ -24,11 +31,20 @@ own vote, if it has one ({"yours": {"quiz", "choice"}}); a presenter's holds the
 
 Rooms expire ROOM_TTL_SECONDS after they were opened or last driven (by `clock`): in memory and in
 storage at once, their followers told {"closed": ...}.
+
+Redis has a deadline: each command REDIS_TIMEOUT_SECONDS (one retry), each broker call REDIS_DEADLINE_SECONDS
+in all; past it, or while Redis is down, a call raises StoreDown (the routes answer 503 naming Redis). Every
+second each process asks Redis who it is (its run_id): a Redis that stopped answering, or that restarted
+(its pub/sub messages in between are lost), makes every socket of this process hear {"lost": ...} and
+connect again. The counts a room shows (followers, presenters, followers per address) are this process's
+sockets, written whole into Redis (never added to), so that they come out right again after an outage.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import hashlib
 import hmac
 import json
@@ -37,9 +53,10 @@ import os
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
 
@@ -50,6 +67,14 @@ log = logging.getLogger(__name__)
 FOLLOWERS_EVERY = 0.2  # seconds between two {"followers": n} messages of one room
 SWEEP_EVERY = 60.0  # seconds between two looks for expired rooms
 clock = time.time  # the rooms' clock (tests set their own)
+REDIS_TIMEOUT_SECONDS = 1.0  # one Redis command (connecting, or waiting for its answer)
+REDIS_DEADLINE_SECONDS = 3.0  # one broker call, however many commands and retries it makes
+WATCH_EVERY = 1.0  # seconds between two looks at Redis's run_id (a restart, or a Redis that stopped answering)
+LOST = "the classroom server lost its room store, reconnecting"
+
+
+class StoreDown(Exception):
+    """The room store (Redis) can't be reached, or did not answer in time; the message says why."""
 
 
 def room_ttl() -> float:
@@ -110,6 +135,9 @@ def closed_message(why: str) -> str:
     return json.dumps({"closed": why})
 
 
+LOST_MESSAGE = json.dumps({"lost": LOST})
+
+
 class Broker(ABC):
     """Rooms, their current state, their quiz, and the fan-out to this process's sockets."""
 
@@ -128,6 +156,15 @@ class Broker(ABC):
     async def room_key(self, code: str) -> str | None:
         """The room's presenter-key digest, or None when there is no such room (or it expired)."""
 
+    async def reopen(self, code: str, key_digest: str) -> bool | None:
+        """Open room `code` again for the presenter key of `key_digest` (its page, after the room was lost
+        with a Redis that restarted empty): True when opened now, False when it is open with this key
+        already, None when it is open with another key. RoomLimit when MAX_ROOMS are open."""
+        if await self.create_room(code, key_digest):
+            return True
+        found = await self.room_key(code)
+        return False if found is not None and hmac.compare_digest(found, key_digest) else None
+
     @abstractmethod
     async def close_room(self, code: str) -> None: ...
 
@@ -140,15 +177,23 @@ class Broker(ABC):
         """Keep the new state and publish it to every follower; its seq."""
 
     @abstractmethod
-    async def followers(self, code: str) -> int: ...
+    async def followers(self, code: str) -> int:
+        """Follower sockets of the room, in every process."""
 
     @abstractmethod
-    async def _add_follower(self, code: str, delta: int) -> int:
-        """Change this process's count of the room's followers; the room's total after."""
+    async def presenters(self, code: str) -> int:
+        """Presenter sockets of the room (the teacher's page), in every process."""
 
     @abstractmethod
-    async def _add_address(self, code: str, address: str, delta: int) -> int:
-        """Change the count of the room's followers from one address; that address's count after."""
+    async def from_address(self, code: str, address: str) -> int:
+        """Follower sockets of the room from one client address, in every process."""
+
+    async def _counted(self, code: str) -> None:  # noqa: B027 (a broker that counts self.local itself needs none)
+        """This process's sockets of room `code` changed (self.local): keep the room's counts in step."""
+
+    def ready(self) -> bool:
+        """Whether the room store can be used now (a socket that joins gets every message after its hello)."""
+        return True
 
     @abstractmethod
     async def quiz(self, code: str) -> dict[str, Any] | None: ...
@@ -222,7 +267,9 @@ class Broker(ABC):
                     await asyncio.sleep(min(SWEEP_EVERY, room_ttl() / 2))
                     try:
                         await self.sweep()
-                    except Exception:  # a store or Redis error must not end the sweeping
+                    except StoreDown as e:  # Redis is away: the next sweep looks again
+                        log.warning("classroom: no sweep of expired rooms now: %s", e)
+                    except Exception:  # a store error must not end the sweeping
                         log.exception("classroom: sweeping expired rooms failed")
 
             self._sweeper = asyncio.get_running_loop().create_task(sweep_forever())
@@ -238,29 +285,46 @@ class Broker(ABC):
         """Add a socket to the room; the error ({"type", "msg"}) when it may not join: the room has
         MAX_FOLLOWERS followers already, or its address has followers_per_address()."""
         self._keep_sweeping()
-        if not sub.presenter:
-            if await self.followers(code) >= limits.MAX_FOLLOWERS:
-                return {"type": "room_full", "msg": f"this room is full ({limits.MAX_FOLLOWERS} followers)"}
+        if not sub.presenter and await self.followers(code) >= limits.MAX_FOLLOWERS:
+            return {"type": "room_full", "msg": f"this room is full ({limits.MAX_FOLLOWERS} followers)"}
+        self.local.setdefault(code, set()).add(sub)
+        try:
+            await self._counted(code)
             most = limits.followers_per_address()
-            if await self._add_address(code, sub.address, 1) > most:
-                await self._add_address(code, sub.address, -1)
+            if not sub.presenter and await self.from_address(code, sub.address) > most:
+                await self._drop(code, sub)
                 msg = f"this device already follows this room {most} times: close a tab first"
                 return {"type": "address_full", "msg": msg}
-            await self._add_follower(code, 1)
-            self._followers_changed(code)
-        self.local.setdefault(code, set()).add(sub)
+        except BaseException:
+            self._forget(code, sub)
+            raise
+        await self._changed(code, sub)
         return None
 
     async def leave(self, code: str, sub: Subscriber) -> None:
+        if self._forget(code, sub):
+            await self._counted(code)
+            await self._changed(code, sub)
+
+    def _forget(self, code: str, sub: Subscriber) -> bool:
+        """Take a socket out of this process's sockets of the room; whether it was there."""
         subs = self.local.get(code)
         if subs is None or sub not in subs:
-            return
+            return False
         subs.discard(sub)
         if not subs:
             del self.local[code]
-        if not sub.presenter:
-            await self._add_address(code, sub.address, -1)
-            await self._add_follower(code, -1)
+        return True
+
+    async def _drop(self, code: str, sub: Subscriber) -> None:
+        if self._forget(code, sub):
+            await self._counted(code)
+
+    async def _changed(self, code: str, sub: Subscriber) -> None:
+        """Tell the room a socket came or went: a presenter at once, followers in bursts."""
+        if sub.presenter:
+            await self.publish(code, json.dumps({"presenters": await self.presenters(code)}))
+        else:
             self._followers_changed(code)
 
     def _followers_changed(self, code: str) -> None:
@@ -271,7 +335,8 @@ class Broker(ABC):
         async def flush() -> None:
             await asyncio.sleep(FOLLOWERS_EVERY)
             self._count_flush.pop(code, None)
-            await self.publish(code, json.dumps({"followers": await self.followers(code)}))
+            with contextlib.suppress(StoreDown):  # the sockets hear {"lost"} and come back: their hellos count
+                await self.publish(code, json.dumps({"followers": await self.followers(code)}))
 
         self._count_flush[code] = asyncio.get_running_loop().create_task(flush())
 
@@ -281,6 +346,7 @@ class Broker(ABC):
         state, seq = await self.state(code)
         quiz = await self.quiz(code)
         text = state_message(state, seq)[:-1] + f',"followers":{await self.followers(code)}'
+        text += f',"presenters":{await self.presenters(code)}'
         if seat is not None and not presenter:
             text += ',"seat":' + json.dumps(seat_token(code, seat))
         if quiz is not None:
@@ -315,8 +381,6 @@ class _Room:
     touched: float = field(default_factory=lambda: clock())  # opened or last driven
     state: str | None = None
     seq: int = 0
-    followers: int = 0
-    addresses: dict[str, int] = field(default_factory=dict)  # followers per client address
     quiz: dict[str, Any] | None = None
     votes: dict[str, tuple[int, float]] = field(default_factory=dict)  # voter id → (choice, seconds)
     voters: set[str] = field(default_factory=set)
@@ -394,27 +458,20 @@ class MemoryBroker(Broker):
         await anyio.to_thread.run_sync(self.store.save_state, code, seq, state)  # after the followers have it
         return seq
 
+    def _sockets(self, code: str, presenter: bool) -> list[Subscriber]:
+        """The room's sockets of one kind (all in this process), none once it has expired."""
+        if self._live(code) is None:
+            return []
+        return [s for s in self.local.get(code, ()) if s.presenter == presenter]
+
     async def followers(self, code: str) -> int:
-        room = self._live(code)
-        return 0 if room is None else room.followers
+        return len(self._sockets(code, False))
 
-    async def _add_follower(self, code: str, delta: int) -> int:
-        room = self.rooms.get(code)
-        if room is None:
-            return 0
-        room.followers = max(0, room.followers + delta)
-        return room.followers
+    async def presenters(self, code: str) -> int:
+        return len(self._sockets(code, True))
 
-    async def _add_address(self, code: str, address: str, delta: int) -> int:
-        room = self.rooms.get(code)
-        if room is None:
-            return 0
-        count = max(0, room.addresses.get(address, 0) + delta)
-        if count:
-            room.addresses[address] = count
-        else:
-            room.addresses.pop(address, None)
-        return count
+    async def from_address(self, code: str, address: str) -> int:
+        return sum(s.address == address for s in self._sockets(code, False))
 
     async def quiz(self, code: str) -> dict[str, Any] | None:
         room = self._live(code)
@@ -527,6 +584,33 @@ return 1
 """
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _deadline(
+    method: Callable[Concatenate[RedisBroker, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[RedisBroker, P], Coroutine[Any, Any, R]]:
+    """A call to Redis with a deadline: Redis's errors, and silence past the deadline, become StoreDown."""
+
+    @functools.wraps(method)
+    async def call(self: RedisBroker, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            async with asyncio.timeout(REDIS_DEADLINE_SECONDS):
+                return await method(self, *args, **kwargs)
+        except self.errors as e:
+            raise StoreDown(redis_trouble(e)) from None
+
+    return call
+
+
+def redis_trouble(e: BaseException) -> str:
+    """What went wrong with Redis, in a few words (never its URL: it may hold a password)."""
+    if isinstance(e, TimeoutError) or type(e).__name__ == "TimeoutError":
+        return f"Redis did not answer in time ({REDIS_TIMEOUT_SECONDS:g} s a command)"
+    return f"Redis can't be reached ({str(e)[:200] or type(e).__name__})"
+
+
 class RedisBroker(Broker):
     """Rooms in Redis; every process subscribes to the rooms' channels and feeds its own sockets."""
 
@@ -534,51 +618,100 @@ class RedisBroker(Broker):
 
     def __init__(self, url: str) -> None:
         import redis.asyncio as aioredis  # only with --redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import RedisError
 
         super().__init__()
-        self.redis = aioredis.from_url(url, decode_responses=True)
+        timeouts = {"socket_timeout": REDIS_TIMEOUT_SECONDS, "socket_connect_timeout": REDIS_TIMEOUT_SECONDS}
+        self.redis = aioredis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 1), **timeouts)
+        # the pub/sub connection never reconnects by itself: a gap in its messages must be noticed (_read)
+        self._listener = aioredis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 0), **timeouts)
+        self.errors: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
         self.process = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._set_state = self.redis.register_script(_SET_STATE)
         self._vote = self.redis.register_script(_VOTE)
         self._seat = self.redis.register_script(_SEAT)
         self._reader: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
+        self._counting: set[str] = set()  # rooms whose counts in Redis hold this process's sockets
 
     def _key(self, code: str, *more: str) -> str:
         return self.PREFIX + "room:" + code + "".join(":" + m for m in more)
 
     async def start(self) -> None:
-        """Subscribe to every room's channel (once per process), before the first socket joins."""
+        """Subscribe to every room's channel (once per process), before the first socket joins; waits at most
+        the deadline (then ready() is False and sockets are told the room store is lost)."""
         if self._reader is None:
             self._reader = asyncio.get_running_loop().create_task(self._read())
-        await self._subscribed.wait()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(REDIS_DEADLINE_SECONDS):
+                await self._subscribed.wait()
+
+    def ready(self) -> bool:
+        return self._subscribed.is_set()
 
     async def _read(self) -> None:
-        """Feed this process's sockets from Redis; when Redis goes away, subscribe again once it is back."""
-        from redis.exceptions import RedisError  # only with --redis: the import costs start-up ~40 ms
-
+        """Feed this process's sockets from Redis, and every WATCH_EVERY seconds ask Redis its run_id: when
+        Redis goes away, stops answering or restarts (a gap in the messages), every socket hears {"lost"}
+        and connects again; this subscribes again once Redis is back."""
         prefix = len(self.PREFIX + "chan:")
+        lost_on: tuple[type[BaseException], ...] = (*self.errors, StoreDown)
+        down: float | None = None  # when Redis went away (None: it is here, or never was yet)
         while True:
-            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = self._listener.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.psubscribe(self.PREFIX + "chan:*")
+                async with asyncio.timeout(REDIS_DEADLINE_SECONDS):
+                    await pubsub.psubscribe(self.PREFIX + "chan:*")
+                    run_id = await self._run_id()
+                await self._recount()
                 self._subscribed.set()
+                if down is not None:
+                    log.warning("classroom: Redis is back after %.0f s", time.monotonic() - down)
+                down, checked = None, time.monotonic()
                 while True:
-                    message = await pubsub.get_message(timeout=None)
-                    if message is None or message.get("type") != "pmessage":
-                        continue
-                    code, data = str(message["channel"])[prefix:], str(message["data"])
-                    if code in self.local:
-                        self.deliver(code, data[1:], presenters_only=data[0] == "P")
-            except (OSError, RedisError) as e:
-                log.warning("classroom: lost Redis (%s); subscribing again in 1 s", e)
-                await asyncio.sleep(1)
+                    message = await pubsub.get_message(timeout=WATCH_EVERY)
+                    if message is not None and message.get("type") == "pmessage":
+                        code, data = str(message["channel"])[prefix:], str(message["data"])
+                        if code in self.local:
+                            self.deliver(code, data[1:], presenters_only=data[0] == "P")
+                    if time.monotonic() - checked >= WATCH_EVERY:
+                        async with asyncio.timeout(REDIS_DEADLINE_SECONDS):
+                            if await self._run_id() != run_id:
+                                raise ConnectionError("Redis restarted")
+                        checked = time.monotonic()
+            except lost_on as e:
+                if down is None:
+                    down = time.monotonic()
+                    why = e if isinstance(e, StoreDown) else redis_trouble(e)
+                    log.warning("classroom: lost Redis (%s): rooms answer 503 and their pages reconnect", why)
+                self._lost()
+                await asyncio.sleep(0.5)
             finally:
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(REDIS_TIMEOUT_SECONDS):
+                        await pubsub.aclose()  # type: ignore[no-untyped-call]
 
+    async def _run_id(self) -> str:
+        """Redis's run_id: another one is another Redis (restarted, with all, some or none of its data)."""
+        return str((await self.redis.info("server"))["run_id"])
+
+    def _lost(self) -> None:
+        """Every socket of this process hears {"lost"} and closes (its page connects again)."""
+        self._subscribed.clear()
+        for code in list(self.local):
+            self.deliver(code, LOST_MESSAGE)
+
+    async def _recount(self) -> None:
+        """After an outage: the counts this process wrote before it are written again from its sockets now."""
+        for code in list(self._counting):
+            await self._counted(code)
+
+    @_deadline
     async def publish(self, code: str, text: str, presenters_only: bool = False) -> None:
         await self.redis.publish(self.PREFIX + "chan:" + code, ("P" if presenters_only else "A") + text)
 
+    @_deadline
     async def create_room(self, code: str, key_digest: str) -> bool:
         rooms = self.PREFIX + "rooms"
         now = time.time()
@@ -593,47 +726,89 @@ class RedisBroker(Broker):
         await self.redis.zadd(rooms, {code: now + int(room_ttl())})
         return True
 
+    @_deadline
     async def room_key(self, code: str) -> str | None:
         value = await self.redis.hget(self._key(code), "key")
         return None if value is None else str(value)
 
+    @_deadline
     async def close_room(self, code: str) -> None:
-        keys = [self._key(code), self._key(code, "followers"), self._key(code, "votes"), self._key(code, "voters")]
-        keys.append(self._key(code, "addresses"))
-        await self.redis.delete(*keys, self._key(code, "quizlog"))
+        processes = await self.redis.hkeys(self._key(code, "followers"))
+        keys = [self._key(code, k) for k in ("followers", "presenters", "votes", "voters", "quizlog")]
+        keys += [self._key(code, "addresses", str(p)) for p in processes]
+        await self.redis.delete(self._key(code), *keys)
         await self.redis.zrem(self.PREFIX + "rooms", code)
         await self.publish(code, closed_message("the presenter closed this room"))
 
+    @_deadline
     async def state(self, code: str) -> tuple[str | None, int]:
         state, seq = await self.redis.hmget(self._key(code), ["state", "seq"])
         return (None if state is None else str(state)), int(seq or 0)
 
+    @_deadline
     async def set_state(self, code: str, state: str) -> int:
         expires = time.time() + int(room_ttl())
         keys = [self._key(code), self.PREFIX + "chan:" + code, self.PREFIX + "rooms"]
         seq = await self._set_state(keys=keys, args=[state, int(room_ttl()), expires, code])
         return int(seq)
 
+    @_deadline
     async def followers(self, code: str) -> int:
         counts = await self.redis.hvals(self._key(code, "followers"))
         return sum(max(0, int(c)) for c in counts)
 
-    async def _add_follower(self, code: str, delta: int) -> int:
-        key = self._key(code, "followers")
-        await self.redis.hincrby(key, self.process, delta)
-        await self.redis.expire(key, int(room_ttl()))
-        return await self.followers(code)
+    @_deadline
+    async def presenters(self, code: str) -> int:
+        counts = await self.redis.hvals(self._key(code, "presenters"))
+        return sum(max(0, int(c)) for c in counts)
 
-    async def _add_address(self, code: str, address: str, delta: int) -> int:
-        key = self._key(code, "addresses")
-        count = int(await self.redis.hincrby(key, address, delta))
-        await self.redis.expire(key, int(room_ttl()))
-        return count
+    @_deadline
+    async def from_address(self, code: str, address: str) -> int:
+        processes = await self.redis.hkeys(self._key(code, "followers"))
+        if not processes:
+            return 0
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for p in processes:
+                pipe.hget(self._key(code, "addresses", str(p)), address)
+            counts = await pipe.execute()
+        return sum(int(c or 0) for c in counts)
 
+    @_deadline
+    async def _counted(self, code: str) -> None:
+        """This process's sockets of the room, written whole: its followers, presenters and followers per
+        address (each process has a field or a hash of its own, so a write never depends on an earlier one)."""
+        subs = self.local.get(code, set())
+        by_address = Counter(s.address for s in subs if not s.presenter)
+        followers = sum(by_address.values())
+        ttl = int(room_ttl())
+        addresses = self._key(code, "addresses", self.process)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for key, n in (
+                (self._key(code, "followers"), followers),
+                (self._key(code, "presenters"), len(subs) - followers),
+            ):
+                if n:
+                    pipe.hset(key, self.process, n)
+                    pipe.expire(key, ttl)
+                else:
+                    pipe.hdel(key, self.process)
+            pipe.delete(addresses)
+            if by_address:
+                counts: dict[Any, Any] = dict(by_address)
+                pipe.hset(addresses, mapping=counts)
+                pipe.expire(addresses, ttl)
+            await pipe.execute()
+        if subs:
+            self._counting.add(code)
+        else:
+            self._counting.discard(code)
+
+    @_deadline
     async def quiz(self, code: str) -> dict[str, Any] | None:
         text = await self.redis.hget(self._key(code), "quiz")
         return None if not text else dict(json.loads(text))
 
+    @_deadline
     async def set_quiz(self, code: str, quiz: dict[str, Any] | None) -> None:
         key = self._key(code)
         old = await self.redis.hget(key, "quiz_id")
@@ -644,32 +819,38 @@ class RedisBroker(Broker):
         else:
             await self.redis.hset(key, mapping={"quiz": json.dumps(quiz), "quiz_id": quiz["id"]})
 
+    @_deadline
     async def add_vote(self, code: str, quiz_id: str, voters: Iterable[str], choice: int, seconds: float = 0.0) -> bool:
         keys = [self._key(code), self._key(code, "votes"), self._key(code, "voters")]
         done = await self._vote(keys=keys, args=[quiz_id, f"{choice}:{seconds:.3f}", *voters])
         return bool(done)
 
+    @_deadline
     async def vote_of(self, code: str, quiz_id: str, seat: str) -> int | None:
         if await self.redis.hget(self._key(code), "quiz_id") != quiz_id:
             return None
         found = await self.redis.hget(self._key(code, "votes"), "seat:" + seat)
         return None if found is None else _vote_value(str(found))[0]
 
+    @_deadline
     async def take_seat(self, code: str, address: str, seat: str, most: int) -> bool:
         key = self._key(code, "seats", address)
         taken = await self._seat(keys=[key], args=[seat, most, int(room_ttl())])
         return bool(taken)
 
+    @_deadline
     async def deck(self, code: str) -> dict[str, Any] | None:
         text = await self.redis.hget(self._key(code), "deck")
         return None if not text else dict(json.loads(text))
 
+    @_deadline
     async def set_deck(self, code: str, deck: dict[str, Any] | None) -> None:
         if deck is None:
             await self.redis.hdel(self._key(code), "deck")
         else:
             await self.redis.hset(self._key(code), "deck", json.dumps(deck))
 
+    @_deadline
     async def run(self, code: str) -> str:
         key = self._key(code)
         found = await self.redis.hget(key, "run")
@@ -678,9 +859,11 @@ class RedisBroker(Broker):
             found = await self.redis.hget(key, "run")
         return str(found or "")
 
+    @_deadline
     async def new_run(self, code: str) -> None:
         await self.redis.hset(self._key(code), "run", new_seat())
 
+    @_deadline
     async def log_quiz(self, code: str, entry: dict[str, Any] | None) -> None:
         key = self._key(code, "quizlog")
         if entry is None:
@@ -690,10 +873,12 @@ class RedisBroker(Broker):
         await self.redis.ltrim(key, -limits.MAX_QUIZ_LOG, -1)
         await self.redis.expire(key, limits.ROOM_TTL_SECONDS)
 
+    @_deadline
     async def quiz_log(self, code: str) -> list[dict[str, Any]]:
         texts = await self.redis.lrange(self._key(code, "quizlog"), 0, -1)
         return [dict(json.loads(t)) for t in texts]
 
+    @_deadline
     async def votes(self, code: str, quiz_id: str) -> list[tuple[int, float]]:
         if await self.redis.hget(self._key(code), "quiz_id") != quiz_id:
             return []
@@ -703,9 +888,11 @@ class RedisBroker(Broker):
         await super().close()
         if self._reader is not None:
             self._reader.cancel()
-        for code in list(self.local):
-            await self.redis.hdel(self._key(code, "followers"), self.process)  # this process counts no one now
+        self.local.clear()  # this process counts no one now
+        with contextlib.suppress(StoreDown):
+            await self._recount()
         await self.redis.aclose()
+        await self._listener.aclose()
 
 
 def _vote_value(text: str) -> tuple[int, float]:

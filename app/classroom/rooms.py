@@ -29,12 +29,17 @@ CLOSE_NO_ROOM = 4404
 CLOSE_FULL = 4409
 CLOSE_RATE = 4429
 CLOSE_TOO_BIG = 1009
-CLOSE_SLOW = 1013
+CLOSE_SLOW = 1013  # try again later: too far behind, or the room store (Redis) lost
 CLOSE_ORIGIN = 4403
 
 
 def new_code() -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def valid_code(code: str) -> bool:
+    """Whether `code` (normalised) could be a code new_code() made."""
+    return len(code) == CODE_LENGTH and all(c in ALPHABET for c in code)
 
 
 def normal_code(code: str) -> str:

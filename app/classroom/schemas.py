@@ -73,9 +73,17 @@ class CreatedRoom(BaseModel):
     join_url: str = Field(description="the address followers open (also drawn as a QR code)")
 
 
+class RoomReopen(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    presenter_key: str = Field(
+        pattern=r"^[A-Za-z0-9_-]{32,64}$", description="the room's presenter key, as POST /api/rooms gave it"
+    )
+
+
 class RoomInfo(BaseModel):
     state: dict[str, Any] | None = Field(description="the presenter's current view state (null before the first)")
     followers: int
+    presenters: int = Field(0, description="presenter sockets (the teacher's page) connected now")
 
 
 class QuizStart(BaseModel):

@@ -1,23 +1,27 @@
 """A room's WebSocket: accepted for the room's presenter or a follower, the room's messages out in order,
-votes and pings in (nothing else), each client held to the classroom's limits."""
+votes and pings in (nothing else), each client held to the classroom's limits. While the room store
+(Redis) is away a socket hears {"lost"} and is closed with 1013 (its page connects again)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocketState
 
 from app.classroom import limits, quiz, rooms
-from app.classroom.broker import Broker, Subscriber, new_seat
+from app.classroom.broker import LOST_MESSAGE, Broker, StoreDown, Subscriber, new_seat
 from app.web.security import same_origin
 
 
-async def _refuse(ws: WebSocket, code: int, error: dict[str, Any]) -> None:
-    await ws.accept()
-    await ws.send_text(json.dumps(error))
+async def _refuse(ws: WebSocket, code: int, error: dict[str, Any] | str) -> None:
+    if ws.client_state == WebSocketState.CONNECTING:
+        await ws.accept()
+    await ws.send_text(error if isinstance(error, str) else json.dumps(error))
     await ws.close(code=code)
 
 
@@ -26,22 +30,25 @@ async def serve_socket(ws: WebSocket, broker: Broker, code: str) -> None:
     if not same_origin(ws.headers):  # another site's page may not join on its visitor's behalf
         await ws.close(code=rooms.CLOSE_ORIGIN)
         return
-    digest = await broker.room_key(code)
-    if digest is None:
-        await _refuse(
-            ws, rooms.CLOSE_NO_ROOM, {"closed": f"there is no room {code[:12]} (closed, expired or never opened)"}
-        )
-        return
-    address = ws.client.host if ws.client else ""
-    offered = list(ws.scope.get("subprotocols") or [])
-    presenter = rooms.presenter_socket(offered, digest)
-    seat = None if presenter else rooms.kept_seat(offered, code)  # a page that comes back keeps its seat
-    sub = Subscriber(presenter=presenter, address=address, id=seat or new_seat())
-    refused = await broker.join(code, sub)
-    if refused:
-        await _refuse(ws, rooms.CLOSE_FULL, {"error": refused})
-        return
+    sub: Subscriber | None = None
     try:
+        if not broker.ready():
+            raise StoreDown("not subscribed to Redis")
+        digest = await broker.room_key(code)
+        if digest is None:
+            missing = f"there is no room {code[:12]} (closed, expired or never opened)"
+            await _refuse(ws, rooms.CLOSE_NO_ROOM, {"missing": missing})
+            return
+        address = ws.client.host if ws.client else ""
+        offered = list(ws.scope.get("subprotocols") or [])
+        presenter = rooms.presenter_socket(offered, digest)
+        seat = None if presenter else rooms.kept_seat(offered, code)  # a page that comes back keeps its seat
+        joining = Subscriber(presenter=presenter, address=address, id=seat or new_seat())
+        refused = await broker.join(code, joining)
+        if refused:
+            await _refuse(ws, rooms.CLOSE_FULL, {"error": refused})
+            return
+        sub = joining
         follower = rooms.FOLLOWER_PROTOCOL if rooms.FOLLOWER_PROTOCOL in offered else None
         await ws.accept(subprotocol=rooms.PRESENTER_PROTOCOL if sub.presenter else follower)
         await ws.send_text(await broker.hello(code, sub.presenter, sub.id))
@@ -52,10 +59,15 @@ async def serve_socket(ws: WebSocket, broker: Broker, code: str) -> None:
             sender.cancel()
         if close is not None:
             await ws.close(code=close[0], reason=close[1])
+    except StoreDown:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):  # the client may be gone
+            await _refuse(ws, rooms.CLOSE_SLOW, LOST_MESSAGE)
     except (WebSocketDisconnect, RuntimeError, OSError):
         pass  # the client went away (RuntimeError, OSError: it went while we were sending)
     finally:
-        await broker.leave(code, sub)
+        if sub is not None:
+            with contextlib.suppress(StoreDown):  # counted again when Redis is back (RedisBroker._recount)
+                await broker.leave(code, sub)
 
 
 async def _send(ws: WebSocket, sub: Subscriber) -> None:
@@ -68,6 +80,9 @@ async def _send(ws: WebSocket, sub: Subscriber) -> None:
             await ws.send_text(text)
             if text.startswith('{"closed"'):
                 await ws.close(code=rooms.CLOSE_NO_ROOM, reason="room closed")
+                return
+            if text == LOST_MESSAGE:
+                await ws.close(code=rooms.CLOSE_SLOW, reason="room store lost: connect again")
                 return
     except (WebSocketDisconnect, RuntimeError, OSError):
         return

@@ -76,30 +76,34 @@ def app_process(data_dir: Path, port: int | None = None, **env: str) -> Iterator
             stop(proc, 10)
 
 
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    """A real redis-server (Debian's) on a free port, with nothing saved to disk."""
+def start_redis(port: int, *options: str) -> subprocess.Popen[bytes]:
+    """A real redis-server (Debian's) on `port`, with nothing saved to disk unless `options` say so;
+    returns once it answers PING (skips the test without redis-server)."""
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.skip("no redis-server (make test installs it: apt-get install redis-server)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
+    args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *options]
+    proc = subprocess.Popen([exe, *args], stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while True:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
                 s.sendall(b"PING\r\n")
                 if s.recv(16).startswith(b"+PONG"):
-                    break
+                    return proc
         except OSError:
             pass
         if time.monotonic() > deadline:
             proc.kill()
             raise RuntimeError("redis-server did not start")
         time.sleep(0.05)
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A real redis-server (Debian's) on a free port, with nothing saved to disk."""
+    port = free_port()
+    proc = start_redis(port)
     try:
         yield f"redis://127.0.0.1:{port}/0"
     finally:

@@ -37,7 +37,8 @@ def test_a_room_survives_a_restart(tmp_path: Path) -> None:
         _, room = call("POST", base + "/api/rooms", secret=TOKEN)
         assert call("PUT", f"{base}/api/rooms/{room['code']}/state", STATE, room["presenter_key"])[0] == 204
     with app_process(tmp_path) as (base, _):
-        assert call("GET", f"{base}/api/rooms/{room['code']}") == (200, {"state": STATE, "followers": 0})
+        kept = {"state": STATE, "followers": 0, "presenters": 0}
+        assert call("GET", f"{base}/api/rooms/{room['code']}") == (200, kept)
         ws_url = base.replace("http", "ws") + f"/api/rooms/{room['code']}/ws"
         with connect(ws_url) as ws:
             assert json.loads(ws.recv(timeout=5))["seq"] == 1

@@ -67,10 +67,10 @@ def test_codes_avoid_ambiguous_characters() -> None:
 
 def test_put_state_then_get_it(client: TestClient, room: dict[str, Any]) -> None:
     code = room["code"]
-    assert client.get(f"/api/rooms/{code}").json() == {"state": None, "followers": 0}
+    assert client.get(f"/api/rooms/{code}").json() == {"state": None, "followers": 0, "presenters": 0}
     r = put(client, room, STATE)
     assert r.status_code == 204 and r.content == b""
-    assert client.get(f"/api/rooms/{code}").json() == {"state": STATE, "followers": 0}
+    assert client.get(f"/api/rooms/{code}").json() == {"state": STATE, "followers": 0, "presenters": 0}
     assert client.get(f"/api/rooms/{code.lower()}").json()["state"] == STATE  # codes are read aloud: any case
     numbers = {**STATE, "focus": 4, "layer": 3}  # numbers are taken as the address bar's strings
     assert put(client, room, numbers).status_code == 204
@@ -206,7 +206,7 @@ def test_socket_gets_the_state_then_every_change_in_order(client: TestClient, ro
     with client.websocket_connect(f"/api/rooms/{code}/ws") as ws:
         hello = ws.receive_json()
         assert broker.seat_of(code, hello.pop("seat"))  # the follower's seat, signed by the server
-        assert hello == {"state": STATE, "seq": 1, "followers": 1}
+        assert hello == {"state": STATE, "seq": 1, "followers": 1, "presenters": 0}
         for i in range(5):
             assert put(client, room, {**STATE, "focus": str(i)}).status_code == 204
         got: list[dict[str, Any]] = []
@@ -265,7 +265,7 @@ def test_socket_message_limits(client: TestClient, room: dict[str, Any]) -> None
 
 def test_socket_of_an_unknown_room(client: TestClient) -> None:
     with client.websocket_connect("/api/rooms/ZZZZZZ/ws") as ws:
-        assert "there is no room ZZZZZZ" in ws.receive_json()["closed"]
+        assert "there is no room ZZZZZZ" in ws.receive_json()["missing"]
         with pytest.raises(WebSocketDisconnect) as closed:
             ws.receive_json()
         assert closed.value.code == rooms.CLOSE_NO_ROOM
