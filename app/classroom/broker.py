@@ -8,8 +8,9 @@ this process the same way: each socket has a queue of ready-made JSON texts, fil
 Messages (JSON objects, one per WebSocket text frame):
   {"state": {...}, "seq": n}        the presenter's new view (seq grows by one per change)
   {"followers": n}                  the number of followers, when it changes (at most 5 times a second)
-  {"presenters": n}                 the number of presenter sockets (the teacher's page), when it changes:
-                                    0 means the room shows the last view a presenter sent, nobody drives it now
+  {"presenters": n}                 the number of presenter sockets that drive the room (the teacher's page,
+                                    once it has said {"driving": true}: the room shows its view), when it
+                                    changes: 0 means the room shows the last view a presenter sent
   {"quiz": {...} | null}            a quiz was asked, revealed (then it holds "answer" and "counts") or ended
   {"votes": {"id", "answered"}}     how many have answered a quiz (presenter sockets only; the counts
                                     themselves wait for the reveal, so that they steer nobody)
@@ -114,6 +115,7 @@ class Subscriber:
     id: str = field(default_factory=new_seat)  # its seat (one the page kept, or a new one)
     queue: asyncio.Queue[str] = field(default_factory=lambda: asyncio.Queue(limits.FOLLOWER_QUEUE))
     overflow: bool = False
+    driving: bool = False  # a presenter whose page has said the room shows its view ({"driving": true})
 
     def put(self, text: str) -> None:
         try:
@@ -182,7 +184,9 @@ class Broker(ABC):
 
     @abstractmethod
     async def presenters(self, code: str) -> int:
-        """Presenter sockets of the room (the teacher's page), in every process."""
+        """Presenter sockets of the room that drive it (the teacher's page, the room in step with it), in
+        every process: 0 while no teacher's page is connected, or the one that came back has not yet made
+        the room show its view (after a restart), so that no follower says "live" meanwhile."""
 
     @abstractmethod
     async def from_address(self, code: str, address: str) -> int:
@@ -320,10 +324,18 @@ class Broker(ABC):
         if self._forget(code, sub):
             await self._counted(code)
 
+    async def drive(self, code: str, sub: Subscriber) -> None:
+        """A presenter's page says the room shows its view now: it counts among the room's presenters."""
+        if sub.presenter and not sub.driving:
+            sub.driving = True
+            await self._counted(code)
+            await self._changed(code, sub)
+
     async def _changed(self, code: str, sub: Subscriber) -> None:
-        """Tell the room a socket came or went: a presenter at once, followers in bursts."""
+        """Tell the room a socket came or went: a driving presenter at once, followers in bursts."""
         if sub.presenter:
-            await self.publish(code, json.dumps({"presenters": await self.presenters(code)}))
+            if sub.driving:
+                await self.publish(code, json.dumps({"presenters": await self.presenters(code)}))
         else:
             self._followers_changed(code)
 
@@ -459,10 +471,10 @@ class MemoryBroker(Broker):
         return seq
 
     def _sockets(self, code: str, presenter: bool) -> list[Subscriber]:
-        """The room's sockets of one kind (all in this process), none once it has expired."""
+        """The room's followers, or its driving presenters (all in this process); none once it has expired."""
         if self._live(code) is None:
             return []
-        return [s for s in self.local.get(code, ()) if s.presenter == presenter]
+        return [s for s in self.local.get(code, ()) if s.presenter == presenter and (s.driving or not presenter)]
 
     async def followers(self, code: str) -> int:
         return len(self._sockets(code, False))
@@ -785,7 +797,7 @@ class RedisBroker(Broker):
         async with self.redis.pipeline(transaction=True) as pipe:
             for key, n in (
                 (self._key(code, "followers"), followers),
-                (self._key(code, "presenters"), len(subs) - followers),
+                (self._key(code, "presenters"), sum(s.presenter and s.driving for s in subs)),
             ):
                 if n:
                     pipe.hset(key, self.process, n)

@@ -80,6 +80,11 @@ class RoomReopen(BaseModel):
     )
 
 
+class ReopenedRoom(BaseModel):
+    code: str = Field(description="the room's code, as it was")
+    join_url: str = Field(description="the address followers open (also drawn as a QR code)")
+
+
 class RoomInfo(BaseModel):
     state: dict[str, Any] | None = Field(description="the presenter's current view state (null before the first)")
     followers: int

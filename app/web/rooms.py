@@ -31,7 +31,7 @@ from fastapi.routing import APIRoute
 
 from app.classroom import auth, limits, qr, quiz, rooms
 from app.classroom.broker import Broker, RoomLimit, StoreDown
-from app.classroom.schemas import CreatedRoom, RoomInfo, RoomReopen, ViewState
+from app.classroom.schemas import CreatedRoom, ReopenedRoom, RoomInfo, RoomReopen, ViewState
 from app.classroom.service import classroom, lifespan
 from app.errors import ClientError, detail
 from app.web import auth as web_auth
@@ -118,6 +118,7 @@ async def create_room(request: Request) -> CreatedRoom:
 @router.put(
     "/rooms/{code}",
     status_code=201,
+    response_model=ReopenedRoom,
     summary="Open a room again, with its code and presenter key",
     responses={
         204: {"description": "The room is open already, with this presenter key."},
@@ -146,7 +147,10 @@ async def reopen_room(request: Request, code: str = Code) -> Response:
         raise ClientError(429, ["body"], msg, "room_limit") from None
     if opened is None:
         raise ClientError(409, ["path", "code"], f"room {code} is open with another presenter key", "room_taken")
-    return Response(status_code=201 if opened else 204)
+    if not opened:
+        return Response(status_code=204)
+    reopened = ReopenedRoom(code=code, join_url=_join_url(request, code))
+    return Response(reopened.model_dump_json(), status_code=201, media_type="application/json")
 
 
 async def _existing(request: Request, code: str) -> str:

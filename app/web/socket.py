@@ -18,9 +18,15 @@ from app.classroom.broker import LOST_MESSAGE, Broker, StoreDown, Subscriber, ne
 from app.web.security import same_origin
 
 
+def _offered(ws: WebSocket) -> str | None:
+    """The presenter's subprotocol, when the client offered it: a browser fails a handshake that does not
+    pick one of the protocols it offered, and its page would never read why the socket was refused."""
+    return rooms.PRESENTER_PROTOCOL if rooms.PRESENTER_PROTOCOL in (ws.scope.get("subprotocols") or []) else None
+
+
 async def _refuse(ws: WebSocket, code: int, error: dict[str, Any] | str) -> None:
     if ws.client_state == WebSocketState.CONNECTING:
-        await ws.accept()
+        await ws.accept(subprotocol=_offered(ws))
     await ws.send_text(error if isinstance(error, str) else json.dumps(error))
     await ws.close(code=code)
 
@@ -89,7 +95,8 @@ async def _send(ws: WebSocket, sub: Subscriber) -> None:
 
 
 async def _receive(ws: WebSocket, broker: Broker, code: str, sub: Subscriber) -> tuple[int, str] | None:
-    """Read the client's messages until it leaves; (close code, reason) when it broke a rule."""
+    """Read the client's messages until it leaves; (close code, reason) when it broke a rule. A follower
+    may vote and ping; a presenter may ping and say {"driving": true} (the room shows its page's view)."""
     tokens, last = float(limits.SOCKET_BURST), time.monotonic()
     while True:
         message = await ws.receive()
@@ -115,6 +122,8 @@ async def _receive(ws: WebSocket, broker: Broker, code: str, sub: Subscriber) ->
             sub.put('{"pong":1}')
         elif "vote" in body and not sub.presenter:
             sub.put(await quiz.vote(broker, code, sub, body["vote"]))
+        elif body.get("driving") is True and sub.presenter:
+            await broker.drive(code, sub)  # its page made the room show its view: the followers may say live
         else:
             msg = "a follower's socket only votes and pings; the presenter drives the room over HTTP"
             sub.put(json.dumps({"error": {"type": "read_only", "msg": msg}}))

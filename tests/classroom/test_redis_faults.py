@@ -97,8 +97,10 @@ def test_a_room_comes_back_after_redis_restarts_empty(tmp_path: Path) -> None:
     with room_on_redis(tmp_path) as (base, port, procs, room), ExitStack() as stack:
         code, key = room["code"], room["presenter_key"]
         presenter = stack.enter_context(socket_of(base, code, key))
-        followers = [stack.enter_context(socket_of(base, code)) for _ in range(3)]
         assert json.loads(presenter.recv(timeout=10))["state"] == STATE
+        presenter.send(json.dumps({"driving": True}))  # its page: the room shows its view
+        assert until(presenter, "presenters")["presenters"] == 1
+        followers = [stack.enter_context(socket_of(base, code)) for _ in range(3)]
         for ws in followers:
             hello = json.loads(ws.recv(timeout=10))
             assert hello["state"] == STATE and hello["presenters"] == 1
@@ -145,6 +147,8 @@ def test_a_room_comes_back_after_redis_restarts_empty(tmp_path: Path) -> None:
         with ExitStack() as again:
             presenter = again.enter_context(socket_of(base, code, key))
             assert json.loads(presenter.recv(timeout=10))["state"] == moved
+            presenter.send(json.dumps({"driving": True}))
+            assert until(presenter, "presenters")["presenters"] == 1
             followers = [again.enter_context(socket_of(base, code)) for _ in range(3)]
             for ws in followers:
                 hello = json.loads(ws.recv(timeout=10))

@@ -296,6 +296,53 @@ def test_presenter_socket_is_not_a_follower(client: TestClient, room: dict[str, 
         assert ws.receive_json()["followers"] == 1
 
 
+def test_followers_know_whether_a_teachers_page_drives_the_room(client: TestClient, room: dict[str, Any]) -> None:
+    """A presenter socket counts once its page says the room shows its view ({"driving": true}): until
+    then (a page just back after a restart) its followers must not say "live"."""
+    code = room["code"]
+    with client.websocket_connect(f"/api/rooms/{code}/ws") as follower:
+        assert follower.receive_json()["presenters"] == 0
+        with presenter_socket(client, room) as teacher:
+            assert teacher.receive_json()["presenters"] == 0
+            assert client.get(f"/api/rooms/{code}").json()["presenters"] == 0  # connected, not driving yet
+            teacher.send_json({"driving": True})
+            assert next_with(follower, "presenters") == {"presenters": 1}
+            assert client.get(f"/api/rooms/{code}").json()["presenters"] == 1
+            follower.send_json({"driving": True})  # a follower cannot pretend to drive
+            assert next_with(follower, "error")["error"]["type"] == "read_only"
+            assert client.get(f"/api/rooms/{code}").json()["presenters"] == 1
+        assert next_with(follower, "presenters") == {"presenters": 0}  # the teacher's page went away
+    with client.websocket_connect(f"/api/rooms/{code}/ws") as follower:
+        assert follower.receive_json()["presenters"] == 0
+
+
+def test_reopen_a_room_with_its_code_and_key(client: TestClient, room: dict[str, Any]) -> None:
+    """PUT /api/rooms/{code}: a presenter's page opens its lost room again (here: closed on the server)."""
+    code, key = room["code"], room["presenter_key"]
+    teacher = auth(TOKEN)
+    assert client.put(f"/api/rooms/{code}", json={"presenter_key": key}, headers=teacher).status_code == 204
+    assert client.delete(f"/api/rooms/{code}", headers=auth(key)).status_code == 204
+    assert client.get(f"/api/rooms/{code}").status_code == 404
+    r = client.put(f"/api/rooms/{code.lower()}", json={"presenter_key": key}, headers=teacher)
+    assert r.status_code == 201 and r.json() == {"code": code, "join_url": f"http://testserver/?room={code}"}
+    assert client.get(f"/api/rooms/{code}").json() == {"state": None, "followers": 0, "presenters": 0}
+    assert put(client, room, STATE).status_code == 204  # the same key drives it
+    other = client.put(f"/api/rooms/{code}", json={"presenter_key": "k" * 32}, headers=teacher)
+    assert other.status_code == 409 and detail(other)["type"] == "room_taken"
+    assert client.put(f"/api/rooms/{code}", json={"presenter_key": key}, headers=auth(key)).status_code == 403
+    assert client.put(f"/api/rooms/{code}", json={"presenter_key": key}).status_code == 401
+    assert client.put(f"/api/rooms/{code}", json={"presenter_key": "short"}, headers=teacher).status_code == 422
+    bad = client.put("/api/rooms/AB0OIL", json={"presenter_key": key}, headers=teacher)  # never a code
+    assert bad.status_code == 422 and detail(bad)["loc"] == ["path", "code"]
+
+
+def next_with(ws: Any, field: str) -> dict[str, Any]:
+    while True:
+        message: dict[str, Any] = ws.receive_json()
+        if field in message:
+            return message
+
+
 # resetting a room (the quiz's part: tests/classroom/test_quiz.py)
 
 

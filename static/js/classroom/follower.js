@@ -17,8 +17,10 @@ const STATUS_TEXT = {
   connecting: "connecting…",
   live: "live",
   retrying: "connection lost: reconnecting…",
+  waiting: "waiting for your teacher's page to open the room again…",
   closed: "closed",
 };
+const AWAY_TEXT = "waiting for your teacher's page (you see the last view it sent)";
 const TOUCHED_MS = 1500; // a view change this soon after the student's own tap or key is theirs
 
 /** The room's state without the projector's screen switch (not part of a view). */
@@ -42,6 +44,7 @@ export class Follower {
     this.code = code;
     this.following = true;
     this.latest = null; // the presenter's latest view
+    this.presenters = null; // the teacher's pages driving the room now (null: not told yet)
     this.screen = null; // "blank" | "hidden" | null
     this.applying = Promise.resolve();
     this.busy = 0; // views being applied now (their changes are not the student's)
@@ -126,16 +129,32 @@ export class Follower {
     }
   }
 
+  /**
+   * "● live" only while this page shows the room's view and a teacher's page drives it: a room whose
+   * presenter socket is gone (the projector's laptop asleep, a server that restarted and the teacher's
+   * page not back yet) shows the last view it got, and says so.
+   */
   renderStatus() {
     const status = this.connection ?? "connecting";
     const detail = this.connectionDetail;
-    const shown = status === "live" && !this.following ? "exploring on your own" : (STATUS_TEXT[status] ?? status);
-    this.status.textContent = `● ${shown}` + (detail && status !== "closed" ? ` (${detail})` : "");
+    const away = status === "live" && this.presenters === 0;
+    let shown = STATUS_TEXT[status] ?? status;
+    if (status === "live" && !this.following) shown = "exploring on your own";
+    else if (away) shown = AWAY_TEXT;
+    else if (status === "retrying" && detail) shown = detail.endsWith("reconnecting") ? `${detail}…` : `${shown} (${detail})`;
+    this.status.textContent = `● ${shown}`;
     this.box.dataset.status = status;
+    this.box.dataset.teacher = away ? "away" : "here";
   }
 
   message(msg) {
     if (typeof msg.seat === "string" && msg.seat !== seatFor(this.code)) keepSeat(this.code, msg.seat);
+    const hello = "followers" in msg && "seq" in msg; // a connection's first message: the room whole
+    if (hello && !("quiz" in msg)) this.quiz.show(null); // no question open now (it ended while this page was away)
+    if (typeof msg.presenters === "number") {
+      this.presenters = msg.presenters;
+      this.renderStatus();
+    }
     if ("state" in msg && msg.state) {
       this.setScreen(msg.state.screen ?? null);
       this.latest = viewOf(msg.state);

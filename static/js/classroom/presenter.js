@@ -28,6 +28,7 @@ import { withhold } from "./withhold.js";
 const $ = (id) => document.getElementById(id);
 
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
+const RETRY_MS = 1000; // a view the server could not take now is sent again this often
 export const CHANNEL = "a3d-teacher"; // the teacher's windows on one computer find each other here
 const NAV_KEYS = new Set(["PageDown", "PageUp", "ArrowLeft", "ArrowRight"]);
 const NAV_CLICKS = "#prev-step, #next-step, #next-chapter, #step-list button, #contents a, [data-testid=lesson-play], [data-testid=teacher-next], [data-testid=teacher-back]";
@@ -59,6 +60,7 @@ export class Presenter {
     this.questions = null;
     this.deck = null; // the lesson the teacher's windows play ({lesson, title, index, count})
     this.listeners = { deck: [], room: [], quiz: [], view: [] };
+    this.whenSent = []; // flush()'s waiters
     this.button = el("button", { type: "button", className: "cr-present", dataset: { testid: "present" } }, "Present");
     this.button.setAttribute("aria-pressed", "false");
     this.button.addEventListener("click", () => this.setPresenting(!this.presenting, { openTeacher: true }));
@@ -208,7 +210,12 @@ export class Presenter {
     this.widths = widths;
   }
 
-  /** Open a room (or take back this tab's room), then send the current view (or adopt the room's). */
+  /**
+   * Open a room, or take back this tab's room (a reload, a server restart): its socket's first message
+   * brings the room's view, and heard() sends this page's view if the room's differs (or, `adopt`,
+   * takes up the room's view: a bare /?present=1 reload). A room lost with its store is opened
+   * again with the same code and key (reopen()), so the class's pages carry on in it.
+   */
   async open(adopt = false) {
     const token = teacherToken();
     if (!token) {
@@ -216,36 +223,14 @@ export class Presenter {
       return;
     }
     const kept = presenterRoom();
-    let stale = false;
     if (kept) {
-      try {
-        const room = adopt ? await call("GET", `/api/rooms/${kept.code}`) : null;
-        if (room?.state) {
-          // the projector was reloaded: the class stays where it is, and so does the screen
-          // (`live`: tokens the old page was writing, chapter 10; that writing ended with the old page)
-          const { screen, live, ...view } = room.state;
-          this.applying += 1;
-          try {
-            await applyViewState(view);
-          } finally {
-            this.applying -= 1;
-          }
-          stale = Boolean(live);
-          this.applyScreen(screen ?? null);
-        } else {
-          await call("PUT", `/api/rooms/${kept.code}/state`, { body: viewOnly(viewState()), secret: kept.key });
-        }
-        this.start(kept);
-        if (stale) this.send(viewState()); // the class stops waiting for those tokens
-        return;
-      } catch {
-        keepPresenterRoom(null); // closed, expired or from another server: open a new one
-      }
+      if (adopt) this.adoptNext = true; // a bare /?present=1 reload: the class stays where it is
+      this.start(kept);
+      return;
     }
     try {
       const created = await call("POST", "/api/rooms", { secret: token });
-      this.start({ code: created.code, key: created.presenter_key, join_url: created.join_url });
-      this.send(viewState());
+      this.start({ code: created.code, key: created.presenter_key, join_url: created.join_url }); // its hello: welcomed()
     } catch (e) {
       this.say(e.status === 403 ? "This teacher link is not this server's (was it restarted with another token?)" : e.message);
     }
@@ -258,12 +243,10 @@ export class Presenter {
     this.followers = 0;
     this.socket = new RoomSocket(room.code, {
       presenterKey: room.key,
+      maxDelay: 1000, // one page: it may try often, and the class waits for it
+      waitAlways: true,
       onMessage: (m) => this.heard(m),
-      onStatus: (status) => {
-        this.join.dataset.status = status;
-        this.status = status;
-        this.emit("room", this.room);
-      },
+      onStatus: (status, detail) => this.connection(status, detail),
     });
     this.say(`Room ${room.code} is open.`);
     this.drawJoin();
@@ -272,29 +255,88 @@ export class Presenter {
     this.emit("room", room);
   }
 
+  /** The room's socket: live, reconnecting, the room missing (open it again) or closed elsewhere. */
+  connection(status, detail) {
+    this.join.dataset.status = status;
+    this.status = status;
+    this.linkStatus = { status, detail };
+    this.drawLink();
+    if (status === "waiting" && this.room?.key !== teacherToken()) this.reopen(); // not a remote driving with the token
+    if (status === "closed" && this.room) {
+      const code = this.room.code;
+      this.closed();
+      this.say(`Room ${code} was closed${detail ? `: ${detail}` : ""}. Present opens a new one.`);
+    }
+    this.emit("room", this.room);
+  }
+
+  /** The room is not on the server (its store restarted empty): open it again, same code, same key. */
+  async reopen() {
+    const room = this.room;
+    if (!room || this.reopening) return;
+    this.reopening = true;
+    try {
+      await call("PUT", `/api/rooms/${room.code}`, { body: { presenter_key: room.key }, secret: teacherToken() ?? "" });
+      this.say(`Room ${room.code} is open again: the class carries on.`);
+      this.socket?.poke();
+    } catch (e) {
+      if (e.status === 409 || e.status === 403 || e.status === 401) {
+        this.closed();
+        this.say(`Room ${room.code} can't be opened again (${e.message}). Present opens a new one.`);
+      } // else: the server is away still; the socket's next try asks again
+    } finally {
+      this.reopening = false;
+    }
+  }
+
+  /** A view as the room should hold it: with B / H (the projector's own; the teacher's window's as it
+   *  last told the room). */
+  withScreen(params) {
+    const view = viewOnly(params);
+    const screen = this.teacher ? (this.screenShown ?? null) : this.screen();
+    if (screen) view.screen = screen;
+    return view;
+  }
+
+  /**
+   * A connection's first message: the room's view as the server kept it. A window that joins to follow
+   * (the teacher's window, or a bare /?present=1 reload: `adoptNext`) takes it up. Otherwise this
+   * window's own view wins, never the room's: the projector sends its view if the room's differs (the
+   * room missed a change while the server or its store was down); the teacher's window sends only a
+   * view the room has not taken yet (send() keeps trying it), or its view to a room that shows nothing
+   * (a store that restarted empty), so that a stale second window never moves the class back.
+   * Once the room shows this window's view its socket says {"driving": true}: phones say "live" again.
+   */
+  async welcomed(state) {
+    const socket = this.socket;
+    if (this.adoptNext) {
+      this.adoptNext = false;
+      if (state) {
+        await this.follow(state);
+        if (state.live && !this.teacher) this.send(viewState()); // a writing that ended with the old page
+      }
+      this.adopted = true;
+    } else {
+      if (state) this.ownEcho(canonical(state)); // the view this window sent, or older
+      this.lastRoom = state ? canonical(state) : null;
+      const differs = canonical(this.withScreen(viewState())) !== this.lastRoom;
+      if (differs && (!this.teacher || !state)) this.send(viewState());
+    }
+    await this.flush(Infinity);
+    if (socket === this.socket && this.adopted) socket?.send({ driving: true });
+  }
+
   heard(msg) {
+    const hello = "followers" in msg && "seq" in msg; // a connection's first message: the room whole
+    if (hello) {
+      if (!("quiz" in msg)) this.quiz.show(null); // no question open there (a restarted store lost it)
+      this.welcomed(msg.state ?? null);
+    } else if ("state" in msg && msg.state) this.follow(msg.state); // another of the teacher's windows moved the class
     if ("followers" in msg) {
       this.followers = msg.followers;
       this.drawCount();
       this.quiz.setFollowers(msg.followers);
       this.emit("room", this.room);
-    }
-    if ("state" in msg && msg.state) {
-      // another of the teacher's windows moved the class: follow it. A connection's first message
-      // is the room as the server kept it, which this window's own view (sent, or about to be) wins
-      // over, except in a window that joins to follow (the teacher's window).
-      const hello = "followers" in msg;
-      if (hello && !this.adoptNext) this.ownEcho(canonical(msg.state)); // the view this window sent, or older
-      if (!hello || this.adoptNext) {
-        const adopting = this.adoptNext;
-        this.adoptNext = false;
-        this.follow(msg.state).finally(() => {
-          if (adopting) this.adopted = true;
-        });
-      }
-    } else if ("state" in msg && this.adoptNext) {
-      this.adoptNext = false; // a room that shows nothing yet: this window's view may start it
-      this.adopted = true;
     }
     if ("quiz" in msg) this.quiz.show(msg.quiz);
     if (msg.votes) this.quiz.progress(msg.votes);
@@ -345,13 +387,15 @@ export class Presenter {
     const cut = shown.indexOf("/?");
     address.append(el("span", {}, shown.slice(0, cut)), el("wbr"), el("span", {}, shown.slice(cut)));
     const code = el("p", { className: "cr-code", dataset: { testid: "join-code" } }, this.room.code);
-    const parts = [qr, el("p", { className: "cr-join-title" }, "Join on your phone"), address, code, this.count];
+    this.link = el("p", { className: "cr-link", role: "status", dataset: { testid: "presenter-status" } });
+    const parts = [qr, el("p", { className: "cr-join-title" }, "Join on your phone"), address, code, this.count, this.link];
     if (local) parts.push(el("p", { className: "cr-warn" }, "Students cannot reach this: start with --host 0.0.0.0"));
     this.fold = el("button", { type: "button", className: "cr-fold", dataset: { testid: "join-fold" } });
     this.fold.addEventListener("click", () => this.setFolded(!this.folded));
     this.join.replaceChildren(this.fold, ...parts);
     this.setFolded(this.folded ?? false);
     this.drawCount();
+    this.drawLink();
   }
 
   /** The join panel folded to a strip (the code and the count stay), once the class has joined. */
@@ -390,41 +434,74 @@ export class Presenter {
     this.screenShown = screen;
   }
 
-  /** PUT the view: at most one request in flight, the latest view wins. */
+  /**
+   * PUT the view: at most one request in flight, the latest view wins. A view the server could not
+   * take now (it is away, restarting, its room store is away, the room is being opened again) is
+   * sent again every RETRY_MS until it is taken or a newer one replaces it.
+   */
   async send(params) {
     if (!this.room || !this.adopted) return;
-    const state = viewOnly(params);
-    const screen = this.teacher ? (this.screenShown ?? null) : this.screen();
-    if (screen) state.screen = screen;
+    const state = this.withScreen(params);
     if (canonical(state) === this.lastRoom) return; // the room's view already (just applied, or sent)
     this.lastRoom = canonical(state);
     this.queued = state;
     if (this.sending) return;
     this.sending = true;
     try {
-      while (this.queued) {
+      while (this.queued && this.room) {
         const next = this.queued;
         this.queued = null;
         const started = performance.now();
+        let wait = MIN_PUT_GAP_MS;
         this.sent.set(canonical(next), performance.now());
         try {
           await call("PUT", `/api/rooms/${this.room.code}/state`, { body: next, secret: this.room.key });
+          this.unsent = null;
         } catch (e) {
           this.sent.delete(canonical(next));
-          this.lastRoom = null; // not the room's view: the next change is sent
-          this.say(`The class did not get this view: ${e.message}`);
+          const again = e.status === undefined || e.status === 404 || e.status === 429 || e.status >= 500;
+          this.unsent = again ? e.message : null;
+          if (again) {
+            this.queued ??= next; // unless a newer view is waiting already
+            wait = RETRY_MS;
+          } else {
+            this.lastRoom = null; // not the room's view: the next change is sent
+            this.say(`The class did not get this view: ${e.message}`);
+          }
         }
-        const wait = MIN_PUT_GAP_MS - (performance.now() - started);
+        this.drawLink();
+        wait -= performance.now() - started;
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       }
     } finally {
       this.sending = false;
+      for (const resolve of this.whenSent.splice(0)) resolve();
     }
   }
 
-  /** Resolves once the room has this page's latest view (a question is asked about the room's view). */
-  async flush() {
-    for (let i = 0; i < 200 && (this.sending || this.queued); i++) await new Promise((r) => setTimeout(r, 25));
+  /** Resolves once no view is waiting to be sent (sent, or refused for good), or after `ms`: a question
+   *  is asked about the room's view, and the room shows this window's once it resolves in time. */
+  flush(ms = 5000) {
+    if (!this.sending) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.whenSent.push(resolve);
+      if (ms !== Infinity) setTimeout(resolve, ms);
+    });
+  }
+
+  /** One line in the join panel: is the class seeing this page's view? */
+  drawLink() {
+    if (!this.link) return;
+    const { status, detail } = this.linkStatus ?? { status: "connecting" };
+    let text;
+    if (status === "live" && !this.unsent) text = "● live: the class sees this view";
+    else if (status === "live") text = "● the class has not got this view yet: sending it again…";
+    else if (status === "waiting") text = "● the room store restarted empty: opening this room again…";
+    else if (status === "closed") text = "● closed";
+    else if (status === "connecting") text = "● connecting…";
+    else text = `● reconnecting${detail ? ` (${detail})` : ""}: the class still sees the last view it got`;
+    this.link.textContent = text;
+    this.link.dataset.status = status === "live" && this.unsent ? "unsent" : status;
   }
 
   toggleBlank(on = this.blank.hidden) {

@@ -1,28 +1,40 @@
-// A room's WebSocket that keeps itself open: it reconnects with backoff (0.5 s doubling to 8 s,
-// with jitter) after Wi-Fi drops or a server restart, and catches up from the first message of
-// each connection (the whole current state). Messages older than the last seen `seq` are dropped.
+// A room's WebSocket that keeps itself open: it reconnects with backoff (0.5 s doubling to
+// `maxDelay`, 2.5 s by default, with jitter), so a page is back within about 3 s of a server that
+// restarted; it catches up from the first message of each connection (the whole current state).
+// Messages older than the last seen `seq` are dropped.
 //
-//   new RoomSocket(code, { onMessage(msg), onStatus(status, detail), presenterKey?, seat? })
+//   new RoomSocket(code, { onMessage(msg), onStatus(status, detail), presenterKey?, seat?, maxDelay?, waitAlways? })
 //   seat(): a follower's kept seat (offered as the subprotocol "seat.<token>", so it keeps its one vote)
-//   status: "connecting" | "live" | "retrying" | "closed" (the room is gone: no more retries)
+//   status: "connecting" | "live" | "retrying" (detail: why, when the server said) |
+//           "waiting" (the room is not there now, but this page was in it: its presenter may open it
+//           again, e.g. after the room store restarted empty; tried again for WAIT_MS) |
+//           "closed" (the room is gone: no more retries)
+//
+// The server's own words: {"lost": why} before it closes with 1013 (its room store is away: connect
+// again), {"missing": why} before 4404 (no such room), {"closed": why} (the room closed: final).
 
 const HEARTBEAT_MS = 15_000; // a ping this often; no message for 2.5× as long = a dead link
+const WAIT_MS = 120_000; // how long a page that was in a room waits for it to be opened again
 const PRESENTER_PROTOCOL = "attention3d.presenter";
 const FOLLOWER_PROTOCOL = "attention3d.follower";
 
 export class RoomSocket {
-  constructor(code, { onMessage, onStatus, presenterKey = null, seat = () => null }) {
+  constructor(code, { onMessage, onStatus, presenterKey = null, seat = () => null, maxDelay = 2500, waitAlways = false }) {
     this.code = code;
     this.seat = seat;
     this.onMessage = onMessage;
     this.onStatus = onStatus;
     this.presenterKey = presenterKey;
+    this.maxDelay = maxDelay;
+    this.waitAlways = waitAlways; // a presenter: a missing room is one to open again, never the end
     this.seq = -1;
     this.delay = 500;
     this.stopped = false;
     this.ws = null;
     this.timer = null;
     this.lastHeard = 0;
+    this.wasIn = false; // this page has been in the room (a hello came)
+    this.missingSince = null;
     this.heartbeat = setInterval(() => this.beat(), HEARTBEAT_MS);
     this.connect();
   }
@@ -34,24 +46,29 @@ export class RoomSocket {
 
   connect() {
     if (this.stopped) return;
-    this.onStatus("connecting");
+    if (this.missingSince === null) this.onStatus("connecting");
     const seat = this.seat();
     const protocols = this.presenterKey
       ? [PRESENTER_PROTOCOL, `key.${this.presenterKey}`]
       : [FOLLOWER_PROTOCOL, ...(seat ? [`seat.${seat}`] : [])];
     const ws = new WebSocket(this.url(), protocols);
     this.ws = ws;
-    ws.addEventListener("open", () => {
-      this.delay = 500;
-      this.lastHeard = Date.now();
-      this.onStatus("live");
-    });
+    this.why = null; // what the server said before it closed this connection
     ws.addEventListener("message", (e) => {
+      if (ws !== this.ws) return;
       this.lastHeard = Date.now();
       let msg;
       try {
         msg = JSON.parse(e.data);
       } catch {
+        return;
+      }
+      if (msg.lost) {
+        this.why = { status: "retrying", detail: msg.lost };
+        return;
+      }
+      if (msg.missing) {
+        this.missing(msg.missing);
         return;
       }
       if (typeof msg.seq === "number") {
@@ -60,6 +77,7 @@ export class RoomSocket {
         const hello = "followers" in msg;
         if (!hello && msg.seq <= this.seq) return;
         this.seq = msg.seq;
+        if (hello) this.arrived();
       }
       if (msg.closed) {
         this.stop();
@@ -69,18 +87,38 @@ export class RoomSocket {
     });
     ws.addEventListener("close", (e) => {
       if (ws !== this.ws || this.stopped) return;
-      if (e.code === 4404) {
+      if (e.code === 4404 && this.why?.status !== "waiting") {
         this.stop();
         this.onStatus("closed", e.reason || "this room is closed");
         return;
       }
-      if (e.code === 4409) {
-        this.onStatus("retrying", "the room is full");
-      } else this.onStatus("retrying");
+      if (this.why) this.onStatus(this.why.status, this.why.detail);
+      else if (e.code === 4409) this.onStatus("retrying", "the room is full");
+      else this.onStatus("retrying");
       const wait = this.delay * (0.75 + Math.random() * 0.5);
-      this.delay = Math.min(this.delay * 2, 8000);
+      this.delay = Math.min(this.delay * 2, this.maxDelay);
       this.timer = setTimeout(() => this.connect(), wait);
     });
+  }
+
+  /** A hello: the page is in the room (again). */
+  arrived() {
+    this.delay = 500;
+    this.wasIn = true;
+    this.missingSince = null;
+    this.onStatus("live");
+  }
+
+  /** The server says the room is not there: the end, unless this page was in it lately (then wait). */
+  missing(why) {
+    const now = Date.now();
+    if (this.wasIn || this.waitAlways) this.missingSince ??= now;
+    if (this.missingSince !== null && (this.waitAlways || now - this.missingSince < WAIT_MS)) {
+      this.why = { status: "waiting", detail: why };
+      return;
+    }
+    this.stop();
+    this.onStatus("closed", why);
   }
 
   beat() {
@@ -101,10 +139,11 @@ export class RoomSocket {
     return false;
   }
 
-  /** Reconnect now (a "retry" button, or the page coming back from the background). */
+  /** Reconnect now (a "retry" button, the page back from the background, a room opened again). */
   poke() {
     if (this.stopped || (this.ws && this.ws.readyState <= WebSocket.OPEN)) return;
     clearTimeout(this.timer);
+    this.delay = 500;
     this.connect();
   }
 

@@ -1,0 +1,160 @@
+"""A room that holds together, in Chromium against real servers: the server (or its Redis) goes away
+while the teacher moves on, and comes back.
+
+- The app is killed (SIGKILL) while the presenter is at "score"; the teacher presses → twice while it
+  is down; the app starts again on the same address (its rooms kept in SQLite). Every phone shows the
+  presenter's view within 5 s of the server answering again, and no phone says "● live" while it
+  shows another step than the presenter's (checked every 50 ms from the restart on).
+- With Redis: redis-server is killed; the phones say the classroom server lost its room store, the
+  room's calls answer 503; Redis starts again with nothing in it; the presenter's page opens its room
+  again (same code, same key) and every phone shows the presenter's view within 10 s.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Watched, watched_page
+from tests.browser.test_classroom import follower, params, presenter
+from tests.classroom.conftest import app_process, free_port, start_redis
+
+pytestmark = pytest.mark.browser
+
+VIEW = ("chapter", "example", "step", "focus", "mask")
+EXPECTED_ERRORS = ("WebSocket connection", "Failed to load resource", "ERR_CONNECTION_REFUSED")
+
+
+def view(w: Watched) -> dict[str, str]:
+    got = params(w)
+    return {k: got.get(k, "") for k in VIEW}
+
+
+def status(w: Watched) -> str:
+    text: str = w.page.get_by_test_id("follow-status").inner_text()
+    return text
+
+
+@pytest.fixture
+def class_pages(browser: Any) -> Iterator[list[Watched]]:
+    """Pages made on demand (a projector at 1280×720, then phones at 390×844), guarded as every test page."""
+    with ExitStack() as stack:
+        made: list[Watched] = []
+
+        def make(base: str, width: int, height: int) -> Watched:
+            w = stack.enter_context(watched_page(browser, base))
+            w.page.set_viewport_size({"width": width, "height": height})
+            for fragment in EXPECTED_ERRORS:  # Chromium logs each refused connection and each 503
+                w.expect_console_error(fragment)
+            made.append(w)
+            return w
+
+        yield make  # type: ignore[misc]
+
+
+def in_step_within(teacher: Watched, phones: list[Watched], seconds: float) -> float:
+    """Seconds until every phone shows the presenter's view and says live; meanwhile a phone that says
+    "● live" shows the presenter's view (checked every 50 ms). Fails after `seconds`."""
+    started = time.monotonic()
+    while True:
+        want = view(teacher)
+        states = [(view(p), status(p)) for p in phones]
+        for shown, said in states:
+            if said == "● live":
+                assert shown == want or view(teacher) != want, f"a phone says live at {shown}, the teacher is at {want}"
+        if all(shown == want and said == "● live" for shown, said in states):
+            return time.monotonic() - started
+        if time.monotonic() - started >= seconds:
+            said = teacher.page.evaluate("document.querySelector('#classroom-bar')?.innerText")
+            raise AssertionError(f"the teacher at {want} ({said!r}, {teacher.errors}); the phones: {states}")
+        time.sleep(0.05)
+
+
+def test_phones_equal_the_presenter_within_5_s_of_a_restart(class_pages: Any, tmp_path: Path) -> None:
+    port = free_port()
+    stack = ExitStack()
+    base, proc = stack.enter_context(app_process(tmp_path, port=port, ATTENTION_VOTES_PER_ADDRESS="0"))
+    try:
+        teacher = class_pages(base, 1280, 720)
+        code = presenter(teacher, query="example=the-cat-ate-its-fish&step=score&focus=3")
+        phones = [class_pages(base, 390, 844) for _ in range(2)]
+        for phone in phones:
+            follower(phone, code)
+        in_step_within(teacher, phones, 15)
+        assert teacher.page.get_by_test_id("presenter-status").get_attribute("data-status") == "live"
+
+        proc.kill()  # the server is gone at once: no goodbye to any socket
+        proc.wait(timeout=10)
+        stack.close()
+        for phone in phones:
+            phone.page.wait_for_selector('[data-testid="follow-bar"][data-status="retrying"]', timeout=30_000)
+            assert "live" not in status(phone)
+        teacher.page.keyboard.press("ArrowRight")  # the teacher moves on while the server is down
+        teacher.page.keyboard.press("ArrowRight")
+        assert view(teacher)["step"] == "mask"
+        teacher.page.wait_for_selector('[data-testid="presenter-status"]:not([data-status="live"])')
+        assert "still sees the last view" in teacher.text("presenter-status")
+
+        base, proc = stack.enter_context(app_process(tmp_path, port=port, ATTENTION_VOTES_PER_ADDRESS="0"))
+        took = in_step_within(teacher, phones, 5)  # the presenter's page sent its view again
+        print(f"phones in step {took:.2f} s after the server answered again")
+        assert [view(p)["step"] for p in phones] == ["mask", "mask"]
+        teacher.page.wait_for_selector('[data-testid="presenter-status"][data-status="live"]', timeout=5_000)
+        with urllib.request.urlopen(f"{base}/api/rooms/{code}") as r:
+            room = json.loads(r.read())
+        assert room["state"]["step"] == "mask" and room["presenters"] == 1 and room["followers"] == 2
+        teacher.page.keyboard.press("ArrowRight")  # and the room goes on as before
+        in_step_within(teacher, phones, 10)
+        assert view(phones[0])["step"] == "softmax"
+    finally:
+        stack.close()
+
+
+def test_the_room_comes_back_after_redis_restarts_empty(class_pages: Any, tmp_path: Path) -> None:
+    redis_port = free_port()
+    redis = [start_redis(redis_port)]
+    url = f"redis://127.0.0.1:{redis_port}/0"
+    try:
+        with app_process(tmp_path, ATTENTION_REDIS_URL=url, ATTENTION_VOTES_PER_ADDRESS="0") as (base, _):
+            teacher = class_pages(base, 1280, 720)
+            code = presenter(teacher, query="example=the-cat-ate-its-fish&step=scale&focus=3")
+            phones = [class_pages(base, 390, 844) for _ in range(2)]
+            for phone in phones:
+                follower(phone, code)
+            in_step_within(teacher, phones, 15)
+
+            redis[0].kill()  # Redis is gone, and every room it held
+            redis[0].wait(timeout=10)
+            for phone in phones:
+                phone.page.wait_for_selector(
+                    '[data-testid="follow-status"]:has-text("lost its room store")', timeout=15_000
+                )
+            with pytest.raises(urllib.error.HTTPError) as down:
+                urllib.request.urlopen(f"{base}/api/rooms/{code}")
+            assert down.value.code == 503 and "Redis" in json.loads(down.value.read())["detail"][0]["msg"]
+            teacher.page.keyboard.press("ArrowRight")  # the teacher moves on meanwhile: mask
+            assert view(teacher)["step"] == "mask"
+
+            redis.append(start_redis(redis_port))  # back, empty
+            took = in_step_within(teacher, phones, 10)
+            print(f"phones in step {took:.2f} s after Redis came back (empty)")
+            with urllib.request.urlopen(f"{base}/api/rooms/{code}") as r:
+                room = json.loads(r.read())
+            assert room["state"]["step"] == "mask" and room["presenters"] == 1 and room["followers"] == 2
+            assert "is open again" in teacher.text("classroom-message")
+            teacher.page.keyboard.press("ArrowRight")
+            in_step_within(teacher, phones, 10)
+            assert view(phones[1])["step"] == "softmax"
+    finally:
+        for proc in redis:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
