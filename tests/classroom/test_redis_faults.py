@@ -212,6 +212,40 @@ def test_a_frozen_redis_answers_503_in_seconds_and_counts_stay_right(tmp_path: P
             time.sleep(0.1)
 
 
+def test_with_aof_a_killed_redis_loses_no_room(tmp_path: Path) -> None:
+    """docs/school-server.md's AOF set-up (--appendonly yes --appendfsync everysec): redis-server killed
+    with SIGKILL and started again on the same folder keeps the room, its view and its quiz summary."""
+    port = free_port()
+    aof = ["--appendonly", "yes", "--appendfsync", "everysec", "--dir", str(tmp_path / "redis")]
+    (tmp_path / "redis").mkdir()
+    procs = [start_redis(port, *aof)]
+    try:
+        url = f"redis://127.0.0.1:{port}/0"
+        with app_process(tmp_path / "app", ATTENTION_REDIS_URL=url) as (base, _):
+            _, room, _ = call("POST", base + "/api/rooms", secret=TOKEN)
+            code, key = room["code"], room["presenter_key"]
+            assert call("PUT", f"{base}/api/rooms/{code}/state", STATE, key)[0] == 204
+            _, quiz, _ = call("POST", f"{base}/api/rooms/{code}/quiz", {"tokens": ["a", "b"], "focus": 0}, key)
+            assert call("POST", f"{base}/api/rooms/{code}/quiz/reveal", {"answer": 1}, key)[0] == 200
+            procs[0].kill()
+            procs[0].wait(timeout=10)
+            procs.append(start_redis(port, *aof))
+            deadline = time.monotonic() + 10
+            while (answer := call("GET", f"{base}/api/rooms/{code}"))[0] == 503:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            assert answer[:2] == (200, {"state": STATE, "followers": 0, "presenters": 0})
+            questions = call("GET", f"{base}/api/rooms/{code}/quiz/summary", secret=key)[1]["questions"]
+            assert [q["id"] for q in questions] == [quiz["id"]]
+            with socket_of(base, code) as ws:
+                assert json.loads(ws.recv(timeout=10))["state"] == STATE
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
 def test_sockets_refused_while_redis_is_down_at_start(tmp_path: Path) -> None:
     """An app whose Redis is not there when the first socket comes: the socket is told, not left waiting."""
     port = free_port()
