@@ -12,7 +12,6 @@ import { stepById } from "./attention/stages.js";
 import { AttentionView } from "./attention/view.js";
 import { el } from "./dom.js";
 import { Editor } from "./editor.js";
-import { keepBarOffViews } from "./floatbar.js";
 import { installKeys } from "./keys.js";
 import { Lesson } from "./lesson.js";
 import { ANIMAL } from "./model.js";
@@ -197,4 +196,3 @@ window.addEventListener("popstate", () => applyView(window.location.search));
 modelKnown.then((info) => sentence.buildPickers(info.layers, info.heads, info.kv_heads ?? info.heads) ?? lesson.refresh()).catch((err) => console.warn("model status unavailable:", err));
 
 lesson.go(state.chapter, lesson.stepId(), state.chapterParams, { keepMask: urlParams.has("mask") });
-keepBarOffViews([$("scene"), $("chapter-stage")]);

@@ -240,8 +240,12 @@ def test_phone_head_is_compact_and_steps_are_in_reach(watched: Watched, size: tu
     w = watched
     w.page.set_viewport_size({"width": width, "height": height})
     w.goto("?focus=3&step=scale")
-    top = w.page.evaluate("document.getElementById('scene').getBoundingClientRect().top")
-    assert top <= 400, top  # was ~830: header and step buttons took the first screen
+    explain, scene = w.page.evaluate(
+        "['explain', 'scene'].map((id) => document.getElementById(id).getBoundingClientRect())"
+        ".map((r) => [r.top, r.bottom])"
+    )
+    assert explain[0] <= 400, explain  # was ~830: header and step buttons took the first screen
+    assert explain[1] <= scene[0], (explain, scene)  # the step's words, then the 3D view they speak of
     # every step's button in one row, none wider than the screen
     steps = w.page.evaluate(
         "[...document.querySelectorAll('#step-list button')]"

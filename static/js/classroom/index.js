@@ -10,7 +10,9 @@ import { isTextField } from "../keys.js";
 import { whenReady } from "../pageview.js";
 import { closeTabs } from "./fit.js";
 import { Follower } from "./follower.js";
+import { joinBox } from "./join.js";
 import { Lessons } from "./lessons.js";
+import { onePanelAtATime } from "./panels.js";
 import { Presenter } from "./presenter.js";
 import { followedRoom, presenterRoom, takeUrl, teacherToken } from "./session.js";
 import { TeacherPanel } from "./teacher.js";
@@ -21,6 +23,7 @@ whenReady(() => {
   const bar = document.getElementById("classroom-bar");
   if (!bar) return;
   const room = asked.teacher ? null : (asked.room ?? (asked.present || teacherToken() ? null : followedRoom()));
+  joinBox({ shown: !room && !teacherToken() && !asked.present && !asked.teacher }); // a student's way into a room
   if (room) {
     new Follower(bar, room);
     return;
@@ -35,6 +38,7 @@ whenReady(() => {
     if (asked.room && teacherToken()) presenter.start({ code: asked.room, key: teacherToken(), join_url: "" });
     else if (kept) presenter.start(kept);
   }
+  onePanelAtATime(bar);
   if (asked.present) presenter.setPresenting(true, { adopt: !asked.namesView });
   if (lessons) {
     // the lesson the teacher plays reaches both of the teacher's windows (the room tells presenters

@@ -6,6 +6,7 @@
 import { call } from "../api.js";
 import { el } from "../dom.js";
 import { applyViewState, viewState } from "../pageview.js";
+import { keepDraft, readDraft } from "./draft.js";
 import { LessonEditor } from "./lesson-editor.js";
 import { buildHandout, showHandout } from "./lesson-handout.js";
 import { offlineLesson } from "./lesson-offline.js";
@@ -48,6 +49,7 @@ export class Lessons {
     });
     const add = this.button("Record this view", "lesson-add", () => this.add());
     const save = this.button("Save the lesson", "lesson-save", () => this.save());
+    this.discardButton = this.button("Discard the draft", "lesson-discard", () => this.discard());
     this.status = el("p", { className: "cr-lessons-status", role: "status", dataset: { testid: "lesson-status" } });
     panel.append(
       el("p", { className: "cr-lessons-row" }),
@@ -57,6 +59,7 @@ export class Lessons {
       add,
       this.title,
       save,
+      this.discardButton,
       this.status,
     );
     panel.firstChild.append(this.list, play, edit, up, down, remove);
@@ -78,6 +81,35 @@ export class Lessons {
     bar.append(details);
     document.querySelector("#main")?.prepend(this.playBar);
     this.details = details;
+    // a lesson recorded before a reload (or a closed tab) is still here, until it is saved or discarded
+    this.recording = readDraft();
+    if (this.recording) this.title.value = this.recording.title;
+    this.title.addEventListener("input", () => this.keep());
+    this.drawDraft();
+  }
+
+  /** Keep the recording in this browser (draft.js); say so when the browser refuses. */
+  keep() {
+    if (!this.recording) return;
+    this.recording.title = this.title.value;
+    if (!keepDraft(this.recording)) this.say("This browser keeps nothing: save the lesson before you reload.");
+  }
+
+  drawDraft() {
+    const n = this.recording?.views.length ?? 0;
+    this.discardButton.hidden = n === 0;
+    this.details.dataset.draft = String(n);
+    if (n) this.say(`${n} view${n === 1 ? "" : "s"} recorded: a draft kept in this browser until you save it.`);
+  }
+
+  discard() {
+    const n = this.recording?.views.length ?? 0;
+    if (!n || !window.confirm(`Discard the ${n} recorded view${n === 1 ? "" : "s"}?`)) return;
+    this.recording = null;
+    keepDraft(null);
+    this.title.value = "";
+    this.drawDraft();
+    this.say("The draft is discarded.");
   }
 
   button(text, testid, onClick, label = null) {
@@ -104,10 +136,11 @@ export class Lessons {
   }
 
   add() {
-    this.recording ??= { views: [] };
+    this.recording ??= { title: this.title.value, views: [] };
     this.recording.views.push({ state: viewOnly(viewState()), note: this.note.value.trim() });
     this.note.value = "";
-    this.say(`${this.recording.views.length} view${this.recording.views.length === 1 ? "" : "s"} recorded.`);
+    this.keep();
+    this.drawDraft();
   }
 
   async save() {
@@ -116,6 +149,8 @@ export class Lessons {
     try {
       const { id } = await call("POST", "/api/lessons", { body: { title, views: this.recording.views }, secret: teacherToken() });
       this.recording = null;
+      keepDraft(null);
+      this.drawDraft();
       this.title.value = "";
       await this.refresh();
       this.list.value = String(id);

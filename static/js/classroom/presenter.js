@@ -64,6 +64,7 @@ export class Presenter {
     this.button = el("button", { type: "button", className: "cr-present", dataset: { testid: "present" } }, "Present");
     this.button.setAttribute("aria-pressed", "false");
     this.button.addEventListener("click", () => this.setPresenting(!this.presenting, { openTeacher: true }));
+    this.button.hidden = !teacherToken() && !teacher; // a student's page has nothing to present (the teacher link brings the token)
     this.teacherButton = el("button", { type: "button", dataset: { testid: "open-teacher" } }, "Teacher's window");
     this.teacherButton.title = "Your own window: the notes, the next step, the answers coming in and the controls (never on the projector)";
     this.teacherButton.addEventListener("click", () => this.openTeacher());
@@ -184,6 +185,7 @@ export class Presenter {
     this.button.textContent = on ? "Exit presenting" : "Present";
     this.button.setAttribute("aria-pressed", String(on));
     this.teacherButton.hidden = !on;
+    if (on) this.button.hidden = false; // /?present=1 without the token: the way out, and a page that says why
     this.join.hidden = !on;
     if (!on) this.toggleBlank(false);
     if (on && openTeacher) this.openTeacher(); // first: a browser lets a click open a window, not a later promise

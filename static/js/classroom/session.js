@@ -38,6 +38,9 @@ export function viewOnly(params) {
   return out;
 }
 
+/** A room code as the server keeps it: upper case, without the spaces or dashes a student may type. */
+export const normalCode = (code) => String(code ?? "").toUpperCase().replace(/[\s-]+/g, "").slice(0, 32);
+
 /** Read ?token=, ?room= and ?present= once, keep them, and take the token out of the address bar. */
 export function takeUrl() {
   const url = new URL(window.location.href);
@@ -48,7 +51,7 @@ export function takeUrl() {
   const present = url.searchParams.get("present") === "1";
   const teacher = url.searchParams.get("teacher") === "1"; // the teacher's window (notes and controls)
   if (token) write(KEYS.token, token);
-  if (room && !teacher) write(KEYS.room, room.trim().toUpperCase()); // (the teacher's phone drives it: no follower)
+  if (room && !teacher) write(KEYS.room, normalCode(room)); // (the teacher's phone drives it: no follower)
   // the classroom's own parameters leave the address bar before the page reads it: the token is a
   // secret, and none of them is part of the view (the page would keep them as a chapter's parameters)
   const ours = ["room", "present", "teacher", ...(token ? ["token"] : [])];
@@ -58,7 +61,7 @@ export function takeUrl() {
   }
   // a bare /?present=1 names no view: a projector reloaded that way takes up its room's view
   const names = [...url.searchParams.keys()].some((k) => k !== "lang"); // ?lang= is the reader's, not a view
-  return { room: room ? room.trim().toUpperCase() : null, present, teacher, hadToken: Boolean(token), namesView: names };
+  return { room: room ? normalCode(room) || null : null, present, teacher, hadToken: Boolean(token), namesView: names };
 }
 
 export const teacherToken = () => read(KEYS.token);
