@@ -7,11 +7,16 @@ POST /api/generate   {"model", "prompt", "max_new_tokens", "temperature", "top_k
 Each step of the writing holds one compute slot (app.web.transport.SLOTS) only while it computes, so
 other requests interleave with a long writing; a client that closes the stream stops the work
 at the next step.
+
+A writing that comes out the same every time (greedy, or a fixed seed) is computed once and shared
+(app.model.shared): a class's phones loading the text their teacher's page has just written get the
+answer that page's stream left as it ended, or the one the first phone's request made, without
+running the model again.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Hashable
 from typing import Any
 
 import anyio
@@ -23,9 +28,10 @@ from app.model import ablate, generate, inside, prompt, registry
 from app.model.families.base import NO_HOOKS
 from app.model.generate import Done, Sampling, Written
 from app.model.loader import handle_for
+from app.model.shared import SharedAnswers
 from app.model.tokenizer import Encoded
 from app.schemas import GenerateRequest
-from app.web.http import body_doc, error_docs, json_body, json_response
+from app.web.http import JSON, body_doc, error_docs, json_body, json_bytes
 from app.web.transport import SLOTS, preferred
 
 router = APIRouter(prefix="/api", tags=["decoder"])
@@ -35,6 +41,23 @@ NDJSON = "application/x-ndjson"
 
 def _prompt_fields(model_id: str, encoded: Encoded) -> dict[str, Any]:
     return {"model": model_id, "prompt_tokens": encoded.tokens, "prompt_ids": encoded.ids}
+
+
+def _shared(app: Any) -> SharedAnswers:
+    """The app's written answers (app.state.written), made on first use."""
+    found: SharedAnswers | None = getattr(app.state, "written", None)
+    if found is None:
+        found = app.state.written = SharedAnswers()
+    return found
+
+
+def _key(model_id: str, req: GenerateRequest, tokens: int) -> Hashable | None:
+    """What makes a writing of `tokens` tokens: None when it is not the same every time (sampled with no seed)."""
+    if req.temperature > 0 and req.seed is None:
+        return None
+    off = tuple(sorted((p[0], p[1]) for p in req.ablate))  # heads switched off write another text
+    fields = (req.prompt, req.chat, req.temperature, req.top_k, req.top_p, req.seed, req.layer, req.head, off)
+    return (model_id, *fields, tokens)
 
 
 @router.post(
@@ -60,19 +83,38 @@ async def post_generate(request: Request) -> Response:
         entry = registry.entry(None, default_dir)
     handle = handle_for(entry.path)
     backend = request.app.state.backend
-    model, encoded, layer = await anyio.to_thread.run_sync(
-        prompt.prepare, handle, req.prompt, req.layer, req.head, req.chat, limiter=SLOTS
-    )
-    sampling = Sampling(req.temperature, req.top_k, req.top_p)
-    off = inside.heads_off(model.spec, [(p[0], p[1]) for p in req.ablate], "ablate")
-    hooks = ablate.switch_off(off) if off else NO_HOOKS
-    steps = generate.write(
-        model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend, hooks=hooks
-    )
-    header = _prompt_fields(entry.id, encoded)
-    if preferred(request.headers.get("accept"), (NDJSON, "application/json")) == "application/json":
-        return json_response(await anyio.to_thread.run_sync(_whole, steps, header, layer, req.head, limiter=SLOTS))
-    return StreamingResponse(_lines(steps, header, layer, req.head), media_type=NDJSON)
+    answers = _shared(request.app)
+
+    async def start() -> tuple[Generator[Written | Done, None, None], dict[str, Any], int]:
+        model, encoded, layer = await anyio.to_thread.run_sync(
+            prompt.prepare, handle, req.prompt, req.layer, req.head, req.chat, limiter=SLOTS
+        )
+        sampling = Sampling(req.temperature, req.top_k, req.top_p)
+        off = inside.heads_off(model.spec, [(p[0], p[1]) for p in req.ablate], "ablate")
+        hooks = ablate.switch_off(off) if off else NO_HOOKS
+        steps = generate.write(
+            model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend, hooks=hooks
+        )
+        return steps, _prompt_fields(entry.id, encoded), layer
+
+    if preferred(request.headers.get("accept"), (NDJSON, JSON)) == JSON:
+
+        async def make() -> bytes:
+            steps, header, layer = await start()
+            return json_bytes(await anyio.to_thread.run_sync(_whole, steps, header, layer, req.head, limiter=SLOTS))
+
+        key = _key(entry.id, req, req.max_new_tokens)
+        body = await (make() if key is None else answers.once(key, make))
+        return Response(body, media_type=JSON)
+    steps, header, layer = await start()
+
+    def keep(answer: dict[str, Any]) -> None:
+        """The stream's whole answer, as the same request for the tokens it wrote would answer it."""
+        key = _key(entry.id, req, answer["written"])
+        if key is not None:
+            answers.put(key, json_bytes(answer))
+
+    return StreamingResponse(_lines(steps, header, layer, req.head, keep), media_type=NDJSON)
 
 
 def _whole(
@@ -87,22 +129,29 @@ def _whole(
 
 
 async def _lines(
-    steps: Generator[Written | Done, None, None], header: dict[str, Any], layer: int, head: int
+    steps: Generator[Written | Done, None, None],
+    header: dict[str, Any],
+    layer: int,
+    head: int,
+    keep: Callable[[dict[str, Any]], None],
 ) -> AsyncIterator[bytes]:
-    """Each step computed in a worker thread holding a compute slot, sent as soon as it is made."""
+    """Each step computed in a worker thread holding a compute slot, sent as soon as it is made; at the
+    end keep(the whole answer), as a request for exactly the tokens written would have it (a writing
+    stopped by a full cache then ends by "length")."""
     try:
-        first = True
+        tokens: list[dict[str, Any]] = []
         while True:
             item = await anyio.to_thread.run_sync(next, steps, None, limiter=SLOTS)
             if item is None:
                 return
             if isinstance(item, Done):
-                yield orjson.dumps(generate.done_line(item)) + b"\n"
+                done = generate.done_line(item)
+                yield orjson.dumps(done) + b"\n"
+                if tokens:
+                    keep({**header, "tokens": tokens, **done, "reason": "eos" if item.reason == "eos" else "length"})
                 return
             out = generate.line(item, layer, head)
-            if first:
-                out = {**out, **header}
-                first = False
-            yield orjson.dumps(out) + b"\n"
+            tokens.append(out)
+            yield orjson.dumps({**out, **header} if len(tokens) == 1 else out) + b"\n"
     finally:
         steps.close()
