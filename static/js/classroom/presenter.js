@@ -29,6 +29,7 @@ const $ = (id) => document.getElementById(id);
 
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
 const RETRY_MS = 1000; // a view the server could not take now is sent again this often
+const FIT_WHILE_WRITING_MS = 500; // the projector's panels laid out again at most this often while Write streams
 export const CHANNEL = "a3d-teacher"; // the teacher's windows on one computer find each other here
 const NAV_KEYS = new Set(["PageDown", "PageUp", "ArrowLeft", "ArrowRight"]);
 const NAV_CLICKS = "#prev-step, #next-step, #next-chapter, #step-list button, #contents a, [data-testid=lesson-play], [data-testid=teacher-next], [data-testid=teacher-back]";
@@ -61,6 +62,7 @@ export class Presenter {
     this.deck = null; // the lesson the teacher's windows play ({lesson, title, index, count})
     this.listeners = { deck: [], room: [], quiz: [], view: [] };
     this.whenSent = []; // flush()'s waiters
+    this.fittedAt = -Infinity;
     this.button = el("button", { type: "button", className: "cr-present", dataset: { testid: "present" } }, "Present");
     this.button.setAttribute("aria-pressed", "false");
     this.button.addEventListener("click", () => this.setPresenting(!this.presenting, { openTeacher: true }));
@@ -134,13 +136,25 @@ export class Presenter {
     for (const cb of this.listeners[what]) cb(value);
   }
 
+  /**
+   * Lay the panels out again at the next frame. While the Write panel streams (each token changes
+   * it) at most every FIT_WHILE_WRITING_MS: a layout pass measures every box of the panel many
+   * times, and one per token left the projector's page no time to show the tokens as they came.
+   */
   scheduleFit() {
     if (!this.presenting || this.fitting) return;
-    this.fitting = requestAnimationFrame(() => {
-      this.fitting = 0;
-      this.drawWhere();
-      this.fit();
-    });
+    this.fitting = true;
+    const writing = document.querySelector('#chapter-panel[data-writing="true"]');
+    const wait = writing ? this.fittedAt + FIT_WHILE_WRITING_MS - performance.now() : 0;
+    const now = () =>
+      requestAnimationFrame(() => {
+        this.fitting = false;
+        this.drawWhere();
+        this.fit();
+        this.fittedAt = performance.now();
+      });
+    if (wait > 0) setTimeout(now, wait);
+    else now();
   }
 
   /** The room was closed (Room → Close the room): no room, no tools, the projector view ends. */
