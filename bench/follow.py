@@ -279,8 +279,8 @@ def writing(followers: int, pages: int, tokens: int, detail: bool = False) -> No
         lags = page_lags + socket_lags
         if detail:  # when each token was shown, in ms after Write: the projector, then a few sockets
             print("projector", [round(shown[i] - clicked) for i in sorted(shown)])
-            for phone in sockets.phones[:3]:
-                print("a socket ", [round(phone.seen[i] - clicked) for i in sorted(phone.seen)])
+            for follower in sockets.phones[:3]:
+                print("a socket ", [round(follower.seen[i] - clicked) for i in sorted(follower.seen)])
         missing = followers * tokens - len(lags)
         browser.close()
     print(
