@@ -279,6 +279,11 @@ def writing(followers: int, pages: int, tokens: int, detail: bool = False) -> No
         lags = page_lags + socket_lags
         if detail:  # when each token was shown, in ms after Write: the projector, then a few sockets
             print("projector", [round(shown[i] - clicked) for i in sorted(shown)])
+            puts = projector.evaluate(
+                """() => performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/state'))
+                  .map((e) => [performance.timeOrigin + e.startTime, e.duration])"""
+            )
+            print("its PUTs  ", [(round(t - clicked), round(d)) for t, d in puts if t >= clicked])
             for follower in sockets.phones[:3]:
                 print("a socket ", [round(follower.seen[i] - clicked) for i in sorted(follower.seen)])
         missing = followers * tokens - len(lags)

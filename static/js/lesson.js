@@ -200,7 +200,7 @@ export class Lesson {
     const state = this.state;
     return {
       params,
-      setParams: (patch) => this.setParams(patch),
+      setParams: (patch, options) => this.setParams(patch, options),
       post: (path, body) => apiPost(path, body, signal()),
       get: (path) => apiGet(path, signal()),
       panel: $("chapter-panel"),
@@ -227,11 +227,13 @@ export class Lesson {
     return this.stage;
   }
 
-  async setParams(patch, { history = false } = {}) {
+  /** `draw: false`: the chapter has drawn what the patch says itself (a token streamed in): the URL
+   * and the room take the parameters, and nothing loads or draws again. */
+  async setParams(patch, { history = false, draw = true } = {}) {
     if (!this.ctx) return;
     for (const [key, value] of Object.entries(patch)) this.ctx.params[key] = String(value);
     this.act.setChapterParams(this.ctx.params, { history });
-    await this.reload();
+    if (draw) await this.reload();
   }
 
   async reload() {

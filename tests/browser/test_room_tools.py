@@ -231,7 +231,9 @@ def phone(browser: Any, tools_server: str) -> Iterator[Watched]:
     assert not w.errors, w.errors
 
 
-@pytest.mark.parametrize("query", ["example=the-cat-ate-its-fish&step=score&focus=3", "chapter=rnn", "chapter=scaling"])
+@pytest.mark.parametrize(
+    "query", ["example=the-cat-ate-its-fish&step=score&focus=3", "chapter=rnn", "chapter=scaling", "chapter=writing"]
+)
 def test_a_phone_reads_the_words_first(phone: Watched, query: str) -> None:
     phone.goto("?" + query)
     attention = phone.page.locator('#app[data-layout="attention"]').count() > 0

@@ -5,6 +5,8 @@
 // token's query reaching back into it; the ten likeliest next tokens as bars, redrawn live for
 // temperature, top-k and top-p. Everything a student sees is in `params`, so a classroom's
 // followers (and a reload) write the same tokens again: greedy, or sampled with a fixed draw.
+// Before anything is written the chapter still shows the model at work: the prompt it has read
+// (its tokens, the cache's rows) and the token it would write next (its query, the candidates).
 //
 // This file is the chapter: its steps, load, numbers and code. The panel is write/panel.js, the
 // stream write/stream.js, the parameters as numbers write/params.js, what is kept between loads
@@ -13,7 +15,7 @@
 import { pyNum, pyStr } from "../pycode.js";
 import { decoderInfo, keepAnswer, keptAnswer } from "../write/answers.js";
 import { WritePanel } from "../write/panel.js";
-import { MAX_TOKENS, atOf, cacheTokens, int, requestOf, settingsOf } from "../write/params.js";
+import { MAX_TOKENS, atOf, int, requestOf, settingsOf, shownOf } from "../write/params.js";
 import { cacheBytes, megabytes, visible } from "../write/sampling.js";
 
 const STEPS = [
@@ -34,7 +36,12 @@ const STEPS = [
       `This is SmolLM2, a small real language model (${a.info.layers} layers, ${a.info.heads} heads). Type the start of a text ` +
       `and press Write. The model reads everything so far and gives every possible next token a probability; ` +
       `one of them is chosen and stuck on the end. ` +
-      (a.tokens.length ? `It has written ${a.tokens.length} tokens; click one to see how it was chosen.` : "Nothing is written yet."),
+      (a.tokens.length
+        ? `It has written ${a.tokens.length} tokens; click one to see how it was chosen.`
+        : a.next
+          ? `It has read the prompt: ${a.prompt_tokens.length} tokens, one row each in the cache (the 3D view); the bars are its ` +
+            `ten likeliest next tokens. Nothing is written yet.`
+          : "Nothing is written yet."),
   },
   {
     id: "causal",
@@ -50,12 +57,15 @@ const STEPS = [
         "In a decoder the causal mask is simply the cache itself.",
     },
     text: (a, ctx) => {
-      const at = atOf(a, ctx.params);
-      if (at < 0) return "Write something first: then the 3D view shows the newest token's query (orange) reaching back into the keys of every token before it.";
-      const t = a.tokens[at];
+      const shown = shownOf(a, ctx.params);
+      if (!shown) return "Write something first: then the 3D view shows the newest token's query (orange) reaching back into the keys of every token before it.";
+      const { t, cache, next } = shown;
+      const choosing = next
+        ? `To choose the first token after the prompt, the query of its last token (“${visible(cache[cache.length - 1])}”, orange)`
+        : `To choose token ${atOf(a, ctx.params) + 1} (“${visible(t.token)}”), the query of the newest token (orange)`;
       return (
-        `To choose token ${at + 1} (“${visible(t.token)}”), the query of the newest token (orange) reaches back to the keys of all ` +
-        `${t.kv_len} tokens read so far; a thicker line means more attention. Where could it look besides?`
+        `${choosing} reaches back to the keys of all ${t.kv_len} tokens read so far; a thicker line means more attention. ` +
+        `Where could it look besides?`
       );
     },
   },
@@ -119,10 +129,13 @@ const STEPS = [
         "Temperature 0 always takes the top candidate (greedy), so the same prompt writes the same text every time. " +
         "Set the temperature to 0 and watch the orange bars: one of them takes it all.",
     },
-    text: () =>
-      `The grey bar is the model's probability for each of its ten likeliest next tokens. The orange bar is the chance of ` +
-      `being picked: a higher temperature flattens the chances, a lower one sharpens them; top-k keeps only the k likeliest; ` +
-      `top-p keeps the likeliest until their chances add up to p. Move the sliders: the orange bars follow (among these ten).`,
+    text: (a, ctx) =>
+      shownOf(a, ctx.params)
+        ? `The grey bar is the model's probability for each of its ten likeliest next tokens. The orange bar is the chance of ` +
+          `being picked: a higher temperature flattens the chances, a lower one sharpens them; top-k keeps only the k likeliest; ` +
+          `top-p keeps the likeliest until their chances add up to p. Move the sliders: the orange bars follow (among these ten).`
+        : `Write something first: then a grey bar shows the model's probability for each of its ten likeliest next tokens, and ` +
+          `an orange bar the chance of being picked under the temperature, top-k and top-p set below.`,
   },
 ];
 
@@ -135,11 +148,22 @@ export default {
   steps: STEPS,
 
   async load(ctx) {
-    const info = await decoderInfo(ctx.get);
+    const info = await decoderInfo();
     const n = Math.min(MAX_TOKENS, int(ctx.params.n, 0));
-    if (!n) return { info, prompt_tokens: null, tokens: [] };
-    if (!keptAnswer(ctx.params)) keepAnswer(ctx.params, { ...(await ctx.post("/api/generate", requestOf(ctx.params, n))), info });
-    return keptAnswer(ctx.params);
+    if (keptAnswer(ctx.params)) return keptAnswer(ctx.params);
+    if (n) {
+      keepAnswer(ctx.params, { ...(await ctx.post("/api/generate", requestOf(ctx.params, n))), info });
+      return keptAnswer(ctx.params);
+    }
+    // nothing written yet: the model reads the prompt and picks the first token (shown, not written)
+    try {
+      const read = await ctx.post("/api/generate", requestOf(ctx.params, 1));
+      keepAnswer(ctx.params, { info, prompt_tokens: read.prompt_tokens, tokens: [], next: read.tokens[0] });
+      return keptAnswer(ctx.params);
+    } catch (err) {
+      if (err?.name === "AbortError") throw err;
+      return { info, prompt_tokens: null, tokens: [] }; // a prompt it cannot read: Write says why
+    }
   },
 
   mount(ctx) {
@@ -147,13 +171,14 @@ export default {
   },
 
   numbers(a, stepId, ctx) {
-    const at = atOf(a, ctx.params);
+    const shown = shownOf(a, ctx.params);
     const out = [];
-    if (at >= 0 && !ctx.withheld) {
-      const t = a.tokens[at];
+    if (shown && !ctx.withheld) {
+      const { t, next } = shown;
+      const chosen = t.candidates.find((c) => c.id === t.id)?.p.toFixed(3) ?? "—";
       out.push({ label: "tokens in the cache", value: String(t.kv_len), testid: "write-kv-len" });
       out.push({ label: "attention on token 0", value: t.attention[0].toFixed(3), testid: "write-sink-weight" });
-      out.push({ label: "chosen token's probability", value: t.candidates.find((c) => c.id === t.id)?.p.toFixed(3) ?? "—", testid: "write-chosen-p" });
+      out.push({ label: next ? "the next token's probability" : "chosen token's probability", value: chosen, testid: "write-chosen-p" });
     }
     const per = cacheBytes({ layers: a.info.layers, kvHeads: a.info.kv_heads, d: a.info.d_k, bytes: 4, tokens: 1 });
     out.push({ label: "cache bytes per token (float32)", value: per.toLocaleString("en"), testid: "write-bytes-per-token" });
@@ -177,15 +202,15 @@ export default {
         "print(json.dumps(sizes))",
       ].join("\n");
     }
-    const at = atOf(a, ctx.params);
-    if (at < 0 || ctx.withheld) return "# Write something first: the code then checks the written token's numbers.";
-    const t = a.tokens[at];
+    const shown = shownOf(a, ctx.params);
+    if (!shown || ctx.withheld) return "# Write something first: the code then checks the written token's numbers.";
+    const { t, cache } = shown;
     const s = settingsOf(ctx.params);
     return [
       "import json",
       "import numpy as np",
       "",
-      `# the ten likeliest next tokens after ${pyStr(cacheTokens(a, at).join("").slice(-60))} (from the server)`,
+      `# the ten likeliest next tokens after ${pyStr(cache.join("").slice(-60))} (from the server)`,
       `logits = np.array([${t.candidates.map((c) => pyNum(c.logit)).join(", ")}])`,
       `temperature, top_k, top_p = ${pyNum(s.temperature)}, ${s.topK}, ${pyNum(s.topP)}`,
       "if temperature == 0:",

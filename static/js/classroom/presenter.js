@@ -464,6 +464,7 @@ export class Presenter {
     if (this.sending) return;
     this.sending = true;
     try {
+      await null; // views changed together (Write's tokens read in one go) go as one: the newest
       while (this.queued && this.room) {
         const next = this.queued;
         this.queued = null;

@@ -3,12 +3,13 @@
 // stepping through the tokens or a room's snapshot at the end of a writing asks the server
 // nothing) and the decoder's entry of GET /api/models (its layers, heads, …).
 
-import { ApiError } from "../api.js";
+import { ApiError, apiGet } from "../api.js";
 import { DECODER, keyOf } from "./params.js";
 
 const answers = new Map(); // keyOf(params) → a written answer ({ info, prompt_tokens, tokens, … })
-const decoder = { info: null, at: 0 }; // the decoder's entry once loaded, and when it was asked for
+const decoder = { info: null, at: 0, asking: null }; // the decoder's entry, when it came, the request for it
 const DECODER_MS = 10_000; // a loaded decoder's facts are asked again after this (not on every token followed)
+const LOADING_MS = 1_000; // while its weights load: again after this (whether it is loaded yet)
 
 /** The answer kept for `params`, or null. */
 export function keptAnswer(params) {
@@ -20,12 +21,24 @@ export function keepAnswer(params, answer) {
   answers.set(keyOf(params), answer);
 }
 
-/** The decoder's entry of GET /api/models (layers, heads, kv_heads, d_k, loaded); `get` = ctx.get. */
-export async function decoderInfo(get) {
-  if (decoder.info && performance.now() - decoder.at < DECODER_MS) return decoder.info;
-  const all = await get("/api/models");
-  const info = all.models.find((m) => m.id === DECODER);
-  if (!info) throw new ApiError(503, [{ field: "model", msg: "this server has no decoder model" }]);
-  if (info.loaded) Object.assign(decoder, { info, at: performance.now() }); // loading: ask again next time
-  return info;
+/**
+ * The decoder's entry of GET /api/models (layers, heads, kv_heads, d_k, loaded). One request at a
+ * time, not tied to a load: the writing page loads the chapter again on every streamed token, and
+ * each load's own request, cut off by the next token's load before its answer came, asked again
+ * and again (17 requests in one 16-token writing, holding up the room's view behind them).
+ */
+export function decoderInfo() {
+  const fresh = decoder.info && performance.now() - decoder.at < (decoder.info.loaded ? DECODER_MS : LOADING_MS);
+  if (fresh) return Promise.resolve(decoder.info);
+  decoder.asking ??= apiGet("/api/models")
+    .then((all) => {
+      const info = all.models.find((m) => m.id === DECODER);
+      if (!info) throw new ApiError(503, [{ field: "model", msg: "this server has no decoder model" }]);
+      Object.assign(decoder, { info, at: performance.now() });
+      return info;
+    })
+    .finally(() => {
+      decoder.asking = null;
+    });
+  return decoder.asking;
 }

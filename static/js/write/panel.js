@@ -1,15 +1,18 @@
 // The Write chapter's panel (chapters/writing.js mounts it): the prompt and its buttons, the
 // written text (a button per token), the ten candidates as bars under the sampling knobs, the
 // layer and head pickers, the cache's size table, the cache's rows with the newest query's
-// attention, and the 3D cache (cachescene.js). Writing streams here (stream.js): each token is
-// drawn as it comes, and the whole answer is kept (answers.js) under the parameters set at the end.
+// attention, and the 3D cache (cachescene.js). Writing streams here (stream.js): each token goes
+// to the room first (the chapter parameter `live`: no model runs for the class), then is drawn
+// here, and the whole answer is kept (answers.js) under the parameters set at the end. Before
+// anything is written it shows the prompt the model has read (its tokens, the cache's rows) and the
+// token it would write next (its query's attention, the candidates).
 
 import { el } from "../dom.js";
 import { predictBox } from "../chapters/widgets.js";
 import { keepAnswer } from "./answers.js";
 import { CacheScene } from "./cachescene.js";
 import { decodeLive, encodeLive } from "./live.js";
-import { MAX_TOKENS, atOf, cacheTokens, int, num, requestOf } from "./params.js";
+import { MAX_TOKENS, atOf, int, lookAt, num, requestOf } from "./params.js";
 import { cacheBytes, chances, headGroups, megabytes, visible } from "./sampling.js";
 import { addLine, emptyAnswer, streamWriting } from "./stream.js";
 
@@ -119,10 +122,10 @@ export class WritePanel {
           reason = line.reason;
           return;
         }
-        this.status.textContent = `Writing… ${live.tokens.length} of ${n}`;
-        this.draw(live, live.tokens.length - 1);
-        // a classroom's followers see each token as it comes (write/live.js): no model runs for them
-        ctx.setParams({ live: encodeLive(live.tokens, params.prompt, live.prompt_tokens?.length ?? 0) });
+        // the class first: its pages draw each token as it comes (write/live.js), no model runs for them;
+        // this page draws it itself, so nothing loads or draws again for it (draw: false)
+        ctx.setParams({ live: encodeLive(live.tokens, params.prompt, live.prompt_tokens?.length ?? 0) }, { draw: false });
+        this.drawSoon(live, n);
       });
     } catch (err) {
       if (err.name !== "AbortError") {
@@ -134,6 +137,8 @@ export class WritePanel {
       if (this.controller === controller) this.controller = null;
     }
     if (this.live !== live) return; // a newer write took over
+    cancelAnimationFrame(this.drawing);
+    this.drawing = 0;
     this.live = null;
     this.busy(false);
     const written = live.tokens.length;
@@ -146,6 +151,18 @@ export class WritePanel {
     const next = { ...params, n: String(written), at: String(written - 1) };
     keepAnswer(next, live);
     await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at, live: "" });
+  }
+
+  /** Draw the streamed answer at the next frame: the lines that came together (a busy page reads
+   * several at once) cost one drawing, of the newest. */
+  drawSoon(live, n) {
+    if (this.drawing) return;
+    this.drawing = requestAnimationFrame(() => {
+      this.drawing = 0;
+      if (this.live !== live) return; // the writing ended (or another began) meanwhile
+      this.status.textContent = `Writing… ${live.tokens.length} of ${n}`;
+      this.draw(live, live.tokens.length - 1);
+    });
   }
 
   busy(on) {
@@ -184,6 +201,7 @@ export class WritePanel {
     f.tokens.forEach((t, i) => this.text.append(el("span", { className: "wr-tok", dataset: { testid: `write-token-${i}`, id: String(t.id) } }, visible(t.token))));
     this.back.disabled = true;
     this.fwd.disabled = true;
+    this.showToken(this.text.lastElementChild);
     Object.assign(ctx.panel.dataset, { written: String(n), at: String(n - 1), following: "true", kvLen: String(f.promptTokens + n) });
     this.shown = null;
     this.drawBars();
@@ -192,6 +210,16 @@ export class WritePanel {
     this.cache.replaceChildren();
     this.sinkNote.textContent = "";
     this.scene?.update({ rows: f.promptTokens + n, weights: null, sink: false });
+  }
+
+  /** The written text scrolls in its own box: keep `token` (the one shown, the newest) inside it, not
+   * below its edge where the candidates' bars are. */
+  showToken(token) {
+    if (!token) return;
+    const box = this.text.getBoundingClientRect();
+    const r = token.getBoundingClientRect();
+    if (r.bottom > box.bottom) this.text.scrollTop += r.bottom - box.bottom;
+    else if (r.top < box.top) this.text.scrollTop -= box.top - r.top;
   }
 
   drawAsk(stepId) {
@@ -249,8 +277,12 @@ export class WritePanel {
     if (ctx.panel.dataset.following === "true" && this.status.textContent.startsWith("The teacher's page")) this.status.textContent = "";
     delete ctx.panel.dataset.following;
     this.text.replaceChildren();
-    if (a.prompt_tokens) this.text.append(el("span", { className: "wr-prompt", dataset: { testid: "write-prompt-text" } }, a.prompt_tokens.join("")));
-    else this.text.append(el("span", { className: "wr-prompt" }, this.prompt.value));
+    if (a.prompt_tokens) {
+      // the prompt as the model read it: one mark per token
+      const read = el("span", { className: "wr-prompt", dataset: { testid: "write-prompt-text", tokens: String(a.prompt_tokens.length) } });
+      read.append(...a.prompt_tokens.map((tok) => el("span", { className: "wr-ptok" }, tok)));
+      this.text.append(read);
+    } else this.text.append(el("span", { className: "wr-prompt" }, this.prompt.value));
     a.tokens.forEach((t, i) => {
       const b = el("button", { type: "button", className: "wr-tok", "aria-pressed": String(i === at), dataset: { testid: `write-token-${i}`, id: String(t.id) } }, visible(t.token));
       b.addEventListener("click", () => this.goTo(i));
@@ -258,9 +290,11 @@ export class WritePanel {
     });
     this.back.disabled = at <= 0 || !!this.live;
     this.fwd.disabled = at < 0 || at >= a.tokens.length - 1 || !!this.live;
+    this.showToken(this.text.querySelector('[aria-pressed="true"]'));
     ctx.panel.dataset.written = String(a.tokens.length);
     ctx.panel.dataset.at = String(at);
-    const t = at >= 0 ? a.tokens[at] : null;
+    const look = lookAt(a, at);
+    const t = look?.t ?? null;
     this.shown = t;
     this.drawBars();
     const withheld = !!ctx.withheld;
@@ -273,12 +307,14 @@ export class WritePanel {
       ctx.panel.dataset.kvLen = String(rows);
       return;
     }
-    const tokens = cacheTokens(a, at);
+    const tokens = look.cache;
     const weights = withheld ? null : t.attention;
     ctx.panel.dataset.kvLen = String(t.kv_len);
+    const when = look.next ? "after reading the prompt" : `when token ${at + 1} was chosen`;
+    const query = look.next ? "its last token's query" : "the query";
     this.cacheTitle.textContent = withheld
       ? `The KV cache: ${t.kv_len} rows (the weights are hidden for now).`
-      : `The KV cache when token ${at + 1} was chosen: ${t.kv_len} rows, and how much the query of head ${t.head} in layer ${t.layer} looks at each.`;
+      : `The KV cache ${when}: ${t.kv_len} rows, and how much ${query} of head ${t.head} in layer ${t.layer} looks at each.`;
     this.cache.replaceChildren(
       ...tokens.map((tok, j) => {
         const w = weights ? weights[j] : null;
@@ -326,6 +362,7 @@ export class WritePanel {
 
   dispose() {
     this.controller?.abort();
+    cancelAnimationFrame(this.drawing);
     this.live = null;
     this.scene?.dispose();
     this.ctx.panel.classList.remove("wr-panel");

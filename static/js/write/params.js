@@ -53,3 +53,18 @@ export function atOf(answer, params) {
 export function cacheTokens(answer, at) {
   return [...answer.prompt_tokens, ...answer.tokens.slice(0, at).map((t) => t.token)];
 }
+
+/**
+ * What the panel shows of `answer` at written token `at`: that token's line (its candidates, its
+ * query's attention over the cache) and the cache's tokens when it was chosen. Before anything is
+ * written (`at` −1), the model has still read the prompt: the line of the token it would write
+ * next (`answer.next`) over the prompt's tokens (`next`: true). null when there is neither.
+ */
+export function lookAt(answer, at) {
+  if (at >= 0 && answer.tokens[at]) return { t: answer.tokens[at], cache: cacheTokens(answer, at), next: false };
+  if (answer.next && answer.prompt_tokens) return { t: answer.next, cache: answer.prompt_tokens, next: true };
+  return null;
+}
+
+/** lookAt() at the token `params` show. */
+export const shownOf = (answer, params) => lookAt(answer, atOf(answer, params));
