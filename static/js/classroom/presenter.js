@@ -62,6 +62,7 @@ export class Presenter {
     this.deck = null; // the lesson the teacher's windows play ({lesson, title, index, count})
     this.listeners = { deck: [], room: [], quiz: [], view: [] };
     this.whenSent = []; // flush()'s waiters
+    this.lastTokens = null; // a writing's last tokens, to send before its end
     this.fittedAt = -Infinity;
     this.button = el("button", { type: "button", className: "cr-present", dataset: { testid: "present" } }, "Present");
     this.button.setAttribute("aria-pressed", "false");
@@ -460,14 +461,18 @@ export class Presenter {
     const state = this.withScreen(params);
     if (canonical(state) === this.lastRoom) return; // the room's view already (just applied, or sent)
     this.lastRoom = canonical(state);
+    // a newer view replaces the one waiting, but a writing's last tokens (Write's `live`) go before
+    // its end: the class sees every token at once, not only when the text's numbers have loaded
+    if (this.queued?.live && !state.live) this.lastTokens = this.queued;
     this.queued = state;
     if (this.sending) return;
     this.sending = true;
     try {
       await null; // views changed together (Write's tokens read in one go) go as one: the newest
-      while (this.queued && this.room) {
-        const next = this.queued;
-        this.queued = null;
+      while ((this.lastTokens || this.queued) && this.room) {
+        const next = this.lastTokens ?? this.queued;
+        if (next === this.lastTokens) this.lastTokens = null;
+        else this.queued = null;
         const started = performance.now();
         let wait = MIN_PUT_GAP_MS;
         this.sent.set(canonical(next), performance.now());

@@ -15,6 +15,7 @@ const EMPTY = new THREE.Color(0xe4e2da);
 const KEY = new THREE.Color(0x2f6fd0);
 const VALUE = new THREE.Color(0x2e9b5f);
 const QUERY = 0xd9480f;
+const LEVELS = 32; // a row's shade (its weight) in this many steps: one material per step, kept
 
 export class CacheScene {
   /** @param stage a Stage (static/js/scene/stage.js) */
@@ -24,6 +25,25 @@ export class CacheScene {
     this.group.name = "kv-cache";
     stage.root.add(this.group);
     this.rows = 0;
+    // the materials, made once per shade and kept while the scene lives: made anew on every update
+    // (every streamed token), the old ones' disposal let three.js drop their shader program, and it
+    // compiled it again for the next frame
+    this.materials = new Map();
+  }
+
+  /** The material of kind `kind` ("key", "value", "line", "query") at shade `w` in [0, 1]. */
+  material(kind, w = 1) {
+    const level = Math.round(Math.max(0, Math.min(1, w)) * (LEVELS - 1));
+    const key = `${kind}:${level}`;
+    let m = this.materials.get(key);
+    if (!m) {
+      const shade = level / (LEVELS - 1);
+      if (kind === "line") m = new THREE.LineBasicMaterial({ color: QUERY, transparent: true, opacity: Math.min(1, 0.06 + shade) });
+      else if (kind === "query") m = new THREE.MeshStandardMaterial({ color: QUERY });
+      else m = new THREE.MeshStandardMaterial({ color: EMPTY.clone().lerp(kind === "key" ? KEY : VALUE, 0.15 + 0.85 * shade) });
+      this.materials.set(key, m);
+    }
+    return m;
   }
 
   /**
@@ -41,26 +61,25 @@ export class CacheScene {
     const top = weights ? Math.max(...weights) : 1;
     for (let i = 0; i < rows; i++) {
       const w = weights ? weights[i] / top : 0;
-      for (const [x, colour] of [
-        [K_X, KEY],
-        [V_X, VALUE],
+      for (const [x, kind] of [
+        [K_X, "key"],
+        [V_X, "value"],
       ]) {
-        const material = new THREE.MeshStandardMaterial({ color: EMPTY.clone().lerp(colour, 0.15 + 0.85 * w) });
-        const box = new THREE.Mesh(geometry, material);
+        const box = new THREE.Mesh(geometry, this.material(kind, w));
         box.position.set(x, y(i), 0);
-        box.userData = { row: i, kind: x === K_X ? "key" : "value" };
+        box.userData = { row: i, kind };
         this.group.add(box);
       }
     }
     const last = y(rows - 1);
     if (weights) {
-      const q = new THREE.Mesh(new THREE.SphereGeometry(Math.max(0.12, h * 0.45), 16, 12), new THREE.MeshStandardMaterial({ color: QUERY }));
+      const q = new THREE.Mesh(new THREE.SphereGeometry(Math.max(0.12, h * 0.45), 16, 12), this.material("query"));
       q.position.set(Q_X, last, 0);
       this.group.add(q);
       for (let i = 0; i < rows; i++) {
         const line = new THREE.Line(
           new THREE.BufferGeometry().setFromPoints([new THREE.Vector3(Q_X, last, 0), new THREE.Vector3(K_X - WIDTH / 2, y(i), 0)]),
-          new THREE.LineBasicMaterial({ color: QUERY, transparent: true, opacity: Math.min(1, 0.06 + weights[i] / top) }),
+          this.material("line", weights[i] / top),
         );
         this.group.add(line);
       }
@@ -73,11 +92,11 @@ export class CacheScene {
     this.stage.reframe();
   }
 
+  /** Take the rows away (their geometry with them; the kept materials stay for the next update). */
   clear() {
     this.group.traverse((o) => {
       if (o === this.group) return;
       o.geometry?.dispose();
-      if (o.material) for (const m of [].concat(o.material)) m.dispose();
       if (o.element) o.element.remove();
     });
     this.group.clear();
@@ -86,6 +105,8 @@ export class CacheScene {
 
   dispose() {
     this.clear();
+    for (const m of this.materials.values()) m.dispose();
+    this.materials.clear();
     this.group.removeFromParent();
   }
 }
