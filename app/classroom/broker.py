@@ -354,11 +354,15 @@ class Broker(ABC):
 
     async def hello(self, code: str, presenter: bool, seat: str | None = None) -> str:
         """The first message of a socket: the state, the followers, the quiz (and its votes for presenters,
-        the lesson being played), a follower's seat (its signed token) and its own vote in the quiz."""
+        the lesson being played), a follower's seat (its signed token) and its own vote in the quiz. The
+        presenters are counted before the state is read: a presenter drives only once the room shows its
+        view, so a hello that counts it also holds that view (the other way round, a view changed in
+        between could come with a count that says "in step")."""
+        presenters = await self.presenters(code)
         state, seq = await self.state(code)
         quiz = await self.quiz(code)
         text = state_message(state, seq)[:-1] + f',"followers":{await self.followers(code)}'
-        text += f',"presenters":{await self.presenters(code)}'
+        text += f',"presenters":{presenters}'
         if seat is not None and not presenter:
             text += ',"seat":' + json.dumps(seat_token(code, seat))
         if quiz is not None:

@@ -141,10 +141,19 @@ export class Follower {
     let shown = STATUS_TEXT[status] ?? status;
     if (status === "live" && !this.following) shown = "exploring on your own";
     else if (away) shown = AWAY_TEXT;
+    else if (status === "live" && this.behind) shown = "catching up with your teacher…";
     else if (status === "retrying" && detail) shown = detail.endsWith("reconnecting") ? `${detail}…` : `${shown} (${detail})`;
     this.status.textContent = `● ${shown}`;
     this.box.dataset.status = status;
     this.box.dataset.teacher = away ? "away" : "here";
+  }
+
+  /** A view of the teacher's waits behind the one this page is still drawing (a slow phone after a
+   * reconnection): the bar says so rather than "live". */
+  setBehind(on) {
+    if (this.behind === on) return;
+    this.behind = on;
+    this.renderStatus();
   }
 
   message(msg) {
@@ -180,9 +189,11 @@ export class Follower {
     // one view at a time, the latest wins: a burst of clicks ends on the presenter's last view
     this.pending = state;
     this.busy += 1;
+    this.setBehind(true); // until this view starts to be applied the page shows an older one
     this.applying = this.applying.then(async () => {
       try {
         if (this.pending !== state) return;
+        this.setBehind(false);
         this.box.dataset.applied = "pending";
         await applyViewState(state);
         if (this.pending === state) this.box.dataset.applied = JSON.stringify(state);
