@@ -33,8 +33,9 @@ from app.classroom.service import classroom
 from app.errors import ClientError, InputError, in_range
 from app.web import auth as web_auth
 from app.web.http import body_doc, error_docs, json_body
+from app.web.rooms import RoomRoute
 
-router = APIRouter(prefix="/api", tags=["classroom"])
+router = APIRouter(prefix="/api", tags=["classroom"], route_class=RoomRoute)  # Redis away: 503 naming it
 log = logging.getLogger(__name__)
 
 _AUTH = error_docs(401, 403)

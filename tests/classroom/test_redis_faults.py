@@ -118,7 +118,8 @@ def test_a_room_comes_back_after_redis_restarts_empty(tmp_path: Path) -> None:
             ("GET", f"/api/rooms/{code}", None, None),
             ("PUT", f"/api/rooms/{code}/state", {**STATE, "step": "mix"}, key),
             ("POST", "/api/rooms", None, TOKEN),
-            ("POST", f"/api/rooms/{code}/quiz", {"tokens": ["a", "b"], "focus": 0}, key),
+            ("POST", f"/api/rooms/{code}/quiz", {"question": "steps.share"}, key),
+            ("GET", f"/api/rooms/{code}/quiz/summary", None, key),
             ("PUT", f"/api/rooms/{code}", {"presenter_key": key}, TOKEN),
         ]:
             started = time.monotonic()
@@ -225,8 +226,8 @@ def test_with_aof_a_killed_redis_loses_no_room(tmp_path: Path) -> None:
             _, room, _ = call("POST", base + "/api/rooms", secret=TOKEN)
             code, key = room["code"], room["presenter_key"]
             assert call("PUT", f"{base}/api/rooms/{code}/state", STATE, key)[0] == 204
-            _, quiz, _ = call("POST", f"{base}/api/rooms/{code}/quiz", {"tokens": ["a", "b"], "focus": 0}, key)
-            assert call("POST", f"{base}/api/rooms/{code}/quiz/reveal", {"answer": 1}, key)[0] == 200
+            _, quiz, _ = call("POST", f"{base}/api/rooms/{code}/quiz", {"question": "steps.share"}, key)
+            assert call("POST", f"{base}/api/rooms/{code}/quiz/reveal", None, key)[0] == 200
             procs[0].kill()
             procs[0].wait(timeout=10)
             procs.append(start_redis(port, *aof))
@@ -235,8 +236,8 @@ def test_with_aof_a_killed_redis_loses_no_room(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
             assert answer[:2] == (200, {"state": STATE, "followers": 0, "presenters": 0})
-            questions = call("GET", f"{base}/api/rooms/{code}/quiz/summary", secret=key)[1]["questions"]
-            assert [q["id"] for q in questions] == [quiz["id"]]
+            rows = call("GET", f"{base}/api/rooms/{code}/quiz/summary", secret=key)[1]["rows"]
+            assert [row["id"] for row in rows] == [quiz["id"]]
             with socket_of(base, code) as ws:
                 assert json.loads(ws.recv(timeout=10))["state"] == STATE
     finally:
