@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Watched, watched_page
+from tests.browser.conftest import Watched, build_bundle, watched_page
 from tests.browser.test_classroom import follower, params, presenter
 from tests.classroom.conftest import app_process, free_port, start_redis
 
@@ -56,6 +56,7 @@ def view_and_status(w: Watched) -> tuple[dict[str, str], str]:
 @pytest.fixture
 def class_pages(browser: Any) -> Iterator[list[Watched]]:
     """Pages made on demand (a projector at 1280×720, then phones at 390×844), guarded as every test page."""
+    build_bundle()  # the servers here are this test's own: the page they serve is the sources' bundle
     with ExitStack() as stack:
         made: list[Watched] = []
 
