@@ -1,13 +1,16 @@
 """A room that holds together, in Chromium against real servers: the server (or its Redis) goes away
-while the teacher moves on, and comes back.
+while the teacher moves on, and comes back. Both of the teacher's windows are open (the projector and
+the teacher's window beside it), with two phones.
 
-- The app is killed (SIGKILL) while the presenter is at "score"; the teacher presses → twice while it
-  is down; the app starts again on the same address (its rooms kept in SQLite). Every phone shows the
-  presenter's view within 5 s of the server answering again, and no phone says "● live" on another
-  step than the presenter's for longer than a change takes to arrive (1 s; checked every 50 ms).
+- The app is killed (SIGKILL) while the presenter is at "score"; the teacher presses → twice on the
+  projector while it is down; the app starts again on the same address (its rooms kept in SQLite).
+  Every phone shows the presenter's view within 5 s of the server answering again, and no phone says
+  "● live" on another step than the presenter's for longer than a change takes to arrive (1 s; checked
+  every 50 ms); the teacher's window takes the projector's view and neither bounces it back.
 - With Redis: redis-server is killed; the phones say the classroom server lost its room store, the
-  room's calls answer 503; Redis starts again with nothing in it; the presenter's page opens its room
-  again (same code, same key) and every phone shows the presenter's view within 10 s.
+  room's calls answer 503; the teacher presses Next in the teacher's window meanwhile; Redis starts
+  again with nothing in it; the room is opened again (same code, same key) and the window's view, the
+  newest, wins: the projector and every phone show it within 10 s.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import Watched, build_bundle, watched_page
-from tests.browser.test_classroom import follower, params, presenter
-from tests.classroom.conftest import app_process, free_port, start_redis
+from tests.browser.test_classroom import follower, params
+from tests.classroom.conftest import TOKEN, app_process, free_port, start_redis
 
 pytestmark = pytest.mark.browser
 
@@ -71,6 +74,35 @@ def class_pages(browser: Any) -> Iterator[list[Watched]]:
         yield make  # type: ignore[misc]
 
 
+def present(w: Watched, query: str) -> tuple[str, Watched]:
+    """The teacher link at the view `query`, then Present: the room's code and the teacher's window it
+    opens beside the projector (kept open: both windows drive the room and follow each other)."""
+    w.page.goto(f"{w.base}/?token={TOKEN}&{query}")
+    w.wait_ready()
+    with w.page.context.expect_page() as opened:
+        w.page.get_by_test_id("present").click()
+    window = Watched(page=opened.value, base=w.base, expected=list(EXPECTED_ERRORS))
+    window.page.on("pageerror", lambda e: window.errors.append(f"pageerror: {e}"))
+    window.page.on("console", lambda m: window.errors.append(f"console: {m.text}") if m.type == "error" else None)
+    w.page.wait_for_selector('[data-testid="join-code"]')
+    window.page.wait_for_selector('[data-testid="teacher-status"]:has-text("● live")')
+    return w.text("join-code"), window
+
+
+def windows_agree(projector: Watched, window: Watched, seconds: float) -> None:
+    """The teacher's window shows the projector's view within `seconds`, then both hold it for 1.5 s
+    (no view bounced between them: each window knows its own views when the room echoes them)."""
+    deadline = time.monotonic() + seconds
+    while view(window) != view(projector):
+        assert time.monotonic() < deadline, f"the teacher's window at {view(window)}, the projector at {view(projector)}"
+        time.sleep(0.05)
+    want = view(projector)
+    for _ in range(15):
+        time.sleep(0.1)
+        assert view(projector) == want and view(window) == want, (view(projector), view(window), want)
+    assert not window.unexpected_errors(), window.unexpected_errors()
+
+
 LIVE_SLACK = 1.0  # seconds a phone may say live on the teacher's previous view: a change on its way
 
 
@@ -106,7 +138,7 @@ def test_phones_equal_the_presenter_within_5_s_of_a_restart(class_pages: Any, tm
     base, proc = stack.enter_context(app_process(tmp_path, port=port, ATTENTION_VOTES_PER_ADDRESS="0"))
     try:
         teacher = class_pages(base, 1280, 720)
-        code = presenter(teacher, query="example=the-cat-ate-its-fish&step=score&focus=3")
+        code, window = present(teacher, "example=the-cat-ate-its-fish&step=score&focus=3")
         phones = [class_pages(base, 390, 844) for _ in range(2)]
         for phone in phones:
             follower(phone, code)
@@ -129,10 +161,11 @@ def test_phones_equal_the_presenter_within_5_s_of_a_restart(class_pages: Any, tm
         took = in_step_within(teacher, phones, 5)  # the presenter's page sent its view again
         print(f"phones in step {took:.2f} s after the server answered again")
         assert [view(p)["step"] for p in phones] == ["mask", "mask"]
+        windows_agree(teacher, window, 5)  # the teacher's window, back too, took the projector's view
         teacher.page.wait_for_selector('[data-testid="presenter-status"][data-status="live"]', timeout=5_000)
         with urllib.request.urlopen(f"{base}/api/rooms/{code}") as r:
             room = json.loads(r.read())
-        assert room["state"]["step"] == "mask" and room["presenters"] == 1 and room["followers"] == 2
+        assert room["state"]["step"] == "mask" and room["presenters"] == 2 and room["followers"] == 2
         teacher.page.keyboard.press("ArrowRight")  # and the room goes on as before
         in_step_within(teacher, phones, 10)
         assert view(phones[0])["step"] == "softmax"
@@ -147,7 +180,7 @@ def test_the_room_comes_back_after_redis_restarts_empty(class_pages: Any, tmp_pa
     try:
         with app_process(tmp_path, ATTENTION_REDIS_URL=url, ATTENTION_VOTES_PER_ADDRESS="0") as (base, _):
             teacher = class_pages(base, 1280, 720)
-            code = presenter(teacher, query="example=the-cat-ate-its-fish&step=scale&focus=3")
+            code, window = present(teacher, "example=the-cat-ate-its-fish&step=scale&focus=3")
             phones = [class_pages(base, 390, 844) for _ in range(2)]
             for phone in phones:
                 follower(phone, code)
@@ -162,15 +195,16 @@ def test_the_room_comes_back_after_redis_restarts_empty(class_pages: Any, tmp_pa
             with pytest.raises(urllib.error.HTTPError) as down:
                 urllib.request.urlopen(f"{base}/api/rooms/{code}")
             assert down.value.code == 503 and "Redis" in json.loads(down.value.read())["detail"][0]["msg"]
-            teacher.page.keyboard.press("ArrowRight")  # the teacher moves on meanwhile: mask
-            assert view(teacher)["step"] == "mask"
+            window.page.get_by_test_id("teacher-next").click()  # the teacher moves on in their window: mask
+            assert view(window)["step"] == "mask" and view(teacher)["step"] == "scale"
 
             redis.append(start_redis(redis_port))  # back, empty
             took = in_step_within(teacher, phones, 10)
             print(f"phones in step {took:.2f} s after Redis came back (empty)")
+            windows_agree(teacher, window, 5)  # the newest view won: the one the window could not send
             with urllib.request.urlopen(f"{base}/api/rooms/{code}") as r:
                 room = json.loads(r.read())
-            assert room["state"]["step"] == "mask" and room["presenters"] == 1 and room["followers"] == 2
+            assert room["state"]["step"] == "mask" and room["presenters"] == 2 and room["followers"] == 2
             assert "is open again" in teacher.text("classroom-message")
             teacher.page.keyboard.press("ArrowRight")
             in_step_within(teacher, phones, 10)

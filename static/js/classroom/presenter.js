@@ -28,7 +28,8 @@ import { withhold } from "./withhold.js";
 const $ = (id) => document.getElementById(id);
 
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
-const RETRY_MS = 1000; // a view the server could not take now is sent again this often
+const RETRY_MS = 500; // a view the server could not take now is sent again this often
+const EMPTY_ROOM_WAIT_MS = 1200; // an emptied room: how long a window waits for another window's newer view
 const FIT_WHILE_WRITING_MS = 500; // the projector's panels laid out again at most this often while Write streams
 export const CHANNEL = "a3d-teacher"; // the teacher's windows on one computer find each other here
 const NAV_KEYS = new Set(["PageDown", "PageUp", "ArrowLeft", "ArrowRight"]);
@@ -63,6 +64,9 @@ export class Presenter {
     this.listeners = { deck: [], room: [], quiz: [], view: [] };
     this.whenSent = []; // flush()'s waiters
     this.lastTokens = null; // a writing's last tokens, to send before its end
+    this.welcomes = 0; // first messages of this window's room sockets so far
+    this.roomViews = 0; // views the room has sent since (each window's, echoed to all)
+    this.wake = null; // ends send()'s wait between two tries
     this.fittedAt = -Infinity;
     this.button = el("button", { type: "button", className: "cr-present", dataset: { testid: "present" } }, "Present");
     this.button.setAttribute("aria-pressed", "false");
@@ -247,7 +251,8 @@ export class Presenter {
     }
     try {
       const created = await call("POST", "/api/rooms", { secret: token });
-      this.start({ code: created.code, key: created.presenter_key, join_url: created.join_url }); // its hello: welcomed()
+      this.start({ code: created.code, key: created.presenter_key, join_url: created.join_url });
+      this.send(viewState()); // the room's first view, before the teacher's window (opening now) joins
     } catch (e) {
       this.say(e.status === 403 ? "This teacher link is not this server's (was it restarted with another token?)" : e.message);
     }
@@ -255,6 +260,7 @@ export class Presenter {
 
   start(room) {
     this.room = room;
+    this.welcomes = 0;
     keepPresenterRoom(room);
     this.roomTools.hidden = false;
     this.followers = 0;
@@ -317,28 +323,54 @@ export class Presenter {
 
   /**
    * A connection's first message: the room's view as the server kept it. A window that joins to follow
-   * (the teacher's window, or a bare /?present=1 reload: `adoptNext`) takes it up. Otherwise this
-   * window's own view wins, never the room's: the projector sends its view if the room's differs (the
-   * room missed a change while the server or its store was down); the teacher's window sends only a
-   * view the room has not taken yet (send() keeps trying it), or its view to a room that shows nothing
-   * (a store that restarted empty), so that a stale second window never moves the class back.
-   * Once the room shows this window's view its socket says {"driving": true}: phones say "live" again.
+   * (the teacher's window, or a bare /?present=1 reload: `adoptNext`) takes it up. Otherwise:
+   * - a view of this window's that the room could not take (the server or its store was down) goes at
+   *   once, and wins: it is the teacher's latest change;
+   * - a room that shows nothing (a store that restarted empty) gets this window's view, unless another
+   *   window's comes first (one whose change could not be sent: the newest);
+   * - a view of this window's that the room took and has not echoed yet: the echo follows, nothing to do
+   *   (the hello may have been read before it);
+   * - else a room that shows another view was moved by another of the teacher's windows while this one
+   *   was away: this window follows it (so a stale window never moves the class back).
+   * Once the room shows this window's view its socket says {"driving": true}: the phones say "live".
    */
   async welcomed(state) {
     const socket = this.socket;
+    const again = this.welcomes > 0; // a reconnection (the first hello of a new room: no other window yet)
+    this.welcomes += 1;
     if (this.adoptNext) {
-      this.adoptNext = false;
-      if (state) {
-        await this.follow(state);
-        if (state.live && !this.teacher) this.send(viewState()); // a writing that ended with the old page
-      }
-      this.adopted = true;
+      if (!state && this.teacher) return; // the projector's view starts the room: the window takes that up
+      await this.adopt(state);
     } else {
-      if (state) this.ownEcho(canonical(state)); // the view this window sent, or older
-      this.lastRoom = state ? canonical(state) : null;
-      const differs = canonical(this.withScreen(viewState())) !== this.lastRoom;
-      if (differs && (!this.teacher || !state)) this.send(viewState());
+      const room = state ? canonical(state) : null;
+      if (state) this.ownEcho(room); // the view this window sent, or older
+      const mine = canonical(this.withScreen(viewState()));
+      if (this.sending) this.wake?.(); // the room could not take it: it goes now
+      else if (room === mine) this.lastRoom = room;
+      else if (this.sent.size) {
+        // a view of this window's, taken: its echo follows
+      } else if (!state) {
+        this.lastRoom = null;
+        const heard = this.roomViews;
+        if (again) await new Promise((r) => setTimeout(r, EMPTY_ROOM_WAIT_MS));
+        if (socket === this.socket && this.roomViews === heard) this.send(viewState());
+      } else await this.follow(state);
     }
+    await this.drives(socket);
+  }
+
+  /** Take up the room's view (a window that joins to follow): then this window may send its own. */
+  async adopt(state) {
+    this.adoptNext = false;
+    if (state) {
+      await this.follow(state);
+      if (state.live && !this.teacher) this.send(viewState()); // a writing that ended with the old page
+    }
+    this.adopted = true;
+  }
+
+  /** Once the room shows this window's view, its socket says so: the phones may say "live" again. */
+  async drives(socket) {
     await this.flush(Infinity);
     if (socket === this.socket && this.adopted) socket?.send({ driving: true });
   }
@@ -348,7 +380,11 @@ export class Presenter {
     if (hello) {
       if (!("quiz" in msg)) this.quiz.show(null); // no question open there (a restarted store lost it)
       this.welcomed(msg.state ?? null);
-    } else if ("state" in msg && msg.state) this.follow(msg.state); // another of the teacher's windows moved the class
+    } else if ("state" in msg && msg.state) {
+      this.roomViews += 1;
+      if (this.adoptNext) this.adopt(msg.state).then(() => this.drives(this.socket));
+      else this.follow(msg.state); // another of the teacher's windows moved the class (or this one's echo)
+    }
     if ("followers" in msg) {
       this.followers = msg.followers;
       this.drawCount();
@@ -493,7 +529,13 @@ export class Presenter {
         }
         this.drawLink();
         wait -= performance.now() - started;
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        if (wait > 0) {
+          await new Promise((r) => {
+            this.wake = r; // welcomed(): the room is back, try now
+            setTimeout(r, wait);
+          });
+        }
+        this.wake = null;
       }
     } finally {
       this.sending = false;
