@@ -1,9 +1,10 @@
 """The Write chapter as a class meets it, in Chromium against a real server (issue 38):
 
-- walked into with the clicker it shows something true at once: before anything is written, the prompt
-  the model has read (its tokens, one cache row each) and the token it would write next (its query's
-  attention over the prompt, the ten candidates), equal to the API's answer; every step's words speak
-  of what is drawn (the candidates step of bars that are there);
+- walked into with the clicker on the projector (Present, a phone following) it shows something true at
+  once: before anything is written, the prompt the model has read (its tokens, one cache row each) and
+  the token it would write next (its query's attention over the prompt, the ten candidates), equal to
+  the API's answer, on the projector and the phone; every step's words speak of what is drawn (the
+  candidates step of bars that are there);
 - the written token shown stays in sight in the text's box (it sat under the candidates' bars);
 - writing in a room: the projector's page asks the decoder's facts at most once and the model once (its
   stream), and sends the room each token as it comes, in order; a phone ends with the same tokens.
@@ -54,44 +55,88 @@ def api(server: str, prompt: str, n: int) -> Any:
         return json.loads(r.read())
 
 
-def test_the_chapter_shows_the_prompt_read_before_anything_is_written(page: Watched) -> None:
-    w = page
-    w.page.set_viewport_size({"width": 1280, "height": 720})
-    w.page.goto(f"{w.base}/?chapter=block")  # the chapter before, then the clicker's PageDown into Write
-    w.page.wait_for_selector('#app[data-ready="true"][data-chapter="block"]', timeout=60_000)
-    for _ in range(12):
-        if w.page.locator('#app[data-chapter="writing"]').count():
-            break
+def test_the_class_walks_into_write_and_follows_the_writing(browser: Any, write_server: str) -> None:
+    """The projector (Present) walks from the chapter before into Write with the clicker; each step is
+    checked on the projector, the first also on a phone that joins there; then the projector writes."""
+    with watched_page(browser, write_server) as teacher, watched_page(browser, write_server) as phone:
+        w = teacher
+        w.page.set_viewport_size({"width": 1280, "height": 720})
+        code = presenter(w, query="chapter=block")
+        w.page.wait_for_selector('#app[data-ready="true"][data-chapter="block"]', timeout=60_000)
+        for _ in range(12):  # the clicker's PageDown, into Write
+            if w.page.locator('#app[data-chapter="writing"]').count():
+                break
+            w.page.keyboard.press("PageDown")
+            w.page.wait_for_selector('#app[data-ready="true"]', timeout=180_000)
+        w.page.wait_for_selector(READY + '[data-step="write"]', timeout=180_000)
+
+        # before anything is written: the prompt the model has read, and the token it would write next
+        first = api(w.base, "The capital of France is", 1)
+        nxt, prompt = first["tokens"][0], first["prompt_tokens"]
+        marked = [t.replace("\n", "↵") for t in prompt]
+        read = w.page.locator('[data-testid="write-prompt-text"] .wr-ptok').all_inner_texts()
+        assert read == marked and len(prompt) == 5  # its tokens, one mark each
+        shown = w.page.evaluate(SHOWN)
+        assert shown["at"] == -1 and shown["kv"] == nxt["kv_len"] == 5  # nothing written; 5 cache rows
+        assert shown["rows"] == prompt
+        assert all(math.isclose(a, b, abs_tol=1e-6) for a, b in zip(shown["weights"], nxt["attention"], strict=True))
+        assert [c["id"] for c in shown["cands"]] == [c["id"] for c in nxt["candidates"]]
+        assert w.page.get_by_test_id("write-token-0").count() == 0
+        bars = w.page.locator("[data-testid^=write-cand-] .wr-bar-p").evaluate_all(
+            "(bs) => bs.map((b) => b.offsetWidth)"
+        )
+        assert len(bars) == 10 and bars[0] > 0  # drawn, not only described
+        words = w.text("chapter-text")
+        assert "It has read the prompt: 5 tokens" in words and "Nothing is written yet." in words
+        phone.page.set_viewport_size({"width": 390, "height": 844})
+        follower(phone, code)  # a phone that joins now: the same first screen
+        phone.page.wait_for_selector(READY + '[data-step="write"]', timeout=180_000)
+        assert phone.page.locator('[data-testid="write-prompt-text"] .wr-ptok').all_inner_texts() == marked
+        assert "It has read the prompt: 5 tokens" in phone.text("chapter-text")
+
+        # every step's words speak of what is drawn
         w.page.keyboard.press("PageDown")
-        w.page.wait_for_selector('#app[data-ready="true"]', timeout=180_000)
-    w.page.wait_for_selector(READY + '[data-step="write"]', timeout=180_000)
-    first = api(w.base, "The capital of France is", 1)  # what the model reads and would write first
-    nxt, prompt = first["tokens"][0], first["prompt_tokens"]
-    read = w.page.locator('[data-testid="write-prompt-text"] .wr-ptok').all_inner_texts()
-    assert read == [t.replace("\n", "↵") for t in prompt] and len(prompt) == 5  # its tokens, one mark each
-    shown = w.page.evaluate(SHOWN)
-    assert shown["at"] == -1 and shown["kv"] == nxt["kv_len"] == 5  # nothing written; 5 cache rows
-    assert shown["rows"] == prompt
-    assert all(math.isclose(a, b, abs_tol=1e-6) for a, b in zip(shown["weights"], nxt["attention"], strict=True))
-    assert [c["id"] for c in shown["cands"]] == [c["id"] for c in nxt["candidates"]]
-    assert w.page.get_by_test_id("write-token-0").count() == 0
-    bars = w.page.locator("[data-testid^=write-cand-] .wr-bar-p").evaluate_all("(bs) => bs.map((b) => b.offsetWidth)")
-    assert len(bars) == 10 and bars[0] > 0  # drawn, not only described
-    words = w.text("chapter-text")
-    assert "It has read the prompt: 5 tokens" in words and "Nothing is written yet." in words
-    w.page.keyboard.press("PageDown")
-    w.page.wait_for_selector(READY + '[data-step="causal"]')
-    assert "the query of its last token (“ is”, orange) reaches back to the keys of all 5 tokens" in w.text(
-        "chapter-text"
-    )
-    for step in ("cache", "size", "candidates"):
-        w.page.keyboard.press("PageDown")
-        w.page.wait_for_selector(READY + f'[data-step="{step}"]')
-    assert w.text("chapter-text").startswith("The grey bar is the model's probability")
-    assert w.page.locator("[data-testid^=write-cand-] .wr-bar-p").count() == 10  # the bars it speaks of
-    assert w.text("write-kv-len") == "5"  # the numbers too: of the token it would write next
-    p_next = next(c["p"] for c in nxt["candidates"] if c["id"] == nxt["id"])
-    assert w.text("write-chosen-p") == f"{p_next:.3f}"
+        w.page.wait_for_selector(READY + '[data-step="causal"]')
+        assert "the query of its last token (“ is”, orange) reaches back to the keys of all 5 tokens" in w.text(
+            "chapter-text"
+        )
+        for step in ("cache", "size", "candidates"):
+            w.page.keyboard.press("PageDown")
+            w.page.wait_for_selector(READY + f'[data-step="{step}"]')
+        assert w.text("chapter-text").startswith("The grey bar is the model's probability")
+        assert w.page.locator("[data-testid^=write-cand-] .wr-bar-p").count() == 10  # the bars it speaks of
+        assert w.text("write-kv-len") == "5"  # the numbers too: of the token it would write next
+        p_next = next(c["p"] for c in nxt["candidates"] if c["id"] == nxt["id"])
+        assert w.text("write-chosen-p") == f"{p_next:.3f}"
+
+        # writing in the room: the decoder's facts asked at most once, the model once (its stream), each
+        # token sent to the room as it comes, in order; the phone ends with the same tokens
+        asked: list[str] = []
+        w.page.on("request", lambda r: asked.append(r.url.split("/api/")[1]) if "/api/" in r.url else None)
+        record = """() => { window.__sent = []; document.addEventListener('attention:view', (e) =>
+          window.__sent.push(e.detail.live ? JSON.parse(e.detail.live).t.length : -1)); }"""
+        w.page.evaluate(record)
+        words_written = "A green frog sat on the"
+        w.page.evaluate(
+            """(prompt) => { const form = document.querySelector('[data-testid=write-form]');
+              form.querySelector('[data-testid=write-prompt]').value = prompt;
+              form.querySelector('[data-testid=write-count]').value = '10'; form.requestSubmit(); }""",
+            words_written,
+        )
+        w.page.wait_for_selector('#chapter-panel[data-writing="false"][data-written="10"]', timeout=180_000)
+        w.wait_ready()
+        generate = [a for a in asked if a.startswith("generate")]
+        models = [a for a in asked if a.startswith("models")]
+        assert len(generate) == 1 and len(models) <= 1, asked  # its stream, and the decoder's facts at most once
+        states = w.page.evaluate("window.__sent")
+        live = [n for n in states if n > 0]
+        assert live == sorted(live) and live[-1] == 10 and live[0] >= 1, states  # each token, in order
+        assert states[-1] == -1  # then the writing's end: the phones load the text once
+        phone.page.wait_for_selector('#chapter-panel[data-written="10"]:not([data-following])', timeout=60_000)
+        ids = "(bs) => bs.map((b) => b.dataset.id)"
+        want = [t["id"] for t in api(write_server, words_written, 10)["tokens"]]
+        assert [int(x) for x in phone.page.eval_on_selector_all('[data-testid^="write-token-"]', ids)] == want
+        assert [int(x) for x in w.page.eval_on_selector_all('[data-testid^="write-token-"]', ids)] == want
 
 
 def test_the_shown_token_stays_in_sight(page: Watched) -> None:
@@ -111,39 +156,3 @@ def test_the_shown_token_stays_in_sight(page: Watched) -> None:
             w.page.wait_for_selector(f'#chapter-panel[data-at="{at}"]')
         in_box, above_bars, height = w.page.evaluate(inside)
         assert in_box and above_bars, (at, height)
-
-
-def test_writing_in_a_room_asks_once_and_sends_each_token(browser: Any, write_server: str) -> None:
-    with watched_page(browser, write_server) as teacher, watched_page(browser, write_server) as phone:
-        teacher.page.set_viewport_size({"width": 1280, "height": 720})
-        code = presenter(teacher, query="chapter=writing")
-        teacher.page.wait_for_selector(READY, timeout=180_000)
-        phone.page.set_viewport_size({"width": 390, "height": 844})
-        follower(phone, code)
-        phone.page.wait_for_selector(READY, timeout=180_000)
-        asked: list[str] = []
-        teacher.page.on("request", lambda r: asked.append(r.url.split("/api/")[1]) if "/api/" in r.url else None)
-        record = """() => { window.__sent = []; document.addEventListener('attention:view', (e) =>
-          window.__sent.push(e.detail.live ? JSON.parse(e.detail.live).t.length : -1)); }"""
-        teacher.page.evaluate(record)
-        prompt = "A green frog sat on the"
-        teacher.page.evaluate(
-            """(prompt) => { const form = document.querySelector('[data-testid=write-form]');
-              form.querySelector('[data-testid=write-prompt]').value = prompt;
-              form.querySelector('[data-testid=write-count]').value = '10'; form.requestSubmit(); }""",
-            prompt,
-        )
-        teacher.page.wait_for_selector('#chapter-panel[data-writing="false"][data-written="10"]', timeout=180_000)
-        teacher.wait_ready()
-        generate = [a for a in asked if a.startswith("generate")]
-        models = [a for a in asked if a.startswith("models")]
-        assert len(generate) == 1 and len(models) <= 1, asked  # its stream, and the decoder's facts at most once
-        states = teacher.page.evaluate("window.__sent")
-        live = [n for n in states if n > 0]
-        assert live == sorted(live) and live[-1] == 10 and live[0] >= 1, states  # each token, in order
-        assert states[-1] == -1  # then the writing's end: the phones load the text once
-        phone.page.wait_for_selector('#chapter-panel[data-written="10"]:not([data-following])', timeout=60_000)
-        ids = "(bs) => bs.map((b) => b.dataset.id)"
-        want = [t["id"] for t in api(write_server, prompt, 10)["tokens"]]
-        assert [int(x) for x in phone.page.eval_on_selector_all('[data-testid^="write-token-"]', ids)] == want
-        assert [int(x) for x in teacher.page.eval_on_selector_all('[data-testid^="write-token-"]', ids)] == want

@@ -16,6 +16,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -213,6 +214,7 @@ def test_a_frozen_redis_answers_503_in_seconds_and_counts_stay_right(tmp_path: P
             time.sleep(0.1)
 
 
+@pytest.mark.full  # the docs' AOF set-up at work (make test-all): Redis's own feature, no code of ours
 def test_with_aof_a_killed_redis_loses_no_room(tmp_path: Path) -> None:
     """docs/school-server.md's AOF set-up (--appendonly yes --appendfsync everysec): redis-server killed
     with SIGKILL and started again on the same folder keeps the room, its view and its quiz summary."""
@@ -247,6 +249,7 @@ def test_with_aof_a_killed_redis_loses_no_room(tmp_path: Path) -> None:
                 proc.wait(timeout=10)
 
 
+@pytest.mark.full  # the same 'lost' path as a Redis that goes away mid-room (tested above), at start
 def test_sockets_refused_while_redis_is_down_at_start(tmp_path: Path) -> None:
     """An app whose Redis is not there when the first socket comes: the socket is told, not left waiting."""
     port = free_port()
