@@ -21,6 +21,7 @@ const STATUS_TEXT = {
   closed: "closed",
 };
 const AWAY_TEXT = "waiting for your teacher's page (you see the last view it sent)";
+const BEHIND_TEXT = "catching up with your teacher…"; // still drawing an older view after a reconnection
 const TOUCHED_MS = 1500; // a view change this soon after the student's own tap or key is theirs
 
 /** The room's state without the projector's screen switch (not part of a view). */
@@ -141,7 +142,7 @@ export class Follower {
     let shown = STATUS_TEXT[status] ?? status;
     if (status === "live" && !this.following) shown = "exploring on your own";
     else if (away) shown = AWAY_TEXT;
-    else if (status === "live" && this.behind) shown = "catching up with your teacher…";
+    else if (status === "live" && this.behind) shown = BEHIND_TEXT;
     else if (status === "retrying" && detail) shown = detail.endsWith("reconnecting") ? `${detail}…` : `${shown} (${detail})`;
     this.status.textContent = `● ${shown}`;
     this.box.dataset.status = status;

@@ -29,6 +29,15 @@ const $ = (id) => document.getElementById(id);
 
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
 const RETRY_MS = 500; // a view the server could not take now is sent again this often
+// what the join panel says of the room's link (drawLink)
+const LINK_TEXT = {
+  live: "● live: the class sees this view",
+  unsent: "● the class has not got this view yet: sending it again…",
+  waiting: "● the room store restarted empty: opening this room again…",
+  closed: "● closed",
+  connecting: "● connecting…",
+};
+const RECONNECTING = (detail) => `● reconnecting${detail ? ` (${detail})` : ""}: the class still sees the last view it got`;
 const EMPTY_ROOM_WAIT_MS = 1200; // an emptied room: how long a window waits for another window's newer view
 const FIT_WHILE_WRITING_MS = 500; // the projector's panels laid out again at most this often while Write streams
 export const CHANNEL = "a3d-teacher"; // the teacher's windows on one computer find each other here
@@ -557,15 +566,9 @@ export class Presenter {
   drawLink() {
     if (!this.link) return;
     const { status, detail } = this.linkStatus ?? { status: "connecting" };
-    let text;
-    if (status === "live" && !this.unsent) text = "● live: the class sees this view";
-    else if (status === "live") text = "● the class has not got this view yet: sending it again…";
-    else if (status === "waiting") text = "● the room store restarted empty: opening this room again…";
-    else if (status === "closed") text = "● closed";
-    else if (status === "connecting") text = "● connecting…";
-    else text = `● reconnecting${detail ? ` (${detail})` : ""}: the class still sees the last view it got`;
-    this.link.textContent = text;
-    this.link.dataset.status = status === "live" && this.unsent ? "unsent" : status;
+    const key = status === "live" && this.unsent ? "unsent" : status;
+    this.link.textContent = LINK_TEXT[key] ?? RECONNECTING(detail);
+    this.link.dataset.status = key;
   }
 
   toggleBlank(on = this.blank.hidden) {
