@@ -53,9 +53,11 @@ def test_the_phones_get_the_teachers_stream(smollm: Model, writes: list[int]) ->
             shared = teacher_server.post("/api/generate", json=body, headers=WHOLE)
             assert shared.status_code == 200 and shared.headers["content-type"] == "application/json"
         assert len(writes) == 1
+        off = teacher_server.post("/api/generate", json={**body, "ablate": [[0, 0]]}, headers=WHOLE)
+        assert off.status_code == 200 and len(writes) == 2  # a head switched off: another writing, not the kept one
     with TestClient(create_app(backend="numpy")) as fresh_server:
         fresh = fresh_server.post("/api/generate", json=body, headers=WHOLE).json()
-    assert len(writes) == 2
+    assert len(writes) == 3
     assert without_seconds(shared.json()) == without_seconds(fresh)
     assert [t["id"] for t in fresh["tokens"]] == [line["id"] for line in streamed[:-1]]
 
