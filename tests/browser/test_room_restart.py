@@ -94,7 +94,7 @@ def windows_agree(projector: Watched, window: Watched, seconds: float) -> None:
     (no view bounced between them: each window knows its own views when the room echoes them)."""
     deadline = time.monotonic() + seconds
     while view(window) != view(projector):
-        assert time.monotonic() < deadline, f"the teacher's window at {view(window)}, the projector at {view(projector)}"
+        assert time.monotonic() < deadline, f"the window at {view(window)}, the projector at {view(projector)}"
         time.sleep(0.05)
     want = view(projector)
     for _ in range(15):
