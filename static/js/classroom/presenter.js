@@ -372,8 +372,15 @@ export class Presenter {
   async adopt(state) {
     this.adoptNext = false;
     if (state) {
-      await this.follow(state);
-      if (state.live && !this.teacher) this.send(viewState()); // a writing that ended with the old page
+      // a reloaded projector takes the room's view but not `live`: the tokens its old page was writing
+      // (chapter 10), a writing that ended with that page; its view without them tells the class so
+      const { live, ...view } = state;
+      await this.follow(this.teacher ? state : view);
+      if (live && !this.teacher) {
+        this.lastRoom = null; // the room still shows those tokens
+        this.adopted = true;
+        this.send(viewState());
+      }
     }
     this.adopted = true;
   }
