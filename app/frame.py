@@ -39,13 +39,16 @@ from app import limits
 FRAME_MEDIA_TYPE = "application/x-attention-frame"
 MAGIC = b"ATF1"
 _PREFIX = struct.Struct("<4sI")
-ARRAY_NAMES = ("q", "k", "v", "scores", "scaled", "masked", "weights", "output")
+ARRAY_NAMES = (
+    "q", "k", "v", "scores", "scaled", "masked", "weights", "output",
+    "block_mean", "block_peak", "top_keys", "top_weights",  # a long sentence's summary (app.lod)
+)  # fmt: skip
 DTYPES: dict[str, np.dtype[Any]] = {"float64": np.dtype("<f8"), "float32": np.dtype("<f4")}
 Dtype = Literal["float64", "float32"]
 MAX_HEADER_BYTES = 1 << 20  # 512 tokens × 100 characters of labels fit many times over
 MAX_HEADER_DEPTH = 8  # {"arrays": {"q": {"shape": [..]}}} is 4 levels deep; fields are shallower
 MAX_NDIM = 4
-MAX_AXIS = max(limits.MAX_TOKENS, limits.MAX_DIM, limits.MAX_HEADS)
+MAX_AXIS = max(limits.MAX_TOKENS, limits.MAX_LONG_TOKENS, limits.MAX_DIM, limits.MAX_HEADS)
 MAX_OFFSET = 1 << 40  # answers are larger than requests (MAX_BODY_BYTES): the body itself bounds it
 
 Axis = Annotated[int, Strict(), Field(ge=0, le=MAX_AXIS)]
@@ -74,6 +77,10 @@ class Layout(BaseModel):
     masked: ArraySpec | None = None
     weights: ArraySpec | None = None
     output: ArraySpec | None = None
+    block_mean: ArraySpec | None = None
+    block_peak: ArraySpec | None = None
+    top_keys: ArraySpec | None = None
+    top_weights: ArraySpec | None = None
 
 
 class FrameError(ValueError):

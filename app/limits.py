@@ -5,7 +5,12 @@ They keep one request's work and memory bounded on a 2-core machine: the largest
 compute at once, so a class of 30 sending it together queues instead of exhausting memory.
 """
 
-MAX_TOKENS = 512  # n: rows of q, k, v (BERT's and GPT-2's context is 512 or more)
+MAX_TOKENS = 512  # n: rows of q, k, v (BERT's and GPT-2's context is 512 or more); a sentence's every n × n cell
+# A long sentence (a decoder's prompt): up to MAX_LONG_TOKENS, within the model's context. Its view sends the
+# rows it focuses on whole and the n × n table as a summary in blocks (app.lod: detail "summary"), never every cell.
+MAX_LONG_TOKENS = 4096
+MAX_ROWS = 64  # rows one summary answer sends whole (each n numbers per stage)
+MAX_TOP_K = 32  # strongest keys per query a summary may ask for (its default: app.lod.TOP, 8)
 MAX_HEADS = 16  # h: the leading axis of 3-D q, k, v
 MAX_DIM = 1024  # d_k and d_v
 MAX_INPUT_VALUES = 3 * 8 * 512 * 64  # numbers in q, k and v together (786,432)
@@ -17,7 +22,7 @@ PARSE_SLOTS = 2  # large bodies parsed into numbers at once (a 6 MB JSON body br
 
 # Sentence mode (app/model): a pretrained model's own attention for a typed sentence.
 # Tokens per sentence are capped by the model's context and MAX_TOKENS (512 for all-MiniLM-L6-v2).
-MAX_SENTENCE_CHARS = 20_000  # characters of a sentence, checked before tokenizing (512 tokens fit easily)
+MAX_SENTENCE_CHARS = 40_000  # characters of a sentence, checked before tokenizing (4,096 tokens of prose fit)
 MAX_OVERVIEW_TOKENS = 64  # tokens for POST /api/heads: 6·12·64² ≈ 295k weights, ≈ 1.6 MB of JSON at most
 OVERVIEW_DECIMALS = 3  # /api/heads rounds weights to this many decimals to keep its JSON small
 MODEL_CACHE_SENTENCES = 8  # recent sentences whose per-layer Q, K, V are kept (≤ 16 MB each at 512 tokens)
@@ -43,6 +48,6 @@ REQUEST_RATE = 50  # ATTENTION_REQUEST_RATE: requests a second per address (burs
 WS_MAX_MESSAGE_BYTES = 4096  # any WebSocket frame past this is refused while its header is read (never buffered)
 
 # Writing with a decoder (POST /api/generate, the notebook's write()).
-MAX_PROMPT_CHARS = 20_000  # characters of a prompt, checked before tokenizing
-MAX_PROMPT_TOKENS = 512  # the prompt after the chat template, in tokens (and within the model's context)
+MAX_PROMPT_CHARS = 40_000  # characters of a prompt, checked before tokenizing
+MAX_PROMPT_TOKENS = MAX_LONG_TOKENS  # the prompt after the chat template, in tokens (and within the model's context)
 MAX_NEW_TOKENS = 256  # tokens one writing may add

@@ -37,6 +37,7 @@ This module imports nothing from the web side of the app.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -101,7 +102,7 @@ def summarize(
     block = default_block(n) if block is None else block
     if isinstance(block, bool) or not 1 <= block <= n:
         raise ValueError(f"block must be 1 … {n} (the tokens), got {block!r}")
-    if not 1 <= top:
+    if top < 1:
         raise ValueError(f"top must be ≥ 1, got {top!r}")
     top = min(top, n)
     q32, k32, v32 = (np.ascontiguousarray(a, dtype=np.float32) for a in (q, k, v))
@@ -178,4 +179,4 @@ def rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: Mask, which: list[in
 def _stretches(which: np.ndarray) -> list[tuple[int, int]]:
     """(a, b) for each stretch which[a:b] of consecutive queries (i, i + 1, …)."""
     cuts = [0, *(np.flatnonzero(np.diff(which) != 1) + 1).tolist(), len(which)]
-    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]

@@ -134,8 +134,13 @@ MaskOrDefault = Annotated[
         "null or omitted: the default (full; in sentence mode the model's own mask), as in /api/heads."
     ),
 ]
-ArrayName = Literal["q", "k", "v", "scores", "scaled", "masked", "weights", "output"]
-ARRAY_NAMES: tuple[ArrayName, ...] = ("q", "k", "v", "scores", "scaled", "masked", "weights", "output")
+ArrayName = Literal[
+    "q", "k", "v", "scores", "scaled", "masked", "weights", "output",
+    "block_mean", "block_peak", "top_keys", "top_weights",
+]  # fmt: skip
+STAGE_NAMES: tuple[ArrayName, ...] = ("q", "k", "v", "scores", "scaled", "masked", "weights", "output")
+SUMMARY_NAMES: tuple[ArrayName, ...] = ("block_mean", "block_peak", "top_keys", "top_weights")  # detail "summary"
+ARRAY_NAMES: tuple[ArrayName, ...] = (*STAGE_NAMES, *SUMMARY_NAMES)
 _SHAPES = (
     f"One row per token: n × d (one head) or h × n × d (heads first). Finite numbers only; "
     f"n ≤ {limits.MAX_TOKENS}, h ≤ {limits.MAX_HEADS}, d ≤ {limits.MAX_DIM}, "
@@ -188,7 +193,31 @@ class AttentionRequest(BaseModel):
         min_length=1,
         max_length=len(ARRAY_NAMES),
         description="The arrays to answer, of q, k, v, scores, scaled, masked, weights, output "
-        "(default: all of them). The other fields always come.",
+        "(and with detail summary block_mean, block_peak, top_keys, top_weights; default: all of them). "
+        "The other fields always come.",
+    )
+    # A long sentence (app.lod): past the model's max_tokens for every cell (512), up to its long limit (4,096)
+    detail: Literal["full", "summary"] | None = Field(
+        None,
+        description="With sentence: full, every cell of the n × n stages (up to 512 tokens); summary, the rows "
+        "named in `rows` over every key, and the whole table in blocks (block_mean, block_peak) with each "
+        f"query's strongest keys (top_keys, top_weights), up to {limits.MAX_LONG_TOKENS:,} tokens. Default: "
+        "full when the sentence allows it, else summary.",
+    )
+    rows: list[Annotated[int, Strict(), Field(ge=0)]] | None = Field(
+        None,
+        min_length=1,
+        max_length=limits.MAX_ROWS,
+        description=f"Detail summary: the queries (0-based) whose stages come whole, ≤ {limits.MAX_ROWS} "
+        "(default: the first 16).",
+    )
+    block: Annotated[int, Strict()] | None = Field(
+        None,
+        description="Detail summary: tokens per block of block_mean and block_peak, 1 … n (the last block is "
+        "shorter when it does not divide n; default ⌈n / 32⌉).",
+    )
+    top_k: Annotated[int, Strict(), Field(ge=1, le=limits.MAX_TOP_K)] | None = Field(
+        None, description=f"Detail summary: strongest keys per query in top_keys, 1 … {limits.MAX_TOP_K} (default 8)."
     )
     dtype: Literal["float64", "float32"] = Field(
         "float64",
@@ -281,6 +310,28 @@ class AttentionResponse(BaseModel):
     layer: int | Literal["mean"] | None = Field(None, description="Sentence mode: the layer shown, or 'mean'.")
     head: int | Literal["mean"] | None = Field(None, description="Sentence mode: the head shown, 'mean', or null: all.")
     mean_over: list[Literal["heads", "layers"]] | None = Field(None, description="Sentence mode: the axes averaged.")
+    detail: Literal["full", "summary"] | None = Field(
+        None, description="Sentence mode: full (every n × n stage) or summary (the rows named, the table in blocks)."
+    )
+    rows: list[int] | None = Field(
+        None, description="Detail summary: the queries whose stages come; q, k, v, output are theirs (r × d) and "
+        "scores … weights their rows over every key (r × n)."
+    )  # fmt: skip
+    block: int | None = Field(None, description="Detail summary: tokens per block.")
+    edges: list[int] | None = Field(None, description="Detail summary: block b is tokens edges[b] … edges[b+1] − 1.")
+    top_k: int | None = Field(None, description="Detail summary: strongest keys per query in top_keys.")
+    block_mean: list[Any] | None = Field(
+        None, description="Detail summary (B × B): over the queries of row block a, the mean share of their "
+        "attention on key block c (each row sums to 1). float32 arithmetic: within 1e-5."
+    )  # fmt: skip
+    block_peak: list[Any] | None = Field(None, description="Detail summary (B × B): the largest weight in each block.")
+    top_keys: list[Any] | None = Field(
+        None, description="Detail summary (n × K): each query's strongest keys, strongest first; −1 past the "
+        "keys it sees."
+    )  # fmt: skip
+    top_weights: list[Any] | None = Field(
+        None, description="Detail summary (n × K): their weights (0 past the keys it sees)."
+    )
 
 
 class ExampleOut(BaseModel):

@@ -1,6 +1,8 @@
 """The model side of the API, as plain functions the routes run in a worker thread.
 
-  sentence mode of POST /api/attention   {"sentence", "layer", "head", "mask"} → every stage
+  sentence mode of POST /api/attention   {"sentence", "layer", "head", "mask"} → every stage; a long
+                                         sentence (detail "summary"): the focused rows' stages and the
+                                         n × n table as a summary in blocks (app.lod)
   POST /api/heads                        {"sentence", "mask"} → all layers × heads of weights (≤ 64 tokens)
   POST /api/overview                     {"sentence", "mask"} → every layer × head summarised (app.model.summary)
   GET /api/model                         what the model is, and whether it is loaded yet
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from app import limits
+from app import limits, lod
 from app.attention import Backend, Mask
 from app.errors import ClientError, InputError, in_range
 from app.model import nn
@@ -35,6 +37,17 @@ from app.model.tokenizer import Encoded
 from app.model.trace import Trace
 
 QKV = ("q", "k", "v")
+SUMMARY_FIELDS = ("rows", "block", "top_k")  # what only a summary answer reads
+ROW_ARRAYS = ("q", "k", "v", "scores", "scaled", "masked", "weights", "output")  # a summary's rows (full: n × n)
+SUMMARY_ARRAYS = ("block_mean", "block_peak", "top_keys", "top_weights")  # the summary's own arrays
+ROWS = 16  # the rows a summary answer sends whole when none are named: the first ones
+
+
+def sentence_tokens(spec: ModelSpec) -> int:
+    """The longest sentence a model's views read, in tokens: its context, within MAX_LONG_TOKENS. Up to
+    spec.max_tokens every cell of its n × n stages can be sent (detail "full"); past that, a view
+    sends the rows it focuses on and a summary of the table (detail "summary")."""
+    return max(spec.max_tokens, min(spec.max_positions, limits.MAX_LONG_TOKENS))
 
 
 def is_sentence_request(req: Any) -> bool:
@@ -46,7 +59,7 @@ def is_sentence_request(req: Any) -> bool:
         if req.tokens is not None:
             raise InputError("tokens", "tokens cannot be sent with sentence: the model's tokenizer makes them")
         return True
-    for name in ("layer", "head", "model"):
+    for name in ("layer", "head", "model", "detail", *SUMMARY_FIELDS):
         if getattr(req, name) is not None:
             raise InputError(name, f"{name} goes with sentence (a model's layer and head); q, k, v have no layers")
     for name in QKV:
@@ -159,6 +172,13 @@ def sentence_attention(
     encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
     with _one_flight(handle, backend, sentence):
         trace = _trace(handle, sentence, encoded, backend, layers_needed(layer, spec.layers))  # layers 0 … L only
+    return _full(spec, encoded, trace, layer, head, mask, backend)
+
+
+def _full(
+    spec: ModelSpec, encoded: Encoded, trace: Trace, layer: LayerChoice, head: HeadChoice, mask: Mask, backend: Backend
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Every stage of a selection, n × n (detail "full")."""
     with np.errstate(over="ignore", invalid="ignore"):
         arrays = select(trace, layer, head, mask, backend)
     if not all(np.isfinite(arrays[name]).all() for name in ("weights", "output")):
@@ -170,6 +190,119 @@ def sentence_attention(
         "mean_over": mean_over(layer, head),
         "mask": mask,
         "d_k": spec.head_size,
+        "detail": "full",
+    }
+    return fields, arrays
+
+
+def sentence_view(
+    handle: ModelHandle,
+    sentence: str,
+    layer: LayerChoice | None,
+    head: HeadChoice,
+    mask: Mask | None,
+    mask_given: bool,
+    backend: Backend,
+    detail: str | None = None,
+    rows: list[int] | None = None,
+    block: int | None = None,
+    top_k: int | None = None,
+    names: tuple[str, ...] | None = None,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A sentence's view, in the detail asked for or the one its length allows: every stage
+    (sentence_attention) up to the model's max_tokens, else a summary (see summary_view).
+    `names`: the arrays the answer will send (None: all), so a summary computes only those."""
+    spec = spec_of(handle)
+    asked = {"rows": rows, "block": block, "top_k": top_k}
+    if detail == "full" and (name := next((f for f, x in asked.items() if x is not None), None)):
+        raise InputError(name, f"{name} goes with detail 'summary' (the rows and blocks of a long sentence)")
+    layer = 0 if layer is None else layer
+    in_range("layer", layer, spec.layers, spec.name, " or 'mean'")
+    in_range("head", head, spec.heads, spec.name, ", 'mean' or omitted")
+    mask = _mask(spec, mask, mask_given)
+    encoded = _encode(handle, spec, sentence, sentence_tokens(spec), "the limit")
+    n, full = len(encoded), spec.max_tokens
+    if detail == "full" and n > full:
+        raise InputError(
+            "detail", f"sentence is {n} tokens; detail 'full' (every cell of the n × n stages) goes up to {full} "
+            "tokens: ask for detail 'summary' (the rows you name and the table in blocks)",
+        )  # fmt: skip
+    if detail is None and n <= full and all(x is None for x in asked.values()):
+        detail = "full"
+    if detail == "full":
+        with _one_flight(handle, backend, sentence):
+            trace = _trace(handle, sentence, encoded, backend, layers_needed(layer, spec.layers))
+        return _full(spec, encoded, trace, layer, head, mask, backend)
+    if not isinstance(layer, int) or not isinstance(head, int):
+        field, value = ("layer", layer) if not isinstance(layer, int) else ("head", head)
+        what = f"{value!r}" if value is not None else "all heads"
+        raise InputError(
+            field, f"a summary (a sentence of {n} tokens, or detail 'summary') shows one layer's one head, "
+            f"not {what}: name the {field} (0 … {(spec.layers if field == 'layer' else spec.heads) - 1})",
+        )  # fmt: skip
+    return summary_view(handle, spec, sentence, encoded, layer, head, mask, backend, rows, block, top_k, names)
+
+
+def summary_view(
+    handle: ModelHandle,
+    spec: ModelSpec,
+    sentence: str,
+    encoded: Encoded,
+    layer: int,
+    head: int,
+    mask: Mask,
+    backend: Backend,
+    rows: list[int] | None,
+    block: int | None,
+    top_k: int | None,
+    names: tuple[str, ...] | None,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """One head of a sentence without its n × n table (detail "summary", app.lod):
+
+      q, k, v, output                       (r, d) the `rows`' own vectors (default: the first ROWS)
+      scores, scaled, masked, weights       (r, n) the rows' stages over every key, float64
+      block_mean, block_peak                (B, B) the whole table in blocks of `block` tokens
+      top_keys, top_weights                 (n, K) each query's K strongest keys
+
+    Only the arrays in `names` are computed (the summary's when one of its own is asked for)."""
+    n = len(encoded)
+    if block is not None and not 1 <= block <= n:
+        raise InputError("block", f"block must be 1 … {n} (the sentence's tokens), got {block}")
+    rows = list(range(min(n, ROWS))) if rows is None else rows
+    if bad := [r for r in rows if not 0 <= r < n]:
+        raise InputError("rows", f"rows must be 0 … {n - 1} (the sentence's tokens), got {bad[0]}")
+    with _one_flight(handle, backend, sentence):
+        trace = _trace(handle, sentence, encoded, backend, layer + 1)  # layers 0 … L only
+    q = trace.q[layer][head]  # (n, d) float32, the model's own
+    k, v = trace.k[layer][head // spec.groups], trace.v[layer][head // spec.groups]  # its KV head's
+    block = lod.default_block(n) if block is None else block
+    top_k = lod.TOP if top_k is None else top_k
+    wanted = set(names or (*ROW_ARRAYS, *SUMMARY_ARRAYS))
+    arrays: dict[str, np.ndarray] = {}
+    with np.errstate(over="ignore", invalid="ignore"):
+        if wanted & set(ROW_ARRAYS):
+            r = lod.rows(q, k, v, mask, rows)
+            arrays |= {"q": q[rows].astype(np.float64), "k": k[rows].astype(np.float64),
+                       "v": v[rows].astype(np.float64), "scores": r.scores, "scaled": r.scaled,
+                       "masked": r.masked, "weights": r.weights, "output": r.output}  # fmt: skip
+            if not (np.isfinite(r.weights).all() and np.isfinite(r.output).all()):
+                raise InputError("sentence", "the model's numbers overflowed for this sentence")
+        if wanted & set(SUMMARY_ARRAYS):
+            s = lod.summarize(q, k, v, mask, block, top_k)
+            arrays |= {"block_mean": s.mean, "block_peak": s.peak, "top_keys": s.top_keys,
+                       "top_weights": s.top_weights}  # fmt: skip
+    fields = {
+        **_token_fields(spec, encoded),
+        "layer": layer,
+        "head": head,
+        "mean_over": [],
+        "mask": mask,
+        "d_k": spec.head_size,
+        "detail": "summary",
+        "rows": rows,
+        "block": block,
+        "edges": lod.block_edges(n, block).tolist(),
+        "top_k": min(top_k, n),
     }
     return fields, arrays
 

@@ -19,6 +19,8 @@ from app.model import registry
 from app.model import service as model_service
 from app.schemas import (
     ARRAY_NAMES,
+    STAGE_NAMES,
+    SUMMARY_NAMES,
     ArrayName,
     AttentionInput,
     AttentionRequest,
@@ -283,8 +285,11 @@ def _wanted(request: Request, req: AttentionRequest, format: Format | None, stag
     """The arrays and encoding asked for, or a 422 naming the field that asks for the impossible."""
     if stage is not None and req.stages is not None:
         raise ClientError(422, ["query", "stage"], "send ?stage= or the body's stages, not both", "value_error")
-    names = tuple(req.stages) if req.stages is not None else ARRAY_NAMES
+    default = ARRAY_NAMES if req.sentence is not None else STAGE_NAMES  # a summary's own: a sentence's only
+    names = tuple(req.stages) if req.stages is not None else default
     names = (stage,) if stage is not None else tuple(n for n in ARRAY_NAMES if n in names)
+    if req.sentence is None and (name := next((n for n in names if n in SUMMARY_NAMES), None)):
+        raise InputError("stages", f"{name} is a long sentence's summary: it goes with sentence (detail 'summary')")
     if format == "csv":
         names = names if stage is not None or req.stages is not None else ("weights",)
         if len(names) != 1:
@@ -309,11 +314,15 @@ def _wanted(request: Request, req: AttentionRequest, format: Format | None, stag
 
 
 def _encode(fields: dict[str, Any], arrays: dict[str, np.ndarray], wanted: Wanted) -> Body:
-    chosen: dict[str, np.ndarray] = {name: arrays[name] for name in wanted.names}
+    """The answer's fields and the arrays asked for (of those it has: a full answer has no summary)."""
+    chosen: dict[str, np.ndarray] = {name: arrays[name] for name in wanted.names if name in arrays}
     if wanted.kind == "frame":
         return frame.parts(fields, chosen, wanted.dtype)
     if wanted.kind == "csv":
         name = wanted.names[0]
+        if fields.get("detail") == "summary" or name not in chosen:
+            msg = f"format=csv exports an n × n stage of a sentence up to its every cell ({name} is not one)"
+            raise InputError("format", msg)
         return export.stage_csv(name, chosen[name], fields["tokens"])
     return json_bytes({**fields, **chosen})
 
@@ -322,9 +331,12 @@ def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) ->
     """Run in a worker thread, in a compute slot: the model's stages, encoded (JSON can take a second)."""
     handle = registry.handle(req.model, request.app.state.model_dir)
     backend: Backend = request.app.state.backend
-    fields, arrays = model_service.sentence_attention(
-        handle, req.sentence or "", req.layer, req.head, req.mask, req.mask is not None, backend
-    )
+    fields, arrays = model_service.sentence_view(
+        handle, req.sentence or "", req.layer, req.head, req.mask, req.mask is not None, backend,
+        req.detail, req.rows, req.block, req.top_k, wanted.names,
+    )  # fmt: skip
+    if fields["detail"] == "full" and (name := next((n for n in req.stages or () if n in SUMMARY_NAMES), None)):
+        raise InputError("stages", f"{name} goes with detail 'summary' (a long sentence's table in blocks)")
     return _encode(fields, arrays, wanted)
 
 

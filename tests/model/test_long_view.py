@@ -1,0 +1,154 @@
+"""A long sentence's view (POST /api/attention, detail "summary"): the rows a view focuses on over every
+key, equal to the full answer's rows; the whole table in blocks and each query's strongest keys, against
+the full answer's weights; the limits and their 422s. MiniLM for the comparisons (any sentence may ask for
+a summary), SmolLM2 past 512 tokens (the summary comes by itself) and at the long limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app import frame, limits
+from app.main import create_app
+from app.model.loader import Model
+from tests.model.test_service import ANIMAL, rejected
+
+DECODER = "smollm2-135m"
+ROW_STAGES = ("scores", "scaled", "masked", "weights")
+
+
+def _frame(client: TestClient, **body: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    r = client.post("/api/attention", json=body, headers={"accept": frame.FRAME_MEDIA_TYPE})
+    assert r.status_code == 200, r.text
+    return frame.decode(r.content)
+
+
+def _blocks(weights: np.ndarray, edges: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    b = len(edges) - 1
+    cells = [[weights[edges[a] : edges[a + 1], edges[c] : edges[c + 1]] for c in range(b)] for a in range(b)]
+    return (
+        np.array([[cell.sum(axis=1).mean() for cell in row] for row in cells]),
+        np.array([[cell.max() for cell in row] for row in cells]),
+    )
+
+
+@pytest.mark.parametrize(("layer", "head", "mask"), [(3, 1, "full"), (5, 11, "causal")])
+def test_a_summary_equals_the_full_answer(api: TestClient, layer: int, head: int, mask: str) -> None:
+    """MiniLM on the animal sentence: the rows' stages are the full answer's rows to the last bit but
+    float64 rounding, the blocks its weights' block means and maxima (float32: 1e-5), the top keys its
+    strongest."""
+    body = {"sentence": ANIMAL, "layer": layer, "head": head, "mask": mask}
+    whole_fields, whole = _frame(api, **body)
+    n = len(whole_fields["tokens"])
+    rows = [0, 3, 4, 5, n - 1]
+    fields, part = _frame(api, **body, detail="summary", rows=rows, block=4, top_k=3)
+    assert whole_fields["detail"] == "full" and fields["detail"] == "summary"
+    assert (fields["rows"], fields["block"], fields["edges"], fields["top_k"]) == (rows, 4, [0, 4, 8, 12, n], 3)
+    assert fields["tokens"] == whole_fields["tokens"] and fields["mask"] == mask
+    for name in ("q", "k", "v", "output"):
+        np.testing.assert_allclose(part[name], whole[name][rows], rtol=0, atol=1e-14)
+    for name in ROW_STAGES:
+        np.testing.assert_allclose(part[name], whole[name][rows], rtol=1e-12, atol=1e-13)
+        assert part[name].shape == (len(rows), n)
+    mean, peak = _blocks(whole["weights"], fields["edges"])
+    np.testing.assert_allclose(part["block_mean"], mean, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(part["block_peak"], peak, rtol=0, atol=1e-5)
+    strongest = np.sort(whole["weights"], axis=1)[:, ::-1][:, :3]
+    np.testing.assert_allclose(part["top_weights"], strongest, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(np.take_along_axis(whole["weights"], part["top_keys"].astype(int), 1), strongest, atol=1e-5)
+
+
+def test_only_the_arrays_asked_for(api: TestClient) -> None:
+    """A view that moves its focus asks for new rows only (no blocks); one that opens the table asks for
+    the blocks only; JSON carries the same, −∞ as null and the keys as whole numbers."""
+    base = {"sentence": ANIMAL, "layer": 0, "head": 0, "detail": "summary"}
+    _, rows_only = _frame(api, **base, rows=[7], stages=["weights", "masked"])
+    assert set(rows_only) == {"weights", "masked"} and rows_only["weights"].shape[0] == 1
+    _, blocks_only = _frame(api, **base, stages=["block_mean", "top_keys"])
+    assert set(blocks_only) == {"block_mean", "top_keys"}
+    j = api.post("/api/attention", json={**base, "mask": "causal", "rows": [2]}).json()
+    assert j["masked"][0][3] is None and j["weights"][0][3] == 0 and j["rows"] == [2]
+    assert j["top_keys"][0][:2] == [0, -1] and isinstance(j["top_keys"][5][0], int)
+    assert sum(j["block_mean"][0]) == pytest.approx(1, abs=1e-6)
+    fields, default = _frame(api, sentence=ANIMAL, layer=0, head=0, detail="summary")
+    assert fields["rows"] == list(range(len(fields["tokens"]))) and fields["block"] == 1  # ≤ 16 tokens: all rows
+    assert default["block_mean"].shape == (len(fields["tokens"]),) * 2  # blocks of one token: the weights
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "says"),
+    [
+        ({"block": 0}, "block", "block must be 1 … 16"),
+        ({"block": 17}, "block", "block must be 1 … 16"),
+        ({"rows": [16]}, "rows", "rows must be 0 … 15"),
+        ({"rows": [-1]}, "rows", ""),
+        ({"rows": list(range(limits.MAX_ROWS + 1))}, "rows", ""),
+        ({"top_k": 0}, "top_k", ""),
+        ({"top_k": limits.MAX_TOP_K + 1}, "top_k", ""),
+        ({"detail": "full", "rows": [1]}, "rows", "rows goes with detail 'summary'"),
+        ({"detail": "full", "block": 2}, "block", "block goes with detail 'summary'"),
+        ({"detail": "summary", "head": "mean"}, "head", "a summary"),
+        ({"detail": "summary", "head": None}, "head", "all heads"),
+        ({"detail": "summary", "layer": "mean"}, "layer", "name the layer (0 … 5)"),
+        ({"detail": "full", "stages": ["block_mean"]}, "stages", "block_mean goes with detail 'summary'"),
+    ],
+)
+def test_bad_summaries_are_422_naming_the_field(api: TestClient, extra: dict[str, Any], field: str, says: str) -> None:
+    body = {"sentence": ANIMAL, "layer": 0, "head": 0, **extra}
+    assert says in rejected(api, body, field)
+
+
+def test_summary_fields_need_a_sentence(api: TestClient) -> None:
+    hand = {"q": [[1.0, 0.0]], "k": [[1.0, 0.0]], "v": [[1.0, 0.0]]}
+    assert "goes with sentence" in rejected(api, {**hand, "rows": [0]}, "rows")
+    assert "goes with sentence" in rejected(api, {**hand, "detail": "summary"}, "detail")
+    assert "summary" in rejected(api, {**hand, "stages": ["top_keys"]}, "stages")
+    r = api.post("/api/attention?format=csv&stage=weights", json={"sentence": ANIMAL, "detail": "summary", "head": 0})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "format"]
+
+
+# ---- SmolLM2: past 512 tokens the summary comes by itself; the long limit ---------------------------
+
+
+@pytest.fixture(scope="module")
+def smol_client(smollm: Model) -> TestClient:  # smollm: the decoder is loaded (and converted) once
+    return TestClient(create_app(backend="numpy"))
+
+
+def long_text(smollm: Model, tokens: int) -> str:
+    """Plain sentences (numbered, so no two are alike) of at least `tokens` tokens for SmolLM2: as many
+    as their own token counts add up to, then one more while the whole is short (a space may join two)."""
+    parts: list[str] = []
+    count = 0
+    while count < tokens or len(smollm.tokenizer.encode(" ".join(parts))) < tokens:
+        part = f"Sentence {len(parts)} says that the cat ate its fish on day {len(parts) * 7 % 31}."
+        parts.append(part)
+        count += len(smollm.tokenizer.encode(" " + part))
+    return " ".join(parts)
+
+
+def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, smollm: Model) -> None:
+    """600 tokens of SmolLM2, layer 0 (its view runs one layer's projections): the summary by itself,
+    blocks of ⌈n / 32⌉, its default rows the first 16, causal; asking for every cell is a 422 naming
+    the limit; the model's facts say how long a sentence may be."""
+    text = long_text(smollm, 600)
+    n = len(smollm.tokenizer.encode(text))
+    fields, arrays = _frame(smol_client, sentence=text, model=DECODER, layer=0, head=4, rows=[n - 1, n - 2])
+    assert fields["detail"] == "summary" and fields["mask"] == "causal" and len(fields["tokens"]) == n
+    assert fields["block"] == -(-n // 32) and fields["rows"] == [n - 1, n - 2]
+    assert arrays["weights"].shape == (2, n) and arrays["block_mean"].shape == (32, 32)
+    np.testing.assert_allclose(arrays["weights"].sum(axis=1), 1, rtol=0, atol=1e-12)
+    assert arrays["weights"][1, n - 1] == 0 and np.isneginf(arrays["masked"][1, n - 1])  # the later key is hidden
+    msg = rejected(smol_client, {"sentence": text, "model": DECODER, "detail": "full"}, "detail")
+    assert f"sentence is {n} tokens" in msg and "up to 512 tokens" in msg
+    info = smol_client.get("/api/models").json()["models"][1]
+    assert info["id"] == DECODER
+
+
+def test_over_the_long_limit_is_422_naming_it(smol_client: TestClient, smollm: Model) -> None:
+    text = long_text(smollm, limits.MAX_LONG_TOKENS + 1)
+    msg = rejected(smol_client, {"sentence": text, "model": DECODER}, "sentence")
+    assert "the limit is 4096" in msg and f"{len(smollm.tokenizer.encode(text))} tokens" in msg
