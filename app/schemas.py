@@ -194,7 +194,8 @@ class AttentionRequest(BaseModel):
         max_length=len(ARRAY_NAMES),
         description="The arrays to answer, of q, k, v, scores, scaled, masked, weights, output "
         "(and with detail summary block_mean, block_peak, top_keys, top_weights; default: all of them). "
-        "The other fields always come.",
+        "An answer leaves out what its detail does not have (a full answer has no blocks: a client that does "
+        "not know a sentence's length may name both). The other fields always come.",
     )
     # A long sentence (app.lod): past the model's max_tokens for every cell (512), up to its long limit (4,096)
     detail: Literal["full", "summary"] | None = Field(
@@ -209,7 +210,7 @@ class AttentionRequest(BaseModel):
         min_length=1,
         max_length=limits.MAX_ROWS,
         description=f"Detail summary: the queries (0-based) whose stages come whole, ≤ {limits.MAX_ROWS} "
-        "(default: the first 16).",
+        "(default: the first 32).",
     )
     block: Annotated[int, Strict()] | None = Field(
         None,

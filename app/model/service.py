@@ -40,7 +40,7 @@ QKV = ("q", "k", "v")
 SUMMARY_FIELDS = ("rows", "block", "top_k")  # what only a summary answer reads
 ROW_ARRAYS = ("q", "k", "v", "scores", "scaled", "masked", "weights", "output")  # a summary's rows (full: n × n)
 SUMMARY_ARRAYS = ("block_mean", "block_peak", "top_keys", "top_weights")  # the summary's own arrays
-ROWS = 16  # the rows a summary answer sends whole when none are named: the first ones
+ROWS = 32  # the rows a summary answer sends whole when none are named: the first ones (the page's 3D window)
 
 
 def sentence_tokens(spec: ModelSpec) -> int:

@@ -335,7 +335,7 @@ def _sentence_answer(request: Request, req: AttentionRequest, wanted: Wanted) ->
         handle, req.sentence or "", req.layer, req.head, req.mask, req.mask is not None, backend,
         req.detail, req.rows, req.block, req.top_k, wanted.names,
     )  # fmt: skip
-    if fields["detail"] == "full" and (name := next((n for n in req.stages or () if n in SUMMARY_NAMES), None)):
+    if req.detail == "full" and (name := next((n for n in req.stages or () if n in SUMMARY_NAMES), None)):
         raise InputError("stages", f"{name} goes with detail 'summary' (a long sentence's table in blocks)")
     return _encode(fields, arrays, wanted)
 

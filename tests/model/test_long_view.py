@@ -74,8 +74,11 @@ def test_only_the_arrays_asked_for(api: TestClient) -> None:
     assert j["masked"][0][3] is None and j["weights"][0][3] == 0 and j["rows"] == [2]
     assert j["top_keys"][0][:2] == [0, -1] and isinstance(j["top_keys"][5][0], int)
     assert sum(j["block_mean"][0]) == pytest.approx(1, abs=1e-6)
+    everything = [*ROW_STAGES, "q", "output", "block_mean", "top_keys"]  # a page that does not know the length yet
+    fields, full = _frame(api, sentence=ANIMAL, layer=0, head=0, stages=everything)
+    assert fields["detail"] == "full" and set(full) == {*ROW_STAGES, "q", "output"}
     fields, default = _frame(api, sentence=ANIMAL, layer=0, head=0, detail="summary")
-    assert fields["rows"] == list(range(len(fields["tokens"]))) and fields["block"] == 1  # ≤ 16 tokens: all rows
+    assert fields["rows"] == list(range(len(fields["tokens"]))) and fields["block"] == 1  # ≤ 32 tokens: all rows
     assert default["block_mean"].shape == (len(fields["tokens"]),) * 2  # blocks of one token: the weights
 
 
@@ -133,7 +136,7 @@ def long_text(smollm: Model, tokens: int) -> str:
 
 def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, smollm: Model) -> None:
     """600 tokens of SmolLM2, layer 0 (its view runs one layer's projections): the summary by itself,
-    blocks of ⌈n / 32⌉, its default rows the first 16, causal; asking for every cell is a 422 naming
+    blocks of ⌈n / 32⌉, its default rows the first 32, causal; asking for every cell is a 422 naming
     the limit; the model's facts say how long a sentence may be."""
     text = long_text(smollm, 600)
     n = len(smollm.tokenizer.encode(text))
