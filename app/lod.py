@@ -46,7 +46,7 @@ import numpy as np
 from app.attention import MASKS, Mask
 from app.lesson import tiles
 
-BLOCKS = 32  # blocks per side of the summary by default: 4,096 tokens in blocks of 128
+BLOCKS = 16  # blocks per side of the summary by default (4,096 tokens in blocks of 256): 16 × 16 legible numbers
 TOP = 8  # strongest keys kept per query by default
 TILE = 256  # keys per block of the online softmax (pass 1) and about as many per tile of pass 2
 TILE_ROWS = 256  # queries per tile of pass 2: 256 × 256 float32 scores and weights stay in a core's cache

@@ -215,7 +215,7 @@ class AttentionRequest(BaseModel):
     block: Annotated[int, Strict()] | None = Field(
         None,
         description="Detail summary: tokens per block of block_mean and block_peak, 1 … n (the last block is "
-        "shorter when it does not divide n; default ⌈n / 32⌉).",
+        "shorter when it does not divide n; default ⌈n / 16⌉).",
     )
     top_k: Annotated[int, Strict(), Field(ge=1, le=limits.MAX_TOP_K)] | None = Field(
         None, description=f"Detail summary: strongest keys per query in top_keys, 1 … {limits.MAX_TOP_K} (default 8)."

@@ -107,10 +107,10 @@ def test_the_lessons_example_against_float64_loops() -> None:
 
 
 def test_default_blocks() -> None:
-    """At most 32 blocks a side: 4,096 tokens in blocks of 128 (the keys' blocks of the tiles chapter)."""
-    assert lod.default_block(4096) == 128 and lod.default_block(600) == 19 and lod.default_block(20) == 1
-    assert lod.block_edges(4096, 128).tolist() == list(range(0, 4097, 128))
-    assert lod.block_edges(600, 19)[-2:].tolist() == [589, 600] and len(lod.block_edges(600, 19)) == 33
+    """At most 16 blocks a side by default (4,096 tokens in blocks of 256); any number when asked."""
+    assert lod.default_block(4096) == 256 and lod.default_block(600) == 38 and lod.default_block(20) == 2
+    assert lod.default_block(4096, 32) == 128 and lod.block_edges(4096, 128).tolist() == list(range(0, 4097, 128))
+    assert lod.block_edges(600, 38)[-2:].tolist() == [570, 600] and len(lod.block_edges(600, 38)) == 17
 
 
 def test_what_is_refused() -> None:

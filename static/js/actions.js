@@ -4,6 +4,7 @@
 // lesson.js, main.js), which call these.
 
 import { ANIMAL, ANIMAL_VIEW, offers } from "./model.js";
+import { withRows } from "./lod.js";
 import { ATTENTION_CHAPTERS, createState, MASKS, MAX_SENTENCE, readUrl } from "./state.js";
 import { STEP_IDS } from "./attention/stages.js";
 
@@ -67,6 +68,17 @@ export const actions = {
     if (!Number.isInteger(i) || i < 0 || (n !== null && i >= n)) return false;
     if (i === state.focus && !state.hover) return false;
     state.focus = i;
+    state.hover = null;
+  },
+
+  /**
+   * A long sentence's table: the whole of it in blocks ("blocks"), or a window of tokens ("tokens")
+   * whose keys start at `keys` (null: the rows' own window, around the focus).
+   */
+  lodTable(state, table, keys = null) {
+    if (table !== "blocks" && table !== "tokens") return false;
+    if (state.lod.table === table && state.lod.keys === keys) return false;
+    state.lod = { table, keys: table === "tokens" ? keys : null };
     state.hover = null;
   },
 
@@ -181,6 +193,7 @@ export const actions = {
       }
       state.focus = 1; // the first word after [CLS]
       state.wantWord = animal ? ANIMAL_VIEW.word : null;
+      state.lod = { table: "blocks", keys: null }; // a long one opens on its whole table
     }
     state.hover = null;
     state.result = null;
@@ -271,6 +284,19 @@ export const actions = {
     state.result = answers;
     state.errors = outcome.errors;
     if (!state.result[state.mask]) state.mask = later === "causal" ? "full" : "causal";
+  },
+
+  /**
+   * More rows of a long sentence's answer `result` (attention/source.js fetchRows): `outcome` of
+   * api.js sentenceRows, dropped if another answer has replaced it; a refusal says why.
+   */
+  rowsReceived(state, result, outcome) {
+    if (state.result !== result) return false;
+    if (!outcome.ok) {
+      state.errors = outcome.errors;
+      return;
+    }
+    state.result = { ...result, causal: withRows(result.causal, outcome.frame, state.focus) };
   },
 
   setNotice(state, text) {

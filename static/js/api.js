@@ -3,13 +3,15 @@
 //
 //   hand-set mode     listExamples, getExample, attention, attentionBothMasks, Recomputer
 //   chapters          apiGet, apiPost (ctx.get / ctx.post), postLines (a stream of JSON lines: Write)
-//   the real model    modelInfo, listModels, sentenceBothMasks, sentenceCausal, allHeads
+//   the real model    modelInfo, listModels, sentenceBothMasks, sentenceCausal, sentenceRows (a long
+//                     sentence's rows around the focus, lod.js), allHeads
 //   the classroom     call (rooms and saved lessons, with the teacher's key), getBlob (the quiz's CSV)
 //   exports           getText (the viewer and the styles an offline file carries)
 //
 // Plain data in, plain data out: the view transforms of the model's answers are model.js's.
 
-import { CAUSAL_STAGES, COMPARE_MAX, FULL_STAGES, asInfo, causalFrom, fewestRows, frameAsJson, fullFrom, oneHead, wordGroups } from "./model.js";
+import { CAUSAL_STAGES, COMPARE_MAX, FULL_STAGES, asInfo, causalFrom, causalMasked, fewestRows, frameAsJson, fullFrom, oneHead, scaledFrom, wordGroups } from "./model.js";
+import { isLong, longFrom, ROW_STAGES, SUMMARY_STAGES } from "./lod.js";
 
 import { t } from "./i18n.js";
 
@@ -290,10 +292,40 @@ export async function sentenceFrame(req, mask, { stages = null, dtype = "float64
   return outcome.ok ? { ok: true, frame: outcome.data } : outcome;
 }
 
+/** An answer's frame as the page keeps it: the JSON answer's form, or a long sentence's (lod.js). */
+const answerOf = (frame) => (isLong(frame.fields) ? longFrom(frame) : frameAsJson(frame));
+
 /** One layer/head (or "mean") of a sentence under one mask, in the JSON answer's form. */
 async function sentenceAttention(req, mask, signal) {
   const outcome = await sentenceFrame(req, mask, {}, signal);
-  return outcome.ok ? { ok: true, data: frameAsJson(outcome.frame) } : outcome;
+  return outcome.ok ? { ok: true, data: answerOf(outcome.frame) } : outcome;
+}
+
+/**
+ * A decoder's view of one head: every stage but `scaled` and `masked` (made here, as for the full
+ * mask: scaledFrom, causalMasked) for a sentence the server sends whole, or, for a long one, the
+ * rows around the start and the table in blocks (lod.js): the page does not know the sentence's
+ * length before the answer, so it names both and the answer has what its detail holds.
+ */
+async function decoderView(req, signal) {
+  if (!oneHead(req)) return sentenceAttention(req, "causal", signal);
+  const outcome = await sentenceFrame(req, "causal", { stages: [...ROW_STAGES, ...SUMMARY_STAGES] }, signal);
+  if (!outcome.ok) return outcome;
+  if (isLong(outcome.frame.fields)) return { ok: true, data: longFrom(outcome.frame) };
+  const data = frameAsJson(outcome.frame);
+  data.scaled = scaledFrom(data.scores, data.d_k);
+  data.masked = causalMasked(data.scaled);
+  return { ok: true, data };
+}
+
+/**
+ * More rows of a long sentence's view (`rows`: query indices, ≤ 64): their stages over every key,
+ * as a frame for lod.js withRows; { ok: true, frame } or { ok: false, errors }.
+ */
+export function sentenceRows(req, rows, signal) {
+  const body = { sentence: req.sentence, layer: req.layer, head: req.head, detail: "summary", rows, stages: ROW_STAGES };
+  if (req.model) body.model = req.model;
+  return postFrame("/api/attention", body, signal).then((outcome) => (outcome.ok ? { ok: true, frame: outcome.data } : outcome));
 }
 
 /** The full mask's answer: one head's without its scaled scores (FULL_STAGES), a mean's whole. */
@@ -321,7 +353,7 @@ export async function sentenceBothMasks(req, signal) {
     return withCausal(req, own.data, signal);
   }
   if (req.causal || req.kind === "gpt2") {
-    const causal = await sentenceAttention(req, "causal", signal);
+    const causal = await decoderView(req, signal);
     return causal.ok ? { ok: true, data: { full: null, causal: causal.data } } : causal;
   }
   if (req.mask === "full" && fewestRows(req.sentence) > COMPARE_MAX) {

@@ -36,7 +36,7 @@ import { STEP_IDS } from "./attention/stages.js";
 export const MASKS = ["full", "causal"];
 export const MAX_TOKENS = 12;
 export const MAX_DIM = 8;
-export const MAX_SENTENCE = 4000; // characters kept from a typed sentence (and from the URL)
+export const MAX_SENTENCE = 40000; // characters kept from a typed sentence (and from the URL): 4,096 tokens of prose
 
 export const ATTENTION_CHAPTERS = ["steps", "masks"]; // the chapters drawn by the attention view (attention/)
 const CHAPTER_ID = /^[a-z][a-z0-9-]{0,31}$/;
@@ -69,6 +69,9 @@ export function createState(defaultExample) {
     mask: "full",
     focus: 0,
     hover: null, // { row, col } while a table cell is hovered
+    // a long sentence's table (lod.js): "blocks", the whole table in blocks, or "tokens", a window of
+    // rows around the focus by a window of keys starting at `keys` (null: the same window as the rows)
+    lod: { table: "blocks", keys: null },
     // what the server computed for `input`, under both masks (kept when a later request fails)
     result: null, // { full: response, causal: response }
     errors: [], // [{ field: "q" | "k" | "v" | "tokens" | "body", msg }]

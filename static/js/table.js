@@ -44,8 +44,9 @@ export class MatrixTable {
 
   /**
    * Draw `step` of `data`. `win` ({ from, to }, optional) limits the rows and the columns
-   * drawn to from..to−1 (a long sentence's neighbourhood of the focus); test ids and the Σ row
-   * column still count every token.
+   * drawn to from..to−1 (a long sentence's neighbourhood of the focus); with colFrom, colTo the
+   * columns are another window (a long sentence's opened block of keys: lod.js). Test ids and the
+   * Σ row column still count every token.
    */
   update(state, data, step, win = null) {
     const table = this.table;
@@ -54,7 +55,9 @@ export class MatrixTable {
     const focus = Math.min(state.focus, n - 1);
     const from = win ? win.from : 0;
     const to = win ? win.to : n;
-    const key = `${step.id}|${data.mask}|${n}|${from}`;
+    const colFrom = win?.colFrom ?? from;
+    const colTo = win?.colTo ?? to;
+    const key = `${step.id}|${data.mask}|${n}|${from}|${colFrom}`;
     const refill = key !== this.lastKey;
     this.lastKey = key;
     this.hover = state.hover; // rows drawn later mark the hover as it is then (highlight() changes it)
@@ -63,8 +66,8 @@ export class MatrixTable {
     // focused its row) gets it back in the new table, so the focus ring stays where it was used
     const active = table.contains(document.activeElement) ? document.activeElement.dataset.testid : null;
     table.replaceChildren();
-    table.classList.toggle("dense", to - from > 7); // as many columns as are drawn (a window: fewer than n)
-    table.classList.toggle("crowded", to - from > 14);
+    table.classList.toggle("dense", colTo - colFrom > 7); // as many columns as are drawn (a window: fewer than n)
+    table.classList.toggle("crowded", colTo - colFrom > 14);
     const notes = [t("table.note.rows"), t("table.note.columns")];
     if (step.output) notes.push(t("table.note.output"));
     notes.push(t("table.note.mask", { mask: data.mask }));
@@ -72,14 +75,15 @@ export class MatrixTable {
     caption.append(el("span", { className: "notes" }, t("table.notes", { notes: notes.join(t("format.phraseSeparator")) })));
     // a window of a long sentence says which (the projector view shows this line alone)
     table.classList.toggle("windowed", Boolean(win));
-    if (win) caption.append(el("span", { className: "window", dataset: { testid: "table-window" } }, t("table.window", { from: from + 1, to, n })));
+    const said = colFrom === from ? t("table.window", { from: from + 1, to, n }) : t("table.windowKeys", { from: from + 1, to, keysFrom: colFrom + 1, keysTo: colTo, n });
+    if (win) caption.append(el("span", { className: "window", dataset: { testid: "table-window" } }, said));
     table.append(caption);
 
     const head = el("thead");
     const hr = el("tr");
     hr.append(el("td", { className: "corner" }, t("table.corner")));
     data.tokens.forEach((word, j) => {
-      if (j < from || j >= to) return;
+      if (j < colFrom || j >= colTo) return;
       const th = el("th", { scope: "col", dataset: { col: String(j) } });
       const btn = el("button", {
         type: "button",
@@ -116,8 +120,8 @@ export class MatrixTable {
       tr.append(th);
       const levels = rowLevels(values[i], step.links);
       let sum = 0;
-      for (let j = 0; j < n; j++) if (values[i][j] !== null && (j < from || j >= to)) sum += values[i][j];
-      for (let j = from; j < to; j++) {
+      for (let j = 0; j < n; j++) if (values[i][j] !== null && (j < colFrom || j >= colTo)) sum += values[i][j];
+      for (let j = colFrom; j < colTo; j++) {
         const x = values[i][j];
         const hidden = Boolean(step.masked) && data.masked[i][j] === null;
         const td = el("td", { dataset: { row: String(i), col: String(j), testid: `cell-${i}-${j}` } });
@@ -135,7 +139,7 @@ export class MatrixTable {
         if (this.hover && this.hover.row === i && this.hover.col === j) td.classList.add("hot");
         if (refill) {
           td.classList.add("fill");
-          td.style.animationDelay = `${Math.min(40, i - from) * 70 + Math.min(40, j - from) * 25}ms`;
+          td.style.animationDelay = `${Math.min(40, i - from) * 70 + Math.min(40, j - colFrom) * 25}ms`;
         }
         tr.append(td);
       }

@@ -79,7 +79,7 @@ def test_only_the_arrays_asked_for(api: TestClient) -> None:
     assert fields["detail"] == "full" and set(full) == {*ROW_STAGES, "q", "output"}
     fields, default = _frame(api, sentence=ANIMAL, layer=0, head=0, detail="summary")
     assert fields["rows"] == list(range(len(fields["tokens"]))) and fields["block"] == 1  # ≤ 32 tokens: all rows
-    assert default["block_mean"].shape == (len(fields["tokens"]),) * 2  # blocks of one token: the weights
+    assert default["block_mean"].shape == (len(fields["tokens"]),) * 2  # 16 tokens, 16 blocks: the weights
 
 
 @pytest.mark.parametrize(
@@ -136,14 +136,14 @@ def long_text(smollm: Model, tokens: int) -> str:
 
 def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, smollm: Model) -> None:
     """600 tokens of SmolLM2, layer 0 (its view runs one layer's projections): the summary by itself,
-    blocks of ⌈n / 32⌉, its default rows the first 32, causal; asking for every cell is a 422 naming
+    blocks of ⌈n / 16⌉, its default rows the first 32, causal; asking for every cell is a 422 naming
     the limit; the model's facts say how long a sentence may be."""
     text = long_text(smollm, 600)
     n = len(smollm.tokenizer.encode(text))
     fields, arrays = _frame(smol_client, sentence=text, model=DECODER, layer=0, head=4, rows=[n - 1, n - 2])
     assert fields["detail"] == "summary" and fields["mask"] == "causal" and len(fields["tokens"]) == n
-    assert fields["block"] == -(-n // 32) and fields["rows"] == [n - 1, n - 2]
-    assert arrays["weights"].shape == (2, n) and arrays["block_mean"].shape == (32, 32)
+    assert fields["block"] == -(-n // 16) and fields["rows"] == [n - 1, n - 2]
+    assert arrays["weights"].shape == (2, n) and arrays["block_mean"].shape == (16, 16)
     np.testing.assert_allclose(arrays["weights"].sum(axis=1), 1, rtol=0, atol=1e-12)
     assert arrays["weights"][1, n - 1] == 0 and np.isneginf(arrays["masked"][1, n - 1])  # the later key is hidden
     msg = rejected(smol_client, {"sentence": text, "model": DECODER, "detail": "full"}, "detail")

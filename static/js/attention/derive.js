@@ -14,6 +14,8 @@ import { questionId, verdict } from "../predictfirst.js";
 import { drawing } from "../projection.js";
 import { current } from "../state.js";
 import { stepById } from "./stages.js";
+import { isLong } from "../lod.js";
+import { deriveLong } from "./longview.js";
 
 export const SCENE_MAX = 32; // the most tokens the 3D view draws at once (a window around the focus)
 export const TABLE_MAX = 64; // the most rows and columns the table draws at once (the same idea)
@@ -29,6 +31,9 @@ export const PRESENT_COMPARE_WINDOW = 4;
 // A phone (state.narrow, the width app.css lays out in one column): its 3D view's words, each whole
 export const PHONE_MEDIA = "(max-width: 600px)";
 export const PHONE_SCENE_MAX = 16;
+// A long sentence's window (attention/longview.js) shares the 3D view with its blocks of keys: fewer words
+export const LONG_SCENE_MAX = 16;
+export const LONG_SCENE_SMALL = 10; // on a phone and in the projector view
 
 /** The first of `count` rows shown out of `rows`, centred on `focus` where the ends allow. */
 const windowStart = (rows, count, focus) => Math.min(rows - count, Math.max(0, focus - Math.floor(count / 2)));
@@ -57,6 +62,12 @@ export function derive(state) {
   const data = current(state);
   const base = { step, sentenceMode, data, ready: Boolean(data) && !state.pending, errors: state.errors, notice: state.notice };
   if (!data) return { ...base, shown: null, withheld: state.withheld, question: null };
+  if (isLong(data)) {
+    // a long sentence's summary (lod.js): a window of its rows, its table in blocks (attention/longview.js)
+    const sceneMax = state.presenting || state.narrow ? LONG_SCENE_SMALL : LONG_SCENE_MAX;
+    const tableRows = state.presenting ? PRESENT_TABLE_MAX : TABLE_MAX;
+    return deriveLong(state, base, data, { sceneMax, tableRows, drawingFor, evenScene });
+  }
 
   const n = data.tokens.length;
   const merged = sentenceMode && state.merge && step.stage === "weights";

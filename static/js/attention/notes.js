@@ -24,17 +24,18 @@ export function renderEditorNote(state) {
 
 /** The note under the 3D view: what its arrows are (two coordinates, or a PCA), and its window. */
 export function renderSceneNote(v) {
-  const data = v.data;
+  const data = v.long ? v.scene.data : v.data; // a long sentence: the window's rows (attention/longview.js)
   const dk = data.d_k;
   const dv = data.v[0].length;
   if (v.sentenceMode) {
-    const drawn = v.shown.drawn ?? {};
+    const drawn = (v.long ? v.scene.data : v.shown).drawn ?? {};
     const pct = (x) => (english() ? `${Math.round(x * 100)} %` : percent(x, 0));
     const parts = [t("scene.note.pca", { qk: pct(drawn.qk ?? 1), vz: pct(drawn.vz ?? 1), dk })];
     if (v.merged) parts.push(t("scene.note.merged"));
     if (data.mean_over?.length) parts.push(t("scene.note.mean", { over: andList(data.mean_over.map((name) => t("arith.over", { name }))) }));
     const w = v.sceneWindow;
-    if (w) parts.push(t("scene.note.window", { count: w.count, n: w.n, from: integer(w.from), to: integer(w.to), all: String(Boolean(w.tableAll)) }));
+    if (w?.long) parts.push(t("scene.note.long", { count: w.count, n: integer(w.n), from: integer(w.from), to: integer(w.to), top: v.scene.blocks.top.length }));
+    else if (w) parts.push(t("scene.note.window", { count: w.count, n: w.n, from: integer(w.from), to: integer(w.to), all: String(Boolean(w.tableAll)) }));
     $("scene-note").textContent = parts.join(" ");
     return;
   }

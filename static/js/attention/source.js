@@ -3,11 +3,12 @@
 // This is the attention view's effect: it asks the server and tells the store what came back
 // (actions.js); it keeps only its requests in flight and a timer, never what the page shows.
 
-import { getExample, modelInfo, pageExample, Recomputer, sentenceBothMasks, sentenceCausal, unreachable } from "../api.js";
+import { getExample, modelInfo, pageExample, Recomputer, sentenceBothMasks, sentenceCausal, sentenceRows, unreachable } from "../api.js";
 import { OPENING_WORD } from "../actions.js";
 import { has, t } from "../i18n.js";
 import { ANIMAL, asInfo, isCausal } from "../model.js";
-import { createState, readUrl } from "../state.js";
+import { current, createState, readUrl } from "../state.js";
+import { isLong, missingRows, rowWindow } from "../lod.js";
 
 /** What the page can refuse before asking the server: cells that are not numbers, unnamed words. */
 export function typingErrors(input) {
@@ -63,6 +64,7 @@ export class Source {
     this.recomputer = new Recomputer(received);
     this.modelRecomputer = new Recomputer(received, 0, sentenceBothMasks);
     this.laterFor = null; // the answer whose other mask is being fetched (fetchLater)
+    this.rowsFor = null; // the long answer whose rows around the focus are being fetched (fetchRows)
   }
 
   /**
@@ -197,10 +199,33 @@ export class Source {
     return { sentence: state.sentence, layer: state.layer, head: state.head, mask: state.mask, kind: state.model?.kind ?? "bert", model: state.modelId, causal };
   }
 
-  /** After every change of a sentence's view: its overview (sentence.js fetchHeads), and a mask left for later. */
+  /** After every change of a sentence's view: its overview (sentence.js fetchHeads), a mask left for later, a long one's rows. */
   afterChange() {
     this.heads.fetchHeads();
     this.fetchLater();
+    this.fetchRows();
+  }
+
+  /**
+   * A long sentence (lod.js) has the rows it was asked for: when the focus moves past them, ask for
+   * those of the window around it that it lacks, one request at a time (when it comes, the store
+   * changes and this runs again for wherever the focus is then).
+   */
+  fetchRows() {
+    const state = this.store.state;
+    const result = state.result;
+    const data = current(state);
+    if (!isLong(data) || this.rowsFor === result) return;
+    const { from, to } = rowWindow(data.tokens.length, state.focus);
+    const missing = missingRows(data, from, to);
+    if (!missing.length) return;
+    this.rowsFor = result;
+    sentenceRows(this.modelRequest(), missing)
+      .catch(unreachable)
+      .then((outcome) => {
+        if (this.rowsFor === result && outcome.ok) this.rowsFor = null; // a refusal is not asked again for this answer
+        this.act.rowsReceived(result, outcome);
+      });
   }
 
   /**

@@ -11,6 +11,9 @@
 //   reframe()      fit the 3D camera to what it draws (on resize, entering the projector view)
 //   now            the derived view last drawn (derive(state)), or null
 
+import { BlockTable } from "../blocktable.js";
+import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { renderInspect } from "../inspect.js";
 import { MatrixTable } from "../table.js";
 import { renderArithmetic } from "./arithpanel.js";
@@ -40,6 +43,9 @@ export class AttentionView {
       focus: (row) => this.focusRow(row),
       hover: (cell) => this.act.setHover(cell),
     });
+    // a long sentence's table (lod.js): in blocks, or a window of words; the bar switches between them
+    this.blocks = new BlockTable($("matrix"), { focus: (i) => this.focusRow(i), open: (b) => this.openKeys(b) });
+    this.lodBar = this.makeLodBar();
     this.predict = new PredictBox(store.act, () => this.now?.question ?? null);
     this.scene = null;
     $("reset-view").addEventListener("click", () => this.reframe());
@@ -54,6 +60,40 @@ export class AttentionView {
     const groups = this.now?.groups;
     if (!this.mounted || !groups || row < 0 || row >= groups.length) return;
     this.act.setFocus(groups[row][0]);
+  }
+
+  /** The bar over a long sentence's table: the whole table in blocks, or the words around the focus. */
+  makeLodBar() {
+    const bar = el("div", { className: "lod-bar", role: "group", dataset: { testid: "lod-bar" }, hidden: true });
+    const button = (mode, testid) => {
+      const btn = el("button", { type: "button", dataset: { testid, mode } });
+      btn.addEventListener("click", () => this.act.lodTable(mode));
+      return btn;
+    };
+    bar.append(button("blocks", "lod-blocks"), button("tokens", "lod-tokens"));
+    $("matrix").closest(".table-wrap").before(bar);
+    return bar;
+  }
+
+  /** Open key block `b` of a long sentence beside the focused query's rows (its own block: the rows' window). */
+  openKeys(b) {
+    const edges = this.lodDrawn?.edges;
+    if (!this.mounted || !edges) return;
+    const focus = this.store.state.focus; // as the table's click left it (a cell focuses its row first)
+    const own = (edges[b] <= focus && focus < edges[b + 1]) || edges[b] > focus; // its own block, or a later one: the rows' own keys
+    this.act.lodTable("tokens", own ? null : edges[b]);
+  }
+
+  renderLodBar(v) {
+    const bar = this.lodBar;
+    bar.hidden = !v.long;
+    if (!v.long) return;
+    const mode = v.table.lod.mode;
+    bar.setAttribute("aria-label", t("lod.bar"));
+    for (const btn of bar.querySelectorAll("button")) {
+      btn.textContent = btn.dataset.mode === "blocks" ? t("lod.showBlocks") : t("lod.showTokens", { token: v.shown.tokens[v.focus] });
+      btn.setAttribute("aria-pressed", String(btn.dataset.mode === mode));
+    }
   }
 
   /** A word of the 3D view's window (`i` counts from the window's first row). */
@@ -132,11 +172,20 @@ export class AttentionView {
     this.predict.update(v, state.predict);
     const hoverOnly =
       previous?.shown && previous.data === v.data && previous.merged === v.merged && previous.shownStep === v.shownStep &&
-      previous.focusRow === v.focusRow && Boolean(previous.withheld) === Boolean(v.withheld) && previous.question?.id === v.question?.id;
+      previous.focusRow === v.focusRow && Boolean(previous.withheld) === Boolean(v.withheld) && previous.question?.id === v.question?.id &&
+      previous.table?.lod?.mode === v.table?.lod?.mode && previous.table?.lod?.keys === v.table?.lod?.keys;
+    this.renderLodBar(v);
     if (hoverOnly && previous.hover !== v.hover) {
       this.table.highlight(v.hover);
     } else {
-      this.table.update({ focus: v.table.focus, hover: v.table.hover }, v.table.data, v.table.step, v.table.window);
+      const table = $("matrix");
+      this.lodDrawn = v.table.lod ?? null;
+      if (v.table.lod?.mode === "blocks") this.blocks.update(v.table.lod, Boolean(v.withheld));
+      else {
+        table.dataset.lod = v.long ? "tokens" : "";
+        table.classList.remove("blocks");
+        this.table.update({ focus: v.table.focus, hover: v.table.hover }, v.table.data, v.table.step, v.table.window);
+      }
       renderArithmetic(v.arithmetic);
       renderComparison($("compare-tables"), v, state.sentence, v.focus);
       renderSceneNote(v);

@@ -10,7 +10,7 @@
 // withheld = nothing derived from the weights may show (a quiz, predict first).
 
 import { fixed3 } from "../format.js";
-import { pyMatrix, pyStrings } from "../pycode.js";
+import { pyMatrix, pyNum, pyStrings } from "../pycode.js";
 import { STEPS, stepText } from "../attention/stages.js";
 
 /** What an attention chapter's functions read beside the answer (see the header). */
@@ -146,7 +146,43 @@ export function stageLines(upto, mask) {
 const RESULT = { score: "scores", scale: "scaled", mask: "masked", softmax: "weights", mix: "Z" };
 const KEY = { score: "scores", scale: "scaled", mask: "masked", softmax: "weights", mix: "output" };
 
+/**
+ * A long sentence's code (lod.js: the page has the rows around the focus, and the table in blocks):
+ * the focused query's row over every key, from its scores as the server sent them, step by step;
+ * the mix step's z needs every key's v (n × d numbers), so it prints the server's.
+ */
+function longStepCode(data, stepId, ctx) {
+  const i = ctx.focus;
+  const order = ["score", "scale", "mask", "softmax", "mix"];
+  const k = order.indexOf(stepId);
+  const lines = [
+    "import numpy as np",
+    "",
+    `# ${data.tokens.length} tokens of the real model, layer ${data.layer}, head ${data.head}: too many for every q, k and v here;`,
+    "# the focused query's row of scores against every key is the server's (POST /api/attention, detail summary)",
+    `words = ${pyStrings(data.tokens)}`,
+    `focus = ${i}  # ${JSON.stringify(data.tokens[i] ?? "")}`,
+    `d_k = ${data.d_k}`,
+    `scores = np.array([${data.scores[i].map(pyNum).join(", ")}])  # 1. score: q·k for every key`,
+  ];
+  if (k >= 1) lines.push("scaled = scores / np.sqrt(d_k)  # 2. scale by √d_k");
+  if (k >= 2) {
+    lines.push(
+      ctx.mask === "causal"
+        ? "masked = np.where(np.arange(len(words)) <= focus, scaled, -np.inf)  # 3. causal: later keys → −∞"
+        : "masked = scaled.copy()  # 3. the full mask hides nothing",
+    );
+  }
+  if (k >= 3) lines.push("e = np.exp(masked - masked.max())  # 4. softmax of the row", "weights = e / e.sum()  # sums to 1");
+  if (k >= 4) lines.push(`z = np.array([${data.output[i].map(pyNum).join(", ")}])  # 5. mix: Σ_j weight_j · v_j, over every key's v (the server's)`);
+  const last = { score: "scores", scale: "scaled", mask: "masked", softmax: "weights", mix: "z" }[stepId];
+  lines.push(stepId === "mix" ? "print(words[focus], z.round(6).tolist())" : `strongest = np.argsort(-${last})[:8]`);
+  if (stepId !== "mix") lines.push(`print(words[focus], [(words[j], round(float(${last}[j]), 6)) for j in strongest])`);
+  return lines.join("\n");
+}
+
 function stepCode(answer, stepId, ctx) {
+  if ((ctx.data ?? answer)?.detail === "summary") return longStepCode(ctx.data ?? answer, stepId, ctx);
   // merged word pieces are a display: the code runs on the model's own tokens (ctx.data)
   const data = ctx.data ?? answer;
   const focus = data === answer ? ctx.focusRow : ctx.focus;

@@ -36,7 +36,7 @@ export class AttentionLinks {
     this.ends = [];
   }
 
-  update({ data, lay, step, focus, hover }) {
+  update({ data, lay, step, focus, hover, only = null }) {
     const n = lay.n;
     const row = hover ? hover.row : focus;
     const values = data[step.stage][row];
@@ -49,8 +49,9 @@ export class AttentionLinks {
     this.radiusTo = [];
     this.colourTo = [];
     this.ends = [];
+    const linked = only && row === focus ? new Set(only) : null; // a long sentence: links to the strongest keys only
     for (let j = 0; j < n; j++) {
-      const hidden = values[j] === null || (step.masked && data.masked[row][j] === null);
+      const hidden = values[j] === null || (step.masked && data.masked[row][j] === null) || (linked !== null && !linked.has(j));
       const level = levels[j] ?? 0;
       const radius = hidden ? 0 : step.links === "weight" ? 0.025 + 0.2 * Math.sqrt(level) : 0.03 + 0.15 * level;
       const [r, g, b] = heatRgb(level);
@@ -75,8 +76,8 @@ export class AttentionLinks {
     this.labels = [];
     // a crowded row names only its largest values (the table has every one)
     const LABELLED = 6;
-    const labelled =
-      n > 14
+    const labelled = linked ??
+      (n > 14
         ? new Set(
             levels
               .map((x, j) => [x ?? -1, j])
@@ -84,7 +85,7 @@ export class AttentionLinks {
               .slice(0, LABELLED)
               .map(([, j]) => j),
           )
-        : null;
+        : null);
     for (let j = 0; j < n; j++) {
       if (labelled && !labelled.has(j) && !(hover && hover.col === j && hover.row === row)) continue;
       const node = document.createElement("div");

@@ -7,6 +7,7 @@ import { OrbitControls } from "three/addons/controls/OrbitControls.js";
 import { fixed3 } from "../format.js";
 import { easeInOut } from "./geometry.js";
 import { layout } from "./layout.js";
+import { BlockMarkers } from "./blocks.js";
 import { AttentionLinks } from "./links.js";
 import { OutputArrow } from "./output.js";
 import { VectorPlanes } from "./planes.js";
@@ -71,6 +72,7 @@ export class SceneView {
       new TokenMarkers(capacity, onFocus, onHover),
       new VectorArrows(capacity),
       new OutputArrow(),
+      new BlockMarkers(onFocus), // a long sentence's blocks of keys outside the window (none otherwise)
     ];
     for (const obj of this.objects) this.scene.add(obj.group);
 
@@ -303,8 +305,9 @@ export class SceneView {
   }
 
   /**
-   * Draw the state: `ctx` is { data, step, focus, hover, withheld } (data = the API response
-   * shown; withheld: the links carry no numbers). The links' radii are written to the
+   * Draw the state: `ctx` is { data, step, focus, hover, withheld, only, blocks } (data = the API
+   * response shown; withheld: the links carry no numbers; a long sentence's window: `only` the keys
+   * its links go to, `blocks` its keys outside the window, attention/longview.js). The links' radii are written to the
    * container's data-link-widths, for tests.
    */
   update(ctx, animate = true) {
@@ -312,7 +315,7 @@ export class SceneView {
     this.labels.domElement.classList.toggle("withheld", Boolean(ctx.withheld));
     // a view taller than wide spreads the rows deeper, so that the labels have room between them
     const deep = Math.min(2.2, Math.max(1, 1.3 / this.camera.aspect));
-    let lay = layout(ctx.data, deep);
+    let lay = layout(ctx.data, deep, ctx.blocks);
     if (this.lastLayout && Math.abs(this.lastLayout.deep - deep) > 0.01 && !this.userMoved) this.fittedFor = -1;
     let full = { ...ctx, lay, focus: Math.min(ctx.focus, lay.n - 1) };
     this.labels.domElement.classList.toggle("dense", lay.n > 7);
@@ -327,12 +330,12 @@ export class SceneView {
       // on a phone): the rows stand further apart, a step at a time, while that helps; then the
       // rows' captions give way (the legend under the view names the rows)
       for (let more = 1.25; !this.captions && !keep && more < 2; more += 0.25) {
-        lay = layout(ctx.data, deep * more);
+        lay = layout(ctx.data, deep * more, ctx.blocks);
         full = { ...full, lay };
         this.captions = this.fit(lay, false);
       }
     } else if (this.lastLayout) {
-      lay = layout(ctx.data, this.lastLayout.deep); // the camera was fitted to that depth
+      lay = layout(ctx.data, this.lastLayout.deep, ctx.blocks); // the camera was fitted to that depth
       full = { ...full, lay };
     }
     lay.captions = this.captions ?? true;
