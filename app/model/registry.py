@@ -25,6 +25,7 @@ from app.errors import InputError
 from app.model.families.llama import gguf
 from app.model.families.llama.config import fields
 from app.model.loader import ModelHandle, handle_for
+from app.model.service import sentence_tokens
 from app.model.spec import DEFAULT_NAME, ModelError, ModelSpec, display_name
 
 DEFAULT_ID = "all-minilm-l6-v2"
@@ -135,7 +136,8 @@ def describe(e: Entry) -> dict[str, Any]:
         "hidden": s.hidden,
         "causal": s.causal,
         "context": s.max_positions,
-        "max_tokens": s.max_tokens,
+        "max_tokens": sentence_tokens(s),
+        "full_tokens": s.max_tokens,
         "generates": s.kind == "llama",
         "default": e.default,
         "available": True,

@@ -69,6 +69,10 @@ class ModelEntry(BaseModel):
     causal: bool | None = Field(None, description="A decoder: no token sees a later one.")
     context: int | None = Field(None, description="The model's own context length, in tokens.")
     max_tokens: int | None = Field(None, description="Longest sentence, in tokens, for POST /api/attention.")
+    full_tokens: int | None = Field(
+        None, description="Longest sentence whose every n × n cell POST /api/attention sends (detail full), and "
+        "POST /api/overview's limit; longer ones up to max_tokens come as a summary."
+    )  # fmt: skip
     generates: bool = Field(False, description="Whether POST /api/generate can write with it.")
     default: bool
     available: bool = Field(description="false when its files cannot be used (then 'error' says why).")
@@ -89,6 +93,10 @@ class ModelInfo(BaseModel):
     head_size: int = Field(description="d_k of every head: hidden_size / heads.")
     hidden_size: int
     max_tokens: int = Field(description="Longest sentence, in tokens, for POST /api/attention.")
+    full_tokens: int = Field(
+        description="Longest sentence whose every n × n cell POST /api/attention sends (detail full), and "
+        "POST /api/overview's limit; longer ones up to max_tokens come as a summary."
+    )
     max_positions: int = Field(description="The model's own context length.")
     overview_max_tokens: int = Field(description="Longest sentence, in tokens, for POST /api/heads.")
     mask: Literal["full", "causal"] = Field(description="The model's own mask.")

@@ -18,6 +18,8 @@ export function asInfo(m) {
     heads: m.heads,
     kv_heads: m.kv_heads ?? m.heads,
     head_size: m.d_k,
+    max_tokens: m.max_tokens,
+    full_tokens: m.full_tokens,
     causal: Boolean(m.causal),
     mask: m.causal ? "causal" : "full",
     loaded: Boolean(m.loaded),

@@ -8,6 +8,8 @@ import { andList, integer, t } from "./i18n.js";
 import { isCausal, kvGroups, parsePick } from "./model.js";
 import { HeadsOff } from "./inside/headsoff.js";
 import { Overview } from "./overview.js";
+import { isLong } from "./lod.js";
+import { current } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -129,6 +131,14 @@ export class SentenceParts {
     // a new sentence's view comes first: the server runs the layers the view needs, answers, and
     // then the rest for the overview (asked together, the overview's whole forward went first)
     if (!state.result && !state.errors.length) return;
+    const shown = state.result && current(state);
+    if (isLong(shown)) {
+      // a long sentence (lod.js): the overview reads every layer's every head whole, up to full_tokens
+      this.headsController?.abort();
+      const limit = state.model?.full_tokens ?? state.model?.max_tokens ?? 512;
+      this.act.headsState({ key, error: t("overview.long", { n: integer(shown.tokens.length), limit: integer(limit) }) });
+      return;
+    }
     this.headsController?.abort();
     const controller = new AbortController();
     this.headsController = controller;

@@ -8,7 +8,7 @@ const ROW_GAP = 3.4; // query row to the middle, for up to 5 tokens; more tokens
 const VALUE_BEHIND = 1.6; // the values' plane, behind the keys'
 const OUTPUT_AHEAD = 2.8; // the output plane, in front of the queries' (shown at the mix step)
 export const ARROW_MAX = 2.1; // the longest q, k or v arrow, in scene units
-const BLOCK_SPACING = 0.75; // a long sentence's blocks of keys outside the window (scene/blocks.js), apart
+const BLOCK_SPACING = 1.5; // a long sentence's blocks of keys outside the window (scene/blocks.js), apart
 const BLOCK_GAP = 2.4; // from the window's end to its nearest block
 
 /**
