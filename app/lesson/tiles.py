@@ -30,13 +30,16 @@ do (heads: (h, n, d); grouped-query attention: q (kv, group, n, d) against k, v 
 Masks: "full", every query sees every key; "causal", query i stands at position offset + i and sees
 keys 0 … offset + i (offset 0: q and k are the same tokens; a decoder reading its cache: offset = n_k − n_q).
 Arithmetic in float32 when q, k and v are float32 (or narrower), else float64.
-This module imports nothing from the web side of the app.
+online() and attend() take torch tensors too (a decoder's q, k, v on a GPU, ATTENTION_BACKEND=torch): the
+same arithmetic, each step the torch function of the NumPy one, on the tensors' device; torch is imported
+only then. This module imports nothing from the web side of the app.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -124,10 +127,13 @@ def steps(q: np.ndarray, k: np.ndarray, v: np.ndarray, block: int, mask: Mask = 
     return Tiles(block, mask, offset, tuple(done), Running(m, ell, o))
 
 
-def online(q: np.ndarray, k: np.ndarray, v: np.ndarray, block: int, mask: Mask = "full", offset: int = 0) -> Running:
+def online(q: Any, k: Any, v: Any, block: int, mask: Mask = "full", offset: int = 0) -> Running:
     """Tiled attention for real use: each query's final m, l and o, nothing recorded. Under the causal
     mask a block is read only by the queries that see some of it, and masked only where a query sees
-    part of it. Memory: one block's scores (..., n_q, b) and the running numbers."""
+    part of it. Memory: one block's scores (..., n_q, b) and the running numbers. NumPy arrays, or
+    torch tensors (Running then holds tensors)."""
+    if _is_torch(q):
+        return _online_torch(q, k, v, block, mask, offset)
     q, k, v = _checked(q, k, v, block, mask, offset)
     m, ell, o = _start(q, k, v)
     d_k, n_q = q.shape[-1], q.shape[-2]
@@ -143,7 +149,7 @@ def online(q: np.ndarray, k: np.ndarray, v: np.ndarray, block: int, mask: Mask =
     return Running(m, ell, o)
 
 
-def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, block: int, mask: Mask = "full", offset: int = 0) -> np.ndarray:
+def attend(q: Any, k: Any, v: Any, block: int, mask: Mask = "full", offset: int = 0) -> Any:
     """softmax(q kᵀ / √d_k, masked) v, computed in blocks of `block` keys: (..., n_q, d_v)."""
     return online(q, k, v, block, mask, offset).output
 
@@ -159,6 +165,10 @@ def finished_weights(tiles: Tiles) -> np.ndarray:
 
 
 # ---- the arithmetic, shared by steps() and online() --------------------------------------------
+
+
+def _is_torch(x: Any) -> bool:
+    return not isinstance(x, np.ndarray) and type(x).__module__.startswith("torch")
 
 
 def _scores(q: np.ndarray, k: np.ndarray, d_k: int) -> np.ndarray:
@@ -221,3 +231,57 @@ def _checked(
     dtype = np.result_type(q.dtype, k.dtype, v.dtype, np.float32)
     dtype = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
     return q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
+
+
+# ---- the same arithmetic on torch tensors (online() and attend() only) ---------------------------
+
+
+def _online_torch(q: Any, k: Any, v: Any, block: int, mask: Mask, offset: int) -> Running:
+    """online() for torch tensors: each line the torch form of the NumPy one above (_scores, _read)."""
+    import torch
+
+    _checked_torch(q, k, v, block, mask, offset)
+    dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
+    dtype = dtype if dtype in (torch.float32, torch.float64) else torch.float64
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    n_q, d_k = q.shape[-2], q.shape[-1]
+    m = torch.full((*lead, n_q), -math.inf, dtype=dtype, device=q.device)
+    ell = torch.zeros((*lead, n_q), dtype=dtype, device=q.device)
+    o = torch.zeros((*lead, n_q, v.shape[-1]), dtype=dtype, device=q.device)
+    for start, stop in blocks(k.shape[-2], block):
+        first = 0 if mask == "full" else max(0, start - offset)
+        if first >= n_q:
+            break
+        s = q[..., first:, :] @ k[..., start:stop, :].transpose(-1, -2)  # (..., n_q − first, b)
+        s /= math.sqrt(d_k)
+        if mask == "causal" and (part := min(n_q, stop - 1 - offset) - first) > 0:
+            keys = torch.arange(start, stop, device=q.device)
+            rows = torch.arange(first, first + part, device=q.device) + offset
+            s[..., :part, :].masked_fill_(keys > rows[:, None], -math.inf)
+        mm, ll, oo = m[..., first:], ell[..., first:], o[..., first:, :]
+        top = torch.amax(s, dim=-1)
+        new = torch.maximum(mm, top)
+        base = torch.where(torch.isneginf(new), torch.zeros_like(new), new)
+        alpha = torch.exp(mm - base)
+        p = s.sub_(base[..., None]).exp_()  # e^(s − m), over the scores
+        ll.mul_(alpha).add_(p.sum(dim=-1))
+        oo.mul_(alpha[..., None]).add_(p @ v[..., start:stop, :])
+        mm.copy_(new)
+    return Running(m, ell, o)
+
+
+def _checked_torch(q: Any, k: Any, v: Any, block: int, mask: Mask, offset: int) -> None:
+    """_checked()'s rules for tensors (they keep their type and device)."""
+    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
+        raise ValueError(f"q, k, v must be (..., n, d), got {q.dim()}-D, {k.dim()}-D, {v.dim()}-D")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"q, k, v do not fit: {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if 0 in (*q.shape, *k.shape, *v.shape):
+        raise ValueError(f"q, k, v must not be empty, got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValueError(f"block must be a whole number ≥ 1, got {block!r}")
+    if mask not in MASKS:
+        raise ValueError(f"mask must be one of {MASKS}, got {mask!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be a whole number ≥ 0, got {offset!r}")
