@@ -11,8 +11,8 @@ References:
 
 Two passes over the keys, each holding one tile of scores at a time:
 
-  1. tiles.online(q, k, v, TILE)   m, l and o for every query (o / l is the output)
-  2. each tile of queries × keys   w = e^(q·k/√d_k − m) / l (0 where the mask hides a key), reduced
+  1. tiles.online(q, k, v, TILE)   m, l and o for a tile of queries (o / l is their output)
+  2. each tile of those × keys     w = e^(q·k/√d_k − m) / l (0 where the mask hides a key), reduced
                                    at once into each query's share of every key block, the block's
                                    largest weight, and the query's strongest keys so far
 
@@ -31,7 +31,8 @@ q·k, scaled = scores / √d_k, masked (−∞ where the mask hides a key), weig
 app.attention's stages, row by row, equal to its whole table's rows to float64 rounding.
 
 Shapes: q, k (n, d_k) and v (n, d_v) of one head. Masks as app.attention's: "causal", query i sees
-keys 0 … i. Memory: the tiles (TILE_ROWS × TILE of float32) and arrays of n × B and n × K.
+keys 0 … i. Memory: the tiles (TILE_ROWS × TILE of float32) and arrays of n × B and n × K. The tiles of
+queries go to the cores (app.model.nn.parallel), each through both passes.
 This module imports nothing from the web side of the app.
 """
 
@@ -45,6 +46,7 @@ import numpy as np
 
 from app.attention import MASKS, Mask
 from app.lesson import tiles
+from app.model import nn
 
 BLOCKS = 16  # blocks per side of the summary by default (4,096 tokens in blocks of 256): 16 × 16 legible numbers
 TOP = 8  # strongest keys kept per query by default
@@ -106,20 +108,25 @@ def summarize(
         raise ValueError(f"top must be ≥ 1, got {top!r}")
     top = min(top, n)
     q32, k32, v32 = (np.ascontiguousarray(a, dtype=np.float32) for a in (q, k, v))
-    run = tiles.online(q32, k32, v32, TILE, mask)  # pass 1: each query's m and l
     edges = block_edges(n, block)
     blocks = len(edges) - 1
     shares = np.zeros((n, blocks), dtype=np.float32)  # each query's share of every key block
     peaks = np.zeros((n, blocks), dtype=np.float32)  # its largest weight in every key block
     top_s = np.full((n, top), -np.inf, dtype=np.float32)  # its strongest scores so far …
     top_j = np.full((n, top), -1, dtype=np.int64)  # … and their keys
+    m_all, l_all = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
     per_tile = max(1, TILE // block) * block  # keys per tile of pass 2: whole blocks
     scale = np.float32(1 / math.sqrt(d_k))
-    for r0 in range(0, n, TILE_ROWS):
+
+    def rows_from(r0: int) -> None:
+        """Both passes for queries r0 … r0 + TILE_ROWS − 1 (their own rows of the arrays above)."""
         r1 = min(n, r0 + TILE_ROWS)
-        m, ell = run.m[r0:r1, None], run.l[r0:r1, None]  # (R, 1)
         seen = r1 if mask == "causal" else n  # keys after the tile's last query are hidden from all of it
-        for c0 in range(0, seen, per_tile):
+        offset = r0 if mask == "causal" else 0
+        run = tiles.online(q32[r0:r1], k32[:seen], v32[:seen], TILE, mask, offset)  # pass 1: m and l
+        m_all[r0:r1], l_all[r0:r1] = run.m, run.l
+        m, ell = run.m[:, None], run.l[:, None]  # (R, 1)
+        for c0 in range(0, seen, per_tile):  # pass 2
             c1 = min(seen, c0 + per_tile)
             s = (q32[r0:r1] * scale) @ k32[c0:c1].T  # (R, T) scaled scores
             if mask == "causal" and c1 - 1 > r0:  # some of the tile's keys come after some of its queries
@@ -131,10 +138,13 @@ def summarize(
             shares[r0:r1, first : first + len(starts)] = np.add.reduceat(w, starts, axis=1)
             peaks[r0:r1, first : first + len(starts)] = np.maximum.reduceat(w, starts, axis=1)
             _keep_top(top_s[r0:r1], top_j[r0:r1], s, c0)
+
+    # the tiles of queries on the cores, the costliest (a causal query's later rows read more keys) first
+    nn.parallel(rows_from, list(range(0, n, TILE_ROWS))[::-1])
     order = np.lexsort((top_j, -top_s), axis=-1)  # strongest first; among equal scores the earlier key
     top_s, top_j = np.take_along_axis(top_s, order, -1), np.take_along_axis(top_j, order, -1)
     hidden = np.isneginf(top_s)  # fewer visible keys than K (a causal query near the start)
-    top_w = np.where(hidden, np.float32(0), np.exp(top_s - run.m[:, None]) / run.l[:, None]).astype(np.float32)
+    top_w = np.where(hidden, np.float32(0), np.exp(top_s - m_all[:, None]) / l_all[:, None]).astype(np.float32)
     top_j[hidden] = -1
     starts, sizes = edges[:-1], np.diff(edges).astype(np.float32)
     mean = np.add.reduceat(shares, starts, axis=0) / sizes[:, None]  # (B, B) the mean over each row block
