@@ -33,7 +33,8 @@ def _blocks_of(weights: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _check(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: str, block: int, top: int) -> None:
     q32, k32, v32 = (a.astype(np.float32) for a in (q, k, v))
-    whole = attention(*(a.astype(np.float64) for a in (q32, k32, v32)), mask)  # type: ignore[arg-type]
+    q64, k64, v64 = (a.astype(np.float64) for a in (q32, k32, v32))
+    whole = attention(q64, k64, v64, mask)  # type: ignore[arg-type]
     n = q.shape[0]
     s = lod.summarize(q32, k32, v32, mask, block, top)  # type: ignore[arg-type]
     assert s.edges.tolist() == [*range(0, n, block), n]
@@ -75,7 +76,7 @@ def heads(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, int
 def test_the_summary_and_the_rows_equal_the_whole_table(case: tuple[np.ndarray, ...]) -> None:
     """Random heads of 1 … 40 tokens, any block (dividing n or not), both masks, any K."""
     q, k, v, mask, block, top = case
-    _check(q, k, v, str(mask), int(block), int(top))  # type: ignore[arg-type]
+    _check(q, k, v, str(mask), int(block), int(top))
 
 
 @pytest.mark.parametrize("mask", ["full", "causal"])
@@ -94,11 +95,11 @@ def test_the_lessons_example_against_float64_loops() -> None:
     against the plain loops of the formula; "its" reads "cat" most (0.895), as chapter 3 shows."""
     for mask in ("full", "causal"):
         loops = attention_loops(CAT.q, CAT.k, CAT.v, causal=mask == "causal")
-        s = lod.summarize(CAT.q, CAT.k, CAT.v, mask, 2, 3)  # type: ignore[arg-type]
+        s = lod.summarize(CAT.q, CAT.k, CAT.v, mask, 2, 3)
         mean, peak = _blocks_of(loops["weights"], s.edges)
         np.testing.assert_allclose(s.mean, mean, rtol=0, atol=1e-6)
         np.testing.assert_allclose(s.peak, peak, rtol=0, atol=1e-6)
-        r = lod.rows(CAT.q, CAT.k, CAT.v, mask, [3, 4])  # type: ignore[arg-type]
+        r = lod.rows(CAT.q, CAT.k, CAT.v, mask, [3, 4])
         np.testing.assert_allclose(r.weights, loops["weights"][[3, 4]], rtol=0, atol=1e-15)
         np.testing.assert_allclose(r.output, loops["output"][[3, 4]], rtol=0, atol=1e-15)
     full = lod.summarize(CAT.q, CAT.k, CAT.v, "full", 2, 3)

@@ -127,15 +127,20 @@ def steps(q: np.ndarray, k: np.ndarray, v: np.ndarray, block: int, mask: Mask = 
     return Tiles(block, mask, offset, tuple(done), Running(m, ell, o))
 
 
-def online(q: Any, k: Any, v: Any, block: int, mask: Mask = "full", offset: int = 0) -> Running:
+def online(
+    q: Any, k: Any, v: Any, block: int, mask: Mask = "full", offset: int = 0, running: Running | None = None
+) -> Running:
     """Tiled attention for real use: each query's final m, l and o, nothing recorded. Under the causal
     mask a block is read only by the queries that see some of it, and masked only where a query sees
     part of it. Memory: one block's scores (..., n_q, b) and the running numbers. NumPy arrays, or
-    torch tensors (Running then holds tensors)."""
+    torch tensors (Running then holds tensors).
+
+    `running`: the running numbers after some earlier keys (another call's Running, left unchanged):
+    these keys are read on from there, as if both calls' keys were one call's (the blocks continue)."""
     if _is_torch(q):
-        return _online_torch(q, k, v, block, mask, offset)
+        return _online_torch(q, k, v, block, mask, offset, running)
     q, k, v = _checked(q, k, v, block, mask, offset)
-    m, ell, o = _start(q, k, v)
+    m, ell, o = _start(q, k, v) if running is None else _continued(running, q, k, v)
     d_k, n_q = q.shape[-1], q.shape[-2]
     for start, stop in blocks(k.shape[-2], block):
         first = 0 if mask == "full" else max(0, start - offset)  # queries before `first` see no key of the block
@@ -152,6 +157,17 @@ def online(q: Any, k: Any, v: Any, block: int, mask: Mask = "full", offset: int 
 def attend(q: Any, k: Any, v: Any, block: int, mask: Mask = "full", offset: int = 0) -> Any:
     """softmax(q kᵀ / √d_k, masked) v, computed in blocks of `block` keys: (..., n_q, d_v)."""
     return online(q, k, v, block, mask, offset).output
+
+
+def _continued(
+    running: Running, q: np.ndarray, k: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Copies of `running`'s m, l, o in q's float type, once they have _start()'s shapes for q, k, v."""
+    want = (*np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2]), q.shape[-2])
+    if running.m.shape != want or running.l.shape != want or running.o.shape != (*want, v.shape[-1]):
+        raise ValueError(f"running must hold m, l of shape {want} and o of {(*want, v.shape[-1])}, "
+                         f"got {running.m.shape}, {running.l.shape}, {running.o.shape}")  # fmt: skip
+    return running.m.astype(q.dtype), running.l.astype(q.dtype), running.o.astype(q.dtype)
 
 
 def finished_weights(tiles: Tiles) -> np.ndarray:
@@ -236,7 +252,7 @@ def _checked(
 # ---- the same arithmetic on torch tensors (online() and attend() only) ---------------------------
 
 
-def _online_torch(q: Any, k: Any, v: Any, block: int, mask: Mask, offset: int) -> Running:
+def _online_torch(q: Any, k: Any, v: Any, block: int, mask: Mask, offset: int, running: Running | None) -> Running:
     """online() for torch tensors: each line the torch form of the NumPy one above (_scores, _read)."""
     import torch
 
@@ -246,9 +262,18 @@ def _online_torch(q: Any, k: Any, v: Any, block: int, mask: Mask, offset: int) -
     q, k, v = (t.to(dtype) for t in (q, k, v))
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     n_q, d_k = q.shape[-2], q.shape[-1]
-    m = torch.full((*lead, n_q), -math.inf, dtype=dtype, device=q.device)
-    ell = torch.zeros((*lead, n_q), dtype=dtype, device=q.device)
-    o = torch.zeros((*lead, n_q, v.shape[-1]), dtype=dtype, device=q.device)
+    if running is not None:
+        want = (*lead, n_q)
+        got = tuple(tuple(x.shape) for x in (running.m, running.l, running.o))
+        if got != (want, want, (*want, v.shape[-1])):
+            raise ValueError(f"running must hold m, l of shape {want} and o of {(*want, v.shape[-1])}, got {got}")
+        m, ell, o = (
+            torch.as_tensor(x).to(dtype=dtype, device=q.device, copy=True) for x in (running.m, running.l, running.o)
+        )
+    else:
+        m = torch.full((*lead, n_q), -math.inf, dtype=dtype, device=q.device)
+        ell = torch.zeros((*lead, n_q), dtype=dtype, device=q.device)
+        o = torch.zeros((*lead, n_q, v.shape[-1]), dtype=dtype, device=q.device)
     for start, stop in blocks(k.shape[-2], block):
         first = 0 if mask == "full" else max(0, start - offset)
         if first >= n_q:

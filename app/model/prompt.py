@@ -40,7 +40,9 @@ def prepare(handle: ModelHandle, prompt: str, layer: int | None, head: int, chat
     encoded = model.tokenizer.encode(text)
     limit = min(limits.MAX_PROMPT_TOKENS, s.max_positions - 1)
     if len(encoded) > limit:
-        raise InputError("prompt", f"prompt is {len(encoded)} tokens for {s.name}; the limit is {limit}: shorten it")
+        raise InputError(
+            "prompt", f"prompt is {len(encoded)} tokens for {s.name}; the limit is {limit} tokens: shorten it"
+        )
     if len(encoded) == 0:
         raise InputError("prompt", f"prompt has no tokens that {s.name} reads")
     return model, encoded, layer

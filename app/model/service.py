@@ -99,7 +99,8 @@ def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int
     encoded = encode_sentence(handle, spec, sentence)
     if len(encoded) > max_tokens:
         raise InputError(
-            "sentence", f"sentence is {len(encoded)} tokens for {spec.name}; {limit_name} is {max_tokens}: shorten it"
+            "sentence",
+            f"sentence is {len(encoded)} tokens for {spec.name}; {limit_name} is {max_tokens} tokens: shorten it",
         )
     return encoded
 

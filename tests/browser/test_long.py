@@ -149,4 +149,4 @@ def test_over_the_limit_the_page_says_the_limit_in_tokens(watched: Watched) -> N
     banner = w.page.get_by_test_id("error-banner")
     expect(banner).to_be_visible(timeout=60_000)
     expect(banner).to_contain_text("sentence is 4097 tokens")
-    expect(banner).to_contain_text("the limit is 4096")
+    expect(banner).to_contain_text("the limit is 4096 tokens")

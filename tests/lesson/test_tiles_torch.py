@@ -39,8 +39,8 @@ def grouped(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, s
 def test_torch_gives_numpys_numbers(device: str, case: tuple[np.ndarray, ...]) -> None:
     q, k, v, block, mask, offset = case
     want = tiles.online(q, k, v, int(block), str(mask), int(offset) if mask == "causal" else 0)  # type: ignore[arg-type]
-    t = [torch.from_numpy(a).to(device) for a in (q, k, v)]
-    got = tiles.online(*t, int(block), str(mask), int(offset) if mask == "causal" else 0)  # type: ignore[arg-type]
+    tq, tk, tv = (torch.from_numpy(a).to(device) for a in (q, k, v))
+    got = tiles.online(tq, tk, tv, int(block), str(mask), int(offset) if mask == "causal" else 0)  # type: ignore[arg-type]
     assert isinstance(got.o, torch.Tensor) and got.o.device.type == device and got.o.dtype == torch.float64
     for name in ("m", "l", "o"):
         np.testing.assert_allclose(getattr(got, name).cpu().numpy(), getattr(want, name), rtol=1e-12, atol=1e-12)
@@ -53,7 +53,8 @@ def test_float32_heads_against_the_whole_table(device: str) -> None:
     rng = np.random.default_rng(3)
     q = rng.normal(size=(3, 3, 300, 64)).astype(np.float32)
     k, v = (rng.normal(size=(3, 1, 300, 64)).astype(np.float32) for _ in range(2))
-    got = tiles.attend(*(torch.from_numpy(a).to(device) for a in (q, k, v)), 128, "causal")
+    tq, tk, tv = (torch.from_numpy(a).to(device) for a in (q, k, v))
+    got = tiles.attend(tq, tk, tv, 128, "causal")
     assert got.dtype == torch.float32
     plain = attention(q.reshape(9, 300, 64), np.repeat(k[:, 0], 3, 0), np.repeat(v[:, 0], 3, 0), "causal").output
     np.testing.assert_allclose(got.cpu().numpy().reshape(9, 300, 64), plain, rtol=0, atol=2e-6)

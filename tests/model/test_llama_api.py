@@ -55,7 +55,7 @@ def test_messages_name_the_model_as_the_model_list_does(app_client: TestClient) 
     name = {m["id"]: m["name"] for m in app_client.get("/api/models").json()["models"]}[DECODER]
     assert name == "SmolLM2-135M-Instruct"
     said = [
-        app_client.post("/api/generate", json={"prompt": "word " * 600, "max_new_tokens": 1}),
+        app_client.post("/api/generate", json={"prompt": "word " * 4200, "max_new_tokens": 1}),
         app_client.post("/api/generate", json={"prompt": "a cat", "layer": 30}),
         app_client.post("/api/attention", json={"sentence": "a cat", "model": DECODER, "layer": 30}),
         app_client.post("/api/attention", json={"sentence": "a cat", "model": DECODER, "mask": "full"}),
@@ -139,8 +139,8 @@ def test_eos_ends_the_writing(smollm: Model) -> None:
         ({"prompt": "x", "head": 9}, "head", "head must be 0 … 8"),
         ({"prompt": "x", "layer": 30}, "layer", "layer must be 0 … 29"),
         ({"prompt": "   "}, "prompt", "prompt is empty"),
-        ({"prompt": "word " * 600}, "prompt", "the limit is 512"),
-        ({"prompt": "x" * 20_001}, "prompt", "at most 20000 characters"),
+        ({"prompt": "word " * 4200}, "prompt", "the limit is 4096 tokens"),
+        ({"prompt": "x" * 40_001}, "prompt", "at most 40000 characters"),
         ({"prompt": "x", "model": "gpt-9"}, "model", "no model 'gpt-9': the models are all-minilm-l6-v2, smollm2-135m"),
         ({"prompt": "x", "model": "all-minilm-l6-v2"}, "model", "cannot write here"),
         ({"prompt": "x", "stream": True}, "stream", "Extra inputs are not permitted"),

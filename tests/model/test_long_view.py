@@ -155,4 +155,8 @@ def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, sm
 def test_over_the_long_limit_is_422_naming_it(smol_client: TestClient, smollm: Model) -> None:
     text = long_text(smollm, limits.MAX_LONG_TOKENS + 1)
     msg = rejected(smol_client, {"sentence": text, "model": DECODER}, "sentence")
-    assert "the limit is 4096" in msg and f"{len(smollm.tokenizer.encode(text))} tokens" in msg
+    assert "the limit is 4096 tokens" in msg and f"{len(smollm.tokenizer.encode(text))} tokens" in msg
+    r = smol_client.post("/api/generate", json={"prompt": text, "chat": False, "max_new_tokens": 1})  # a prompt
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] == "prompt"
+    assert f"prompt is {len(smollm.tokenizer.encode(text))} tokens" in r.json()["detail"][0]["msg"]
+    assert "the limit is 4096 tokens" in r.json()["detail"][0]["msg"]

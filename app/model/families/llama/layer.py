@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from app import limits
+from app.lesson import tiles
 from app.model import nn
 from app.model.families.base import NO_HOOKS, Hooks, ModelSpec, W
 from app.model.families.llama.config import (
@@ -63,6 +65,11 @@ WIDE_ROWS = 8  # at most this many rows: each product's weight rows split over t
 # (measured on one core: ~0.15 ms a row of a layer's products, ~7e-5 ms a query's key in causal_attend)
 ROW_COST = 2000
 CAUSAL_CHUNK = 64  # causal_attend's rows per chunk of queries (300 tokens: 5.5 → 3.7 ms a layer, one core)
+# Past LONG keys (a long prompt) attention reads the keys in blocks with an online softmax (blocked_attend)
+LONG = limits.MAX_TOKENS
+QUERY_TILE = 128  # NumPy: queries per tile; a tile's block of scores is 9 heads × 128 × KEY_BLOCK floats (2.4 MB)
+KEY_BLOCK = 512  # NumPy: keys per block (2,048 × 2,048: 128 × 512 as quick as causal_attend; 256 × 256 1.4× slower)
+TORCH_KEY_BLOCK = 1024  # torch: keys per block, every query at once (9 heads × n × 1,024 floats)
 
 
 def _is_torch(x: Any) -> bool:
@@ -199,12 +206,51 @@ def causal_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
     return out
 
 
+def blocked_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
+    """grouped_attend() without a table of scores as wide as the keys: the keys and values read in
+    blocks with an online softmax (app.lesson.tiles.online, the tiles chapter's arithmetic), so a
+    long prompt's attention holds one block's scores at a time, memory n·b rather than n².
+
+    NumPy: the queries in tiles of QUERY_TILE rows (a tile's block of scores stays in the caches).
+    A tile's queries see every key before its first position whole: those keys are read with no
+    mask, a group's g heads stacked as one matrix of g·r rows (one product per KV head); then the
+    tile's own keys under the causal mask, continuing the same running m, l and o (running=).
+    torch (on a GPU): every query at once, in key blocks of TORCH_KEY_BLOCK (fewer kernel launches).
+    The same outputs up to float32 rounding (tested against the whole softmax)."""
+    h, r, d = q.shape
+    kv, g = k.shape[0], h // k.shape[0]
+    qg = q.reshape(kv, g, r, d)  # (h_kv, g, r, d): query head i reads KV head i // g
+    if _is_torch(q):
+        return tiles.attend(qg, k[:, None], v[:, None], TORCH_KEY_BLOCK, "causal", first).reshape(h, r, d)
+    out = np.empty((kv, g, r, v.shape[-1]), dtype=np.float32)  # (h_kv, g, r, d)
+    for a in range(0, r, QUERY_TILE):
+        b, seen = min(a + QUERY_TILE, r), first + a  # queries a … b − 1 each see keys 0 … first + a whole
+        tile = qg[:, :, a:b]  # (h_kv, g, t, d)
+        run = None
+        if seen:
+            before = tiles.online(tile.reshape(kv, g * (b - a), d), k[:, :seen], v[:, :seen], KEY_BLOCK)  # (h_kv, g·t)
+            run = tiles.Running(*(x.reshape(kv, g, b - a, *x.shape[2:]) for x in (before.m, before.l, before.o)))
+        mine = slice(seen, first + b)  # the tile's own positions: query j sees key c when c ≤ j
+        last = tiles.online(tile, k[:, None, mine], v[:, None, mine], KEY_BLOCK, "causal", 0, running=run)
+        out[:, :, a:b] = last.output
+    return out.reshape(h, r, d)  # (h, r, d)
+
+
+def attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
+    """The layer's attention: blocked_attend() for a long prompt's rows (past LONG keys), else
+    causal_attend() (a short prompt's rows, or a token being written: its one row of scores, 9 × T
+    numbers, is already linear in T)."""
+    if k.shape[1] > LONG and q.shape[1] > WIDE_ROWS:
+        return blocked_attend(q, k, v, first, o)
+    return causal_attend(q, k, v, first, o)
+
+
 class LlamaLayer:
     """The decoder's layer for weights w on backend o (app.model.families.base.Decoder)."""
 
     def __init__(self, w: W, spec: ModelSpec, o: NumpyOps, hooks: Hooks = NO_HOOKS) -> None:
         self.w, self.spec, self.o, self.hooks = w, spec, o, hooks
-        self.attend: Callable[..., Any] = hooks.attend or causal_attend
+        self.attend: Callable[..., Any] = hooks.attend or attend
         self.numpy = o.name == "numpy"
         self.hq, self.hkv = spec.heads * spec.head_size, spec.kv_heads * spec.head_size
         self.act = o.activation("silu")
