@@ -21,6 +21,7 @@ One layer, as project() and finish():
     q, k = RoPE(q), RoPE(k)                     (h, r, d), (h_kv, r, d); k and v go to the keys and values
     ─── every row's k and v of the layer stored (the workers meet) ───
     a = attend(q, keys, values)                 softmax(q kᵀ/√d + causal mask) v, query head i on KV head i // g
+                                                past LONG keys in blocks, online softmax (app.lesson.tiles)
     x = x + concat(a)·W_Oᵀ
     h = RMSNorm(x) · g₂
     x = x + (SiLU(h·W_gateᵀ) ⊙ h·W_upᵀ)·W_downᵀ
