@@ -1,15 +1,17 @@
 """The decoder reading a 4,096-token prompt, and the page drawing a sentence that long (issue 42).
 
     .venv/bin/python -m bench.long               every part
-    .venv/bin/python -m bench.long prefill       1 and 2
+    .venv/bin/python -m bench.long prefill       1 and 2   [--one-thread] [--rounds 5] [--sizes 512,4096]
     .venv/bin/python -m bench.long page          3
 
 1. prefill: SmolLM2-135M reads 512 and 4,096 tokens the way POST /api/generate does (app.model.generate
    .advance: every layer, the keys and values into the KV cache, the last token's next-token scores),
    against transformers' forward on the same ids with the same work: the GGUF file loaded by
    transformers, sdpa attention, float32, logits_to_keep=1 (the last token's scores only), its KV
-   cache filled; both on the process's cores (torch.set_num_threads(nn.WORKERS)). Rounds alternate;
-   medians and the ratio ours / transformers.                                   goal ≤ 1.3× at 4,096
+   cache filled; both on the process's cores (torch.set_num_threads(nn.WORKERS)), or one thread each
+   with --one-thread (nn.WORKERS = 1: the work itself; torch's spinning threads crawl on a busy machine).
+   Rounds alternate; medians of wall and CPU time (time.process_time), the ratios ours / transformers.
+   Past 512 keys ours reads them in blocks (layer.blocked_attend).               goal ≤ 1.3× at 4,096
 2. memory: in a fresh process per size, the model loaded and warmed on a short prompt, the peak RSS
    (VmHWM, reset through /proc/self/clear_refs) a prefill of n tokens adds, for n = 1,024, 2,048, 4,096
    (KV cache included: 30 layers × 2 × 3 heads × 64 × 4 bytes = 46 KB a token). Linear in n, not n².
@@ -25,6 +27,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -46,16 +49,18 @@ def text(sentences: int, salt: str = "") -> str:
     return salt + " ".join(SENTENCE.format(i=i, day=i * 7 % 31) for i in range(sentences))
 
 
-def _median(f: Callable[[], object], times: list[float]) -> None:
-    t = time.perf_counter()
+def _median(f: Callable[[], object], times: list[float], cpu: list[float] | None = None) -> None:
+    t, c = time.perf_counter(), time.process_time()
     f()
     times.append(time.perf_counter() - t)
+    if cpu is not None:
+        cpu.append(time.process_time() - c)
 
 
 # ---- 1. prefill ---------------------------------------------------------------------------------
 
 
-def prefill(rounds: int = ROUNDS) -> None:
+def prefill(rounds: int = ROUNDS, sizes: tuple[int, ...] = (512, 4096)) -> None:
     import torch
     import transformers
 
@@ -70,8 +75,8 @@ def prefill(rounds: int = ROUNDS) -> None:
         str(path.parent), gguf_file=path.name, attn_implementation="sdpa", dtype=torch.float32
     ).eval()
     all_ids = model.tokenizer.encode(text(240)).ids
-    print(f"prefill: SmolLM2-135M, {nn.WORKERS} threads, load {os.getloadavg()[0]:.1f}")
-    for n in (512, 4096):
+    print(f"prefill: SmolLM2-135M, {nn.WORKERS} threads each, load {os.getloadavg()[0]:.1f}")
+    for n in sizes:
         ids = all_ids[:n]
 
         def ours(ids: list[int] = ids) -> object:
@@ -86,11 +91,15 @@ def prefill(rounds: int = ROUNDS) -> None:
         theirs()
         a: list[float] = []
         b: list[float] = []
+        ca: list[float] = []
+        cb: list[float] = []
         for _ in range(rounds):
-            _median(ours, a)
-            _median(theirs, b)
+            _median(ours, a, ca)
+            _median(theirs, b, cb)
         mine, ref = statistics.median(a), statistics.median(b)
-        print(f"  {n:>5} tokens   ours {mine:7.2f} s   transformers (sdpa) {ref:7.2f} s   ratio {mine / ref:.2f}")
+        cpu = statistics.median(ca) / statistics.median(cb)
+        print(f"  {n:>5} tokens   ours {mine:7.2f} s   transformers (sdpa) {ref:7.2f} s   ratio {mine / ref:.2f}"
+              f"   CPU {statistics.median(ca):.2f} / {statistics.median(cb):.2f} s: {cpu:.2f}")  # fmt: skip
 
 
 # ---- 2. memory ----------------------------------------------------------------------------------
@@ -198,9 +207,19 @@ def page_rows(rounds: int = 3) -> None:
 
 
 def main() -> None:
-    parts = sys.argv[1:] or ["prefill", "page"]
+    parser = argparse.ArgumentParser(description="The decoder reading 4,096 tokens; the page drawing them")
+    parser.add_argument("parts", nargs="*", choices=["prefill", "page"], default=["prefill", "page"])
+    parser.add_argument("--one-thread", action="store_true", help="prefill: one thread each (the work itself)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--sizes", default="512,4096", help="prefill: prompt lengths in tokens")
+    args = parser.parse_args()
+    parts = args.parts
     if "prefill" in parts:
-        prefill()
+        if args.one_thread:
+            from app.model import nn
+
+            nn.WORKERS = 1
+        prefill(args.rounds, tuple(int(n) for n in args.sizes.split(",")))
         memory()
     if "page" in parts:
         page_rows()

@@ -142,8 +142,8 @@ def test_the_long_view_fits_every_screen(browser: Any, server: str, size: tuple[
 def test_over_the_limit_the_page_says_the_limit_in_tokens(watched: Watched) -> None:
     w = watched
     w.expect_console_error("422")
-    w.page.goto(f"{w.base}/?model={DECODER}")
-    w.wait_ready()
+    w.page.goto(f"{w.base}/?model={DECODER}&sentence=Hello")  # the decoder picked: a sentence on screen
+    w.page.wait_for_selector('#app[data-ready="true"][data-mode="sentence"]', timeout=120_000)
     w.page.get_by_test_id("sentence-input").fill(text(238))
     w.page.get_by_test_id("sentence-input").press("Enter")
     banner = w.page.get_by_test_id("error-banner")

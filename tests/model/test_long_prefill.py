@@ -105,10 +105,12 @@ def test_the_layer_in_blocks_is_transformers(tiny_llamas: dict[str, Path], monke
             torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long), max_new_tokens=6,
             do_sample=False, pad_token_id=0,
         )[0, len(ids) :].tolist()  # fmt: skip
-    trace = model.forward(ids)
-    for i, h in enumerate(out.hidden_states):
-        np.testing.assert_allclose(trace.hidden[i], h[0].numpy(), atol=1e-4, rtol=1e-4, err_msg=f"hidden {i}")
-    assert len(called) >= 2 * 2  # 2 layers, a block of rows on each of ≥ 2 workers (or one block of 150)
+    for backend in ("numpy", "torch"):  # torch: every query at once in key blocks of TORCH_KEY_BLOCK (made 7 too)
+        monkeypatch.setattr(llama_layer, "TORCH_KEY_BLOCK", 7)
+        trace = model.forward(ids, backend)
+        for i, h in enumerate(out.hidden_states):
+            np.testing.assert_allclose(trace.hidden[i], h[0].numpy(), atol=1e-4, rtol=1e-4, err_msg=f"{backend} {i}")
+    assert len(called) >= 2 + 2  # 2 layers on torch, and on NumPy's ≥ 1 block of rows
     done = list(generate.write(model, ids, 6, generate.Sampling(), None, 1, 3))[-1]
     assert isinstance(done, generate.Done)
     assert done.ids == theirs[: len(done.ids)] and (done.reason == "eos") == (len(done.ids) < 6)
