@@ -68,7 +68,7 @@ def test_running_numbers_continue_across_calls(backend: str) -> None:
     for mask, offset in (("full", 0), ("causal", 58)):
         whole = tiles.online(q, k, v, 8, mask, offset)  # type: ignore[arg-type]
         head = tiles.online(q, k[..., :30, :], v[..., :30, :], 8, "full")  # keys every query sees
-        kept = [np.array(x, copy=True) for x in (head.m, head.l, head.o)]
+        kept = [np.asarray(x).copy() for x in (head.m, head.l, head.o)]
         tail = tiles.online(q, k[..., 30:, :], v[..., 30:, :], 8, mask, offset - 30 if offset else 0, running=head)  # type: ignore[arg-type]
         got, want = ([np.asarray(x) for x in (r.output, r.m, r.l)] for r in (tail, whole))
         np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=1e-13)
