@@ -146,6 +146,13 @@ def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, sm
     assert arrays["weights"].shape == (2, n) and arrays["block_mean"].shape == (16, 16)
     np.testing.assert_allclose(arrays["weights"].sum(axis=1), 1, rtol=0, atol=1e-12)
     assert arrays["weights"][1, n - 1] == 0 and np.isneginf(arrays["masked"][1, n - 1])  # the later key is hidden
+    # the rows' weights are a full softmax over every key of the model's own q and k (float64, a plain loop)
+    trace = smollm.forward(smollm.tokenizer.encode(text).ids, "numpy", 1, open_last=True)  # layer 0's q, k, v
+    q, k = trace.q[0][4].astype(np.float64), trace.k[0][4 // 3].astype(np.float64)  # head 4 reads KV head 1
+    for row, i in enumerate((n - 1, n - 2)):
+        s = [float(q[i] @ k[j]) / 8 for j in range(i + 1)]  # keys 0 … i: the causal mask
+        e = np.exp(np.array(s) - max(s))
+        np.testing.assert_allclose(arrays["weights"][row, : i + 1], e / e.sum(), rtol=0, atol=1e-6)
     msg = rejected(smol_client, {"sentence": text, "model": DECODER, "detail": "full"}, "detail")
     assert f"sentence is {n} tokens" in msg and "up to 512 tokens" in msg
     info = smol_client.get("/api/models").json()["models"][1]
