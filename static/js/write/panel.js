@@ -33,7 +33,7 @@ export class WritePanel {
     this.ask = el("div", { className: "wr-ask", dataset: { testid: "write-ask" } });
     this.status = el("p", { className: "wr-status", role: "status", dataset: { testid: "write-status" } });
     const form = el("form", { className: "wr-form", dataset: { testid: "write-form" } });
-    this.prompt = el("input", { type: "text", maxlength: "2000", "aria-label": "Prompt: the start of a text", dataset: { testid: "write-prompt" } });
+    this.prompt = el("input", { type: "text", maxlength: "40000", "aria-label": "Prompt: the start of a text", dataset: { testid: "write-prompt" } });
     this.count = el("input", { type: "number", min: "1", max: String(MAX_TOKENS), value: "16", "aria-label": "tokens to write", dataset: { testid: "write-count" } });
     this.go = el("button", { type: "submit", dataset: { testid: "write-go" } }, "Write");
     this.one = el("button", { type: "button", dataset: { testid: "write-one" } }, "One token");
