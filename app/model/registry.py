@@ -92,7 +92,8 @@ def handle(
     """The handle of model `model_id` (None: the server's own, --model or the default) on a server whose
     default model is `default_dir`; an unknown id is an InputError (a 422). The weights load on first need
     (ModelError: a 503)."""
-    return handle_for(entry(model_id, default_dir, field, where).path)
+    found = entry(model_id, default_dir, field, where)
+    return handle_for(found.path)
 
 
 _converting: set[Path] = set()
