@@ -49,7 +49,13 @@ GROUPS = {
     # a PostgreSQL server each (initdb); test_faults' and test_quiz's own run beside them, elsewhere
     **{f"tests/classroom/{m}.py": "postgresql" for m in ("test_lessons", "test_school_server")},
 }
-FIRST = ("tests/browser/test_projector_writing.py", "tests/notebook/test_lab_browser.py", "tests/model/test_llama.py")
+FIRST = (
+    "tests/browser/test_projector_writing.py",
+    "tests/notebook/test_lab_browser.py",
+    "tests/model/test_llama.py",
+    "tests/browser/test_classroom.py",  # 14 tests on one server of its own: 204 s with -n 0 at load ~9
+    "tests/test_packaging.py",  # a wheel built (15 s) before its tests: last in the collection's order
+)
 
 
 def _module(nodeid: str) -> str:
