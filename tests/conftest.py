@@ -40,12 +40,13 @@ SPREAD = {
         "browser/test_chapter_heads", "browser/test_write", "test_lan", "test_openapi",
     )
 }  # fmt: skip
-# transformers' references of SmolLM2 and MiniLM (tests/model/llama_fixtures.py, fixtures.py): 15 s of CPU
-# and more each, once per worker that uses them
-SHARED = {"hf_smollm": "transformers", "hf_minilm": "transformers"}
+# transformers' references of SmolLM2 (tests/model/llama_fixtures.py: 15 s of CPU and more) and MiniLM
+# (fixtures.py: ~5 s), once per worker that uses them; a module naming both goes with SmolLM2's, the
+# first here. Two groups, not one: the modules of both together would keep one worker busy for minutes.
+SHARED = {"hf_smollm": "smollm", "hf_minilm": "minilm"}
 GROUPS = {
-    "tests/model/test_llama_tiny.py": "transformers",  # tiny random Llamas, written through torch
-    "tests/model/test_folders.py": "transformers",  # a tiny GPT-2, trained and saved through torch
+    "tests/model/test_llama_tiny.py": "minilm",  # tiny random Llamas, written through torch
+    "tests/model/test_folders.py": "minilm",  # a tiny GPT-2, trained and saved through torch
     # a PostgreSQL server each (initdb); test_faults' and test_quiz's own run beside them, elsewhere
     **{f"tests/classroom/{m}.py": "postgresql" for m in ("test_lessons", "test_school_server")},
 }
@@ -55,6 +56,7 @@ FIRST = (
     "tests/model/test_llama.py",
     "tests/browser/test_classroom.py",  # 14 tests on one server of its own: 204 s with -n 0 at load ~9
     "tests/test_packaging.py",  # a wheel built (15 s) before its tests: last in the collection's order
+    "tests/model/test_forward.py",  # the minilm group's
 )
 
 
@@ -71,8 +73,8 @@ def _group(module: str) -> str:
         source = (Path(__file__).parent.parent / module).read_text(encoding="utf-8")
     except OSError:
         return module
-    named = re.findall(r"\b(" + "|".join(SHARED) + r")\b", source)
-    return SHARED[named[0]] if named else module
+    named = set(re.findall(r"\b(" + "|".join(SHARED) + r")\b", source))
+    return next((group for fixture, group in SHARED.items() if fixture in named), module)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
