@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import functools
 import os
+import re
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,11 +24,13 @@ os.environ.setdefault("ATTENTION_DATA_DIR", tempfile.mkdtemp(prefix="attention3d
 # Parallel runs (pytest-xdist: -n 3 --dist loadscope in pyproject's addopts). The tests of one module run
 # on one worker, one after the other, so a module-scoped fixture (a page, a room, a kernel, a wheel, the
 # transformers reference of test_llama) is made once; the modules of SPREAD share nothing costly, so their
-# tests are spread one by one over the workers; the modules of a GROUPS group run on one worker too, as
-# they share session fixtures that cost seconds of CPU in each worker that makes them (torch and
-# transformers imported, their reference models loaded; a PostgreSQL server initialised). FIRST: long
-# modules and groups go out first, so that no worker starts one of them when the others are done. (A
-# scheduler of our own: xdist 3.8's loadgroup marks groups in a nodeid attribute pytest 9.2 no longer reads.)
+# tests are spread one by one over the workers; the modules of a group run on one worker too, as they share
+# session fixtures that cost seconds of CPU in each worker that makes them (torch and transformers imported,
+# their reference models loaded; a PostgreSQL server initialised): a module joins a group by naming one of
+# its fixtures (SHARED: found in the module's source, as xdist's controller knows node ids, not fixtures)
+# or by GROUPS. FIRST: long modules and groups go out first, so that no worker starts one of them when the
+# others are done. (A scheduler of our own: xdist 3.8's loadgroup marks groups in a nodeid attribute pytest
+# 9.2 no longer reads.)
 SPREAD = {
     f"tests/{m}.py"
     for m in (
@@ -35,22 +40,41 @@ SPREAD = {
         "browser/test_chapter_heads", "browser/test_write", "test_lan", "test_openapi",
     )
 }  # fmt: skip
+# transformers' references of SmolLM2 (tests/model/llama_fixtures.py: 15 s of CPU and more) and MiniLM
+# (fixtures.py: ~5 s), once per worker that uses them; a module naming both goes with SmolLM2's, the
+# first here. Two groups, not one: the modules of both together would keep one worker busy for minutes.
+SHARED = {"hf_smollm": "smollm", "hf_minilm": "minilm"}
 GROUPS = {
-    **{
-        f"tests/{m}.py": "transformers"
-        for m in (
-            "model/test_llama", "model/test_llama_tiny", "model/test_against_transformers", "model/test_forward",
-            "model/test_folders", "lesson/test_block", "lesson/test_multihead", "model/test_rollout",
-            "model/test_ablate", "classroom/test_questions_inside",
-        )
-    },
+    "tests/model/test_llama_tiny.py": "minilm",  # tiny random Llamas, written through torch
+    "tests/model/test_folders.py": "minilm",  # a tiny GPT-2, trained and saved through torch
+    # a PostgreSQL server each (initdb); test_faults' and test_quiz's own run beside them, elsewhere
     **{f"tests/classroom/{m}.py": "postgresql" for m in ("test_lessons", "test_school_server")},
-}  # fmt: skip
-FIRST = ("tests/browser/test_projector_writing.py", "tests/notebook/test_lab_browser.py", "tests/model/test_llama.py")
+}
+FIRST = (
+    "tests/browser/test_projector_writing.py",
+    "tests/notebook/test_lab_browser.py",
+    "tests/model/test_llama.py",
+    "tests/browser/test_classroom.py",  # 14 tests on one server of its own: 204 s with -n 0 at load ~9
+    "tests/test_packaging.py",  # a wheel built (15 s) before its tests: last in the collection's order
+    "tests/model/test_forward.py",  # the minilm group's
+)
 
 
 def _module(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
+
+
+@functools.cache
+def _group(module: str) -> str:
+    """The group of a test module (its own path when it has none)."""
+    if module in GROUPS:
+        return GROUPS[module]
+    try:
+        source = (Path(__file__).parent.parent / module).read_text(encoding="utf-8")
+    except OSError:
+        return module
+    named = set(re.findall(r"\b(" + "|".join(SHARED) + r")\b", source))
+    return next((group for fixture, group in SHARED.items() if fixture in named), module)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
@@ -62,7 +86,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class ByModule(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             module = _module(nodeid)
-            return nodeid if module in SPREAD else GROUPS.get(module, module)
+            return nodeid if module in SPREAD else _group(module)
 
     config.option.loadscopereorder = False  # the collection's order (FIRST first), not the largest module first
     return ByModule(config, log)

@@ -103,6 +103,9 @@ _LAUNCHED: list[Any] = []  # the session's one Chromium; tests/notebook/conftest
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no chromium at {CHROMIUM} (set CHROMIUM=...)")
+    # a page on a server of a test's own (tests/classroom/conftest.py app_process) loads the bundle too: a
+    # stale one (the sources changed since, e.g. by a rebase) never gets ready, whichever test runs first
+    build_bundle()
     if _LAUNCHED:  # another directory's copy of this fixture started it (Playwright's sync API runs once)
         yield _LAUNCHED[0]
         return

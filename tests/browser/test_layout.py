@@ -106,21 +106,24 @@ def test_labels_redecided_when_the_view_resizes(browser: Any, server: str) -> No
 
 
 @pytest.mark.parametrize("size", PHONES)
-@pytest.mark.parametrize("step", ["score", "softmax", "mix"])
-def test_phone_example_labels_and_width(browser: Any, server: str, size: tuple[int, int], step: str) -> None:
+def test_phone_example_labels_and_width(browser: Any, server: str, size: tuple[int, int]) -> None:
     """Issue 11, item 5 / issue 8 "Phones": the weights over the keys collided with each other
-    and with the "queries q" caption (0.895 could not be read)."""
+    and with the "queries q" caption (0.895 could not be read). Opened at the score step, then the
+    softmax and mix steps by their buttons."""
     width, height = size
     with watched_page(browser, server) as w:
         w.page.set_viewport_size({"width": width, "height": height})
-        w.goto(f"?focus=3&step={step}")
-        seen = _labels(w)
-        assert "queries q" in seen["texts"]
-        if step == "softmax":
-            assert "0.895" in seen["texts"]
-        assert seen["overlaps"] == [], seen["overlaps"]
-        assert seen["outside"] == [], seen["outside"]
-        assert w.page.evaluate("document.documentElement.scrollWidth") <= width
+        w.goto("?focus=3&step=score")
+        for step in ("score", "softmax", "mix"):
+            w.page.get_by_test_id(f"step-{step}").click()
+            w.wait_ready(step=step)
+            seen = _labels(w)
+            assert "queries q" in seen["texts"], step
+            if step == "softmax":
+                assert "0.895" in seen["texts"]
+            assert seen["overlaps"] == [], (step, seen["overlaps"])
+            assert seen["outside"] == [], (step, seen["outside"])
+            assert w.page.evaluate("document.documentElement.scrollWidth") <= width
 
 
 @pytest.mark.parametrize("size", PHONES)
@@ -195,19 +198,21 @@ FOLD = """() => {
 }"""
 
 
-@pytest.mark.parametrize("step", ["score", "scale", "mask", "softmax", "mix"])
-def test_projector_shows_the_arithmetic_without_scrolling(watched: Watched, step: str) -> None:
+def test_projector_shows_the_arithmetic_without_scrolling(watched: Watched) -> None:
     """Issue 11, item 6: the worked arithmetic (and at the score step the table's last row) on
-    the first screen at 1280×720; no caption or row header clipped."""
+    the first screen at 1280×720; no caption or row header clipped. Every step, from the score step
+    (opened by its URL) by the step buttons."""
     w = watched
     w.page.set_viewport_size({"width": 1280, "height": 720})
-    w.goto(f"?focus=3&step={step}")
-    w.wait_ready(step=step)
-    seen = w.page.evaluate(FOLD)
-    assert seen["arith"] <= seen["height"], seen
-    if step == "score":
-        assert seen["lastRow"] <= seen["height"], seen
-    assert seen["cut"] == [], seen["cut"]
+    w.goto("?focus=3&step=score")
+    for step in ("score", "scale", "mask", "softmax", "mix"):
+        w.page.get_by_test_id(f"step-{step}").click()
+        w.wait_ready(step=step)
+        seen = w.page.evaluate(FOLD)
+        assert seen["arith"] <= seen["height"], (step, seen)
+        if step == "score":
+            assert seen["lastRow"] <= seen["height"], seen
+        assert seen["cut"] == [], (step, seen["cut"])
 
 
 def test_projector_softmax_caption_and_a_six_letter_word(watched: Watched) -> None:
