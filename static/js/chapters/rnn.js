@@ -182,7 +182,7 @@ export default {
 
   mount(ctx) {
     const form = el("form", { className: "ca-form", dataset: { testid: "rnn-form" } });
-    const input = el("input", { type: "text", maxlength: "1600", "aria-label": say("form.words"), dataset: { testid: "rnn-words" } });
+    const input = el("input", { type: "text", maxlength: "1600", dir: "auto", "aria-label": say("form.words"), dataset: { testid: "rnn-words" } });
     input.value = shownWords(wordsOf(ctx.params)).join(" ");
     const long = el("button", { type: "button", dataset: { testid: "rnn-long" } }, say("form.long"));
     long.addEventListener("click", () => ctx.setParams({ words: LONG }));

@@ -20,18 +20,19 @@ export const fixed4 = (x) => (language() === "en" ? Number(x).toFixed(4) : decim
 export const EXAMPLE_WORDS = ["the", "cat", "ate", "its", "fish"];
 const EXAMPLE_ID = "the-cat-ate-its-fish";
 
-/** Whether `words` are the worked example's, as the models read them. */
-export const isExample = (words) => words.length === EXAMPLE_WORDS.length && words.every((w, i) => w === EXAMPLE_WORDS[i]);
+/** Whether `words` are `english` (default: the worked example's), as the models read them. */
+export const isExample = (words, english = EXAMPLE_WORDS) => words.length === english.length && words.every((w, i) => w === english[i]);
 
 /**
  * The words to show for `words` (what the server computed on): the worked example's words in the
  * page's language where its catalog carries them word for word, one for each English word
  * (example.the-cat-ate-its-fish.tokens: "el gato comió su pescado"), so each keeps its row of
- * numbers; any other words as they are (a typed sentence goes to the server as typed).
+ * numbers; any other words as they are (a typed sentence goes to the server as typed). Another
+ * example of English words `english` has its own message `key` of the same kind.
  */
-export function shownWords(words) {
-  if (!isExample(words)) return words;
-  const mine = t(`example.${EXAMPLE_ID}.tokens`).split(" ");
+export function shownWords(words, { english = EXAMPLE_WORDS, key = `example.${EXAMPLE_ID}.tokens` } = {}) {
+  if (!isExample(words, english)) return words;
+  const mine = t(key).split(" ");
   return mine.length === words.length ? mine : words;
 }
 
@@ -126,7 +127,7 @@ export function picker(label, options, value, onChange, testid) {
 /** A sentence box: Enter or the button sends it. */
 export function sentenceBox(value, onSend, testid) {
   const form = el("form", { className: "chapter-sentence" });
-  const input = el("input", { type: "text", maxlength: "2000", "aria-label": t("lesson.sentence"), dataset: { testid } });
+  const input = el("input", { type: "text", maxlength: "2000", dir: "auto", "aria-label": t("lesson.sentence"), dataset: { testid } });
   input.value = value;
   const go = el("button", { type: "submit" }, t("lesson.run"));
   form.append(input, go);
