@@ -10,7 +10,7 @@
 
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
-import { decimal, integer, language, listOf, locale, t } from "../i18n.js";
+import { decimal, dir, integer, language, listOf, locale, t } from "../i18n.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { RnnChain } from "../scene/chain.js";
 import { exampleNote, scrollBox, sentWords, shownWords } from "./widgets.js";
@@ -47,6 +47,9 @@ function ratio(a) {
   return r >= 1 ? say("fade.smaller", { r: precise3(r) }) : say("fade.larger", { r: precise3(1 / r) });
 }
 
+/** A formula kept on one line inside right-to-left text (a line break would scatter its parts). */
+const unbroken = (text) => (dir() === "rtl" ? text.replaceAll(" ", "\u00a0") : text);
+
 /** h's numbers as a list: "[0.123, −0.456]" ("[0,123; −0,456]" where the decimal sign is a comma). */
 const vector = (row) => `[${listOf(row.map(fixed3))}]`;
 
@@ -65,7 +68,9 @@ const STEPS = [
       const note = exampleNote(a.words);
       return (
         say("chain.text", {
-          formula: "h_t = tanh(W_h·h_{t−1} + W_x·x_t)",
+          formula: unbroken("h_t = tanh(W_h·h_{t−1} + W_x·x_t)"),
+          chain: unbroken(`h_0 → h_1 → … → h_${integer(n)}`),
+          hn: `h_${integer(n)}`,
           dh: integer(a.d_h),
           n: integer(n),
           prev: integer(n - 1),
@@ -93,7 +98,7 @@ const STEPS = [
         dx: integer(a.d_x),
         atFirst: sig(a.influence[0]),
         atLast: sig(a.influence[n - 1]),
-        n: integer(n),
+        hn: `h_${integer(n)}`,
         ratio: ratio(a),
         more: n - 1,
       });
