@@ -15,7 +15,7 @@ import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
 import { decimal, dir, integer, language, t } from "../i18n.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { BarGrid } from "../scene/bargrid.js";
-import { exampleNote, fixed4, sentWords, shownWords } from "./widgets.js";
+import { exampleNote, fixed4, sentWords, shownWords, unbroken } from "./widgets.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
 const DEFAULT_ORDER = ""; // empty: the server's default (0 4 2 3 1 for the default words, else reversed)
@@ -93,8 +93,8 @@ const STEPS = [
     text: (a) => {
       const { words, perm } = shown(a);
       return say("sinusoid.text", {
-        even: "PE(pos, 2i) = sin(pos / 10000^(2i/d))",
-        odd: "PE(pos, 2i+1) = cos(pos / 10000^(2i/d))",
+        even: unbroken("PE(pos, 2i) = sin(pos / 10000^(2i/d))"),
+        odd: unbroken("PE(pos, 2i+1) = cos(pos / 10000^(2i/d))"),
         d: integer(a.d_model),
         waves: integer(a.d_model / 2),
         gap: fixed3(a.encoded_gap),

@@ -10,10 +10,10 @@
 
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
-import { decimal, dir, integer, language, listOf, locale, t } from "../i18n.js";
+import { decimal, integer, language, listOf, locale, t } from "../i18n.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { RnnChain } from "../scene/chain.js";
-import { exampleNote, scrollBox, sentWords, shownWords } from "./widgets.js";
+import { exampleNote, scrollBox, sentWords, shownWords, unbroken } from "./widgets.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
 const LONG = "the animal did not cross the street because it was too tired";
@@ -47,8 +47,6 @@ function ratio(a) {
   return r >= 1 ? say("fade.smaller", { r: precise3(r) }) : say("fade.larger", { r: precise3(1 / r) });
 }
 
-/** A formula kept on one line inside right-to-left text (a line break would scatter its parts). */
-const unbroken = (text) => (dir() === "rtl" ? text.replaceAll(" ", "\u00a0") : text);
 
 /** h's numbers as a list: "[0.123, −0.456]" ("[0,123; −0,456]" where the decimal sign is a comma). */
 const vector = (row) => `[${listOf(row.map(fixed3))}]`;

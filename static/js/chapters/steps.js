@@ -164,10 +164,21 @@ function stepNumbers(answer, stepId, ctx) {
   return out;
 }
 
+/**
+ * The line saying that the example's words stay English where the language cannot carry "the cat
+ * ate its fish" word for word (its catalog's example.<id>.note, with a gloss; empty elsewhere): the
+ * first step's, while the view shows that example's words.
+ */
+function wordsNote(answer) {
+  const id = "the-cat-ate-its-fish";
+  const note = answer && answer.tokens.join(" ") === t(`example.${id}.tokens`) ? t(`example.${id}.note`) : "";
+  return note ? ` ${note}` : "";
+}
+
 /** The step's words: the mix step closes on what the focused word attended to (unless withheld). */
 function stepWords(s, answer, ctx) {
   if (s.id === "mix" && answer && !ctx.withheld) return `${stepText(s, ctx.mask)} ${mixClosing(answer, ctx.focusRow)}`;
-  return stepText(s, ctx.mask);
+  return stepText(s, ctx.mask) + (s.id === STEPS[0].id ? wordsNote(answer) : "");
 }
 
 export default {

@@ -6,7 +6,7 @@
 
 import { el } from "../dom.js";
 import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
-import { decimal, language, listOf, t } from "../i18n.js";
+import { decimal, dir, language, listOf, t } from "../i18n.js";
 
 export { ANIMAL } from "../model.js";
 
@@ -15,6 +15,9 @@ export const quote = (w) => t("format.quote", { text: w });
 
 /** Exactly 4 decimals in the page's language (English: JavaScript's toFixed, as the tests read it). */
 export const fixed4 = (x) => (language() === "en" ? Number(x).toFixed(4) : decimal(Number(x), 4));
+
+/** A formula kept on one line inside right-to-left text (a line break would scatter its parts); as is elsewhere. */
+export const unbroken = (text) => (dir() === "rtl" ? text.replaceAll(" ", "\u00a0") : text);
 
 /** The lesson's worked example as the models read it (in English, whatever the page's language). */
 export const EXAMPLE_WORDS = ["the", "cat", "ate", "its", "fish"];
