@@ -49,7 +49,9 @@ LABELLED_WORDS = VISIBLE_WORDS.replace(".label, ", "")
 ISOLATES = re.compile("[\u2066-\u2069\u200e\u200f]")
 
 # In Arabic: every visible table reads left to right (its cells' left edges grow along a row, the row's
-# name at the left of its first cell) inside a right-to-left page. Returns what reads otherwise.
+# name at the left of its first cell) inside a right-to-left page, and a sign keeps to the left of what
+# it signs in the sentences (−∞, √d_k, ∂h_t: all-neutral characters the bidi algorithm would move).
+# Returns what reads otherwise.
 TABLES_LEFT_TO_RIGHT = """() => {
   const bad = [];
   for (const table of document.querySelectorAll('#chapter-panel table, #matrix')) {
@@ -64,6 +66,22 @@ TABLES_LEFT_TO_RIGHT = """() => {
   }
   const words = getComputedStyle(document.getElementById('chapter-text')).direction;
   if (words !== 'rtl') bad.push(['chapter-text', words]);
+  // a sign stays at the left of what it signs inside the Arabic sentences: −∞, √d_k, ∂h_t
+  const walker = document.createTreeWalker(document.getElementById('app'), NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (!node.parentElement.getClientRects().length) continue;
+    for (const m of node.textContent.matchAll(/−∞|√d|∂h/g)) {
+      const at = (i) => {
+        const r = document.createRange();
+        r.setStart(node, i);
+        r.setEnd(node, i + 1);
+        return r.getBoundingClientRect();
+      };
+      const [a, b] = [at(m.index), at(m.index + 1)];
+      if (a.width && b.width && a.left > b.left) bad.push(['sign at the right of', m[0], node.textContent.slice(0, 40)]);
+    }
+  }
   return bad;
 }"""
 

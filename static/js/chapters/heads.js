@@ -107,10 +107,9 @@ const STEPS = [
       return say("wo.text", {
         rows: integer(a.ex.w_o.length),
         cols: integer(a.ex.w_o[0].length),
-        concat: concatOf(h),
+        formula: `MultiHead(Q, K, V) = ${concatOf(h)} · W_O`, // formulas whole: one piece each in a right-to-left sentence
         word: toyWords(a.ex.tokens)[f],
-        row: shortList(a.mh.concat[f]),
-        out: shortList(a.mh.output[f]),
+        product: `${shortList(a.mh.concat[f])} · W_O = ${shortList(a.mh.output[f])}`,
       });
     },
   },
