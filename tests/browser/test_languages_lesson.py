@@ -79,7 +79,7 @@ TABLES_LEFT_TO_RIGHT = """() => {
         return r.getBoundingClientRect();
       };
       const [a, b] = [at(m.index), at(m.index + 1)];
-      if (a.width && b.width && a.left > b.left) bad.push(['sign at the right of', m[0], node.textContent.slice(0, 40)]);
+      if (a.width && b.width && a.left > b.left) bad.push(['sign at the right', m[0], node.textContent.slice(0, 40)]);
     }
   }
   return bad;
