@@ -14,6 +14,7 @@
 // URL: ?chapter=ID&step=STEP (+ the chapter's own parameters): see state.js.
 
 import { apiGet, apiPost } from "./api.js";
+import { integer } from "./i18n.js";
 import { CHAPTER_IDS, CHAPTERS } from "./chapters/index.js";
 import { Contents } from "./lesson/contents.js";
 import { Explanation } from "./lesson/explain.js";
@@ -282,7 +283,7 @@ export class Lesson {
     // where the step's title and words go: the view's own explanation box, or the chapter view's
     const explain = this.view?.explain;
     this.explanation.showError(this.error);
-    this.explanation.showTitle(explain, step ? `${this.stepIndex() + 1}. ${step.title}` : module.title);
+    this.explanation.showTitle(explain, step ? `${integer(this.stepIndex() + 1)}. ${step.title}` : module.title);
     // what the step's words refer to (a CSS selector; tests check it is on the first screen)
     this.explanation.showFigure(step?.figure ?? module.figure);
     if (answer && step) {

@@ -2,12 +2,28 @@
 // its own W_Q, W_K, W_V; their z side by side; × W_O), then the real model's 12 heads of one layer
 // through its own output projection. Every number comes from POST /api/multihead,
 // GET /api/multihead/example and POST /api/multihead/model.
+//
+// Its words are in the catalogs (keys "chapter.heads.…"), read when drawn (chapters/CONTRACT.md:
+// "Words in every language"). The small example's words ("the cat ate fish") are shown in the
+// page's language where it carries them word for word (chapter.heads.example.tokens); the real
+// model reads its sentence as typed.
 
 import { el } from "../dom.js";
 import { fixed3, short } from "../format.js";
+import { integer, listOf, t } from "../i18n.js";
 import { pyMatrix, pyNum, pyStr, pyStrings } from "../pycode.js";
 import { HeadGrids } from "../scene/headgrids.js";
-import { ANIMAL, argmax, matrixTable, picker, pySafetensors, quote, scroller, sentenceBox, vec } from "./widgets.js";
+import { ANIMAL, argmax, isExample, matrixTable, picker, pySafetensors, quote, scroller, sentenceBox, shownWords, vec } from "./widgets.js";
+
+/** This chapter's message `key` (chapter.heads.<key>) with `values`. */
+const say = (key, values) => t(`chapter.heads.${key}`, values);
+/** "head 3", in the page's language (the toy's heads and the formula count from 1). */
+const headName = (i) => say("head", { i: integer(i) });
+/** The small example's words as the server sends them, and as the page shows them. */
+const TOY = ["the", "cat", "ate", "fish"];
+const toyWords = (tokens) => shownWords(tokens, { english: TOY, key: "chapter.heads.example.tokens" });
+/** A list of short numbers in brackets: "[0.5, −1.2]" ("[0,5; −1,2]" where the decimal sign is a comma). */
+const shortList = (row) => `[${listOf(row.map(short))}]`;
 
 /** "Concat(head_1, head_2)" for two heads … four; "Concat(head_1, …, head_12)" for more. */
 export function concatOf(h) {
@@ -34,76 +50,95 @@ const STEPS = [
   {
     id: "heads",
     figure: "#chapter-stage, [data-testid=head-weights-0]",
-    title: "Each head asks its own question",
-    short: "heads",
+    get title() {
+      return say("heads.title");
+    },
+    get short() {
+      return say("heads.short");
+    },
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
+      const words = toyWords(a.ex.tokens);
       const w = a.mh.heads.weights;
       const tops = w.map((head, i) => {
         const j = argmax(head[f]);
-        return `head ${i + 1} gives ${fixed3(head[f][j])} to ${quote(a.ex.tokens[j])}`;
+        return say("heads.top", { head: headName(i + 1), w: fixed3(head[f][j]), word: words[j] });
       });
+      const note = say("example.note");
       return (
-        `Here ${w.length} heads read the same ${a.ex.tokens.length} words (x has ${a.ex.x[0].length} numbers a word), but each ` +
-        `has its own W_Q, W_K and W_V (${a.ex.x[0].length} × ${a.ex.w_q[0][0].length} each), so each makes its own queries and keys ` +
-        `and spreads its attention its own way. For ${quote(a.ex.tokens[f])}: ${tops.join("; ")}. ` +
-        "Inside a head nothing is new: it is the five steps of one attention, on its own q, k and v. " +
-        "Adding a head adds a new set of matrices; the heads already there keep theirs."
+        say("heads.text", {
+          h: w.length,
+          n: integer(words.length),
+          d: integer(a.ex.x[0].length),
+          dk: integer(a.ex.w_q[0][0].length),
+          word: words[f],
+          tops: tops.join(t("lesson.clauseSeparator")),
+        }) + (note && isExample(a.ex.tokens, TOY) ? ` ${note}` : "")
       );
     },
   },
   {
     id: "concat",
     figure: "#chapter-stage, [data-testid=heads-concat-table]",
-    title: "Concat: the heads' z side by side",
-    short: "concat",
+    get title() {
+      return say("concat.title");
+    },
+    get short() {
+      return say("concat.short");
+    },
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
       const h = a.mh.heads.output.length;
       const dv = a.mh.heads.output[0][0].length;
-      const parts = a.mh.heads.output.map((z) => `[${z[f].map(short).join(", ")}]`).join(" | ");
-      return (
-        `Each head hands back a z of ${dv} numbers for every word. Concat does not add or mix them: it writes them one after ` +
-        `the other, so each word now has ${h} × ${dv} = ${h * dv} numbers. For ${quote(a.ex.tokens[f])}: ${parts}.`
-      );
+      const parts = a.mh.heads.output.map((z) => shortList(z[f])).join(" | ");
+      return say("concat.text", { dv: integer(dv), h: integer(h), total: integer(h * dv), word: toyWords(a.ex.tokens)[f], parts });
     },
   },
   {
     id: "wo",
     figure: "#chapter-stage, [data-testid=heads-formula], [data-testid=heads-concat-table]",
-    title: "× W_O: the heads mixed back into one vector",
+    get title() {
+      return say("wo.title");
+    },
     short: "× W_O",
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
       const h = a.mh.heads.output.length;
-      return (
-        `W_O is one learned matrix of ${a.ex.w_o.length} × ${a.ex.w_o[0].length}: it takes the ${a.ex.w_o.length} concatenated numbers ` +
-        `back to the model's width (${a.ex.w_o[0].length}), and each output number draws on every head. ` +
-        `MultiHead(Q, K, V) = ${concatOf(h)} · W_O; for ${quote(a.ex.tokens[f])} that is ` +
-        `[${a.mh.concat[f].map(short).join(", ")}] · W_O = [${a.mh.output[f].map(short).join(", ")}].`
-      );
+      return say("wo.text", {
+        rows: integer(a.ex.w_o.length),
+        cols: integer(a.ex.w_o[0].length),
+        formula: `MultiHead(Q, K, V) = ${concatOf(h)} · W_O`, // formulas whole: one piece each in a right-to-left sentence
+        word: toyWords(a.ex.tokens)[f],
+        product: `${shortList(a.mh.concat[f])} · W_O = ${shortList(a.mh.output[f])}`,
+      });
     },
   },
   {
     id: "model",
     figure: "#chapter-stage, [data-testid=heads-model-out]",
-    title: "A real model: all its heads, then its own W_O",
-    short: "real model",
+    get title() {
+      return say("model.title");
+    },
+    get short() {
+      return say("model.short");
+    },
     text: (a, ctx) => {
       const m = a.model;
-      if (!m) return "The model could not be run: see the message above.";
+      if (!m) return say("model.none");
       const f = modelFocus(a, ctx);
       const c = m.concat[0].length;
       const j = argmax(m.weights[1][f]);
-      return (
-        `${m.model}, layer ${m.layer}: ${m.heads} heads of ${m.head_size} numbers each. Their z are concatenated into ` +
-        `${m.heads} × ${m.head_size} = ${c} numbers per token and multiplied by the model's own W_O ` +
-        `(${c} × ${m.output[0].length}, plus a bias). The result is exactly what the real model adds back ` +
-        `to its input at this point (checked against the model's original software to 4 decimal places). ` +
-        `Each head looks elsewhere (the 3D view: one row per head, ${quote(m.tokens[f])}'s weights): head 2 gives ` +
-        `${fixed3(m.weights[1][f][j])} to ${quote(m.tokens[j])}. Heads are numbered 1 to ${m.heads} here, as in the ` +
-        `formula; the attention view's head menu counts from 0 and calls this one head 1.`
-      );
+      return say("model.text", {
+        model: m.model,
+        layer: integer(m.layer),
+        heads: integer(m.heads),
+        size: integer(m.head_size),
+        c: integer(c),
+        out: integer(m.output[0].length),
+        token: m.tokens[f],
+        w: fixed3(m.weights[1][f][j]),
+        target: m.tokens[j],
+      });
     },
   },
 ];
@@ -119,23 +154,24 @@ function numbers(a, stepId, ctx) {
     if (!m) return [];
     const t = modelFocus(a, ctx);
     return [
-      { label: "token", value: quote(m.tokens[t]), testid: "heads-model-token" },
-      { label: "concat width", value: String(m.concat[0].length), testid: "heads-model-width" },
-      { label: "output, first numbers", value: vec(m.output[t]), testid: "heads-model-output" },
+      { label: say("number.token"), value: quote(m.tokens[t]), testid: "heads-model-token" },
+      { label: say("number.width"), value: integer(m.concat[0].length), testid: "heads-model-width" },
+      { label: say("number.modelOutput"), value: vec(m.output[t]), testid: "heads-model-output" },
     ];
   }
+  const words = toyWords(a.ex.tokens);
   const out = [
-    { label: "word", value: quote(a.ex.tokens[f]), testid: "heads-word" },
-    { label: "heads", value: String(a.mh.heads.weights.length), testid: "heads-count" },
+    { label: say("number.word"), value: quote(words[f]), testid: "heads-word" },
+    { label: say("number.heads"), value: integer(a.mh.heads.weights.length), testid: "heads-count" },
   ];
   if (stepId === "heads") {
     a.mh.heads.weights.forEach((w, i) => {
       const j = argmax(w[f]);
-      out.push({ label: `head ${i + 1} looks most at`, value: `${quote(a.ex.tokens[j])} ${fixed3(w[f][j])}`, testid: `heads-top-${i}` });
+      out.push({ label: say("number.looks", { head: headName(i + 1) }), value: `${quote(words[j])} ${fixed3(w[f][j])}`, testid: `heads-top-${i}` });
     });
   }
   if (stepId === "concat") out.push({ label: "concat", value: vec(a.mh.concat[f], 12), testid: "heads-concat" });
-  if (stepId === "wo") out.push({ label: "output", value: vec(a.mh.output[f], 12), testid: "heads-output" });
+  if (stepId === "wo") out.push({ label: say("number.output"), value: vec(a.mh.output[f], 12), testid: "heads-output" });
   return out;
 }
 
@@ -209,13 +245,13 @@ function mount(ctx) {
       const m = a.model;
       items.push(sentenceBox(ctx.params.sentence, (s) => ctx.setParams({ sentence: s, tok: "" }), "heads-sentence"));
       const layers = m?.layers ?? 6;
-      items.push(picker("layer", Array.from({ length: layers }, (_, l) => [l, String(l)]), ctx.params.layer, (v) => ctx.setParams({ layer: v }), "heads-layer"));
-      if (m) items.push(picker("token", m.tokens.map((t, i) => [i, `${i}: ${t}`]), modelFocus(a, ctx), (v) => ctx.setParams({ tok: v }), "heads-token"));
+      items.push(picker(say("pick.layer"), Array.from({ length: layers }, (_, l) => [l, integer(l)]), ctx.params.layer, (v) => ctx.setParams({ layer: v }), "heads-layer"));
+      if (m) items.push(picker(say("pick.token"), m.tokens.map((tok, i) => [i, `${integer(i)}: ${tok}`]), modelFocus(a, ctx), (v) => ctx.setParams({ tok: v }), "heads-token"));
     } else {
-      items.push(picker("heads", [2, 3, 4].map((h) => [h, String(h)]), ctx.params.heads, (v) => ctx.setParams({ heads: v }), "heads-heads"));
-      items.push(picker("mask", [["full", "full"], ["causal", "causal"]], ctx.params.mask, (v) => ctx.setParams({ mask: v }), "heads-mask"));
-      items.push(picker("word", a.ex.tokens.map((t, i) => [i, t]), focusOf(a, ctx), (v) => ctx.setParams({ word: v }), "heads-wordpick"));
-      const redraw = el("button", { type: "button", dataset: { testid: "heads-reseed" } }, `New weights (seed ${a.ex.seed})`);
+      items.push(picker(say("pick.heads"), [2, 3, 4].map((h) => [h, integer(h)]), ctx.params.heads, (v) => ctx.setParams({ heads: v }), "heads-heads"));
+      items.push(picker(say("pick.mask"), ["full", "causal"].map((mask) => [mask, say("pick.maskName", { mask })]), ctx.params.mask, (v) => ctx.setParams({ mask: v }), "heads-mask"));
+      items.push(picker(say("pick.word"), toyWords(a.ex.tokens).map((word, i) => [i, word]), focusOf(a, ctx), (v) => ctx.setParams({ word: v }), "heads-wordpick"));
+      const redraw = el("button", { type: "button", dataset: { testid: "heads-reseed" } }, say("reseed", { seed: integer(a.ex.seed) }));
       redraw.addEventListener("click", () => ctx.setParams({ seed: String((Number(ctx.params.seed) || 0) + 1) }));
       items.push(redraw);
     }
@@ -225,19 +261,20 @@ function mount(ctx) {
   function drawExample(a, stepId) {
     const f = focusOf(a, ctx);
     const ex = a.ex;
+    const words = toyWords(ex.tokens);
     const h = ex.w_q.length;
     const dk = ex.w_q[0][0].length;
-    const cols = Array.from({ length: dk }, (_, i) => String(i + 1));
+    const cols = Array.from({ length: dk }, (_, i) => integer(i + 1));
     if (stepId === "heads") {
       const cards = ex.w_q.map((_, i) => {
         const card = el("div", { className: `head-card group-${i % 6}`, dataset: { testid: `head-card-${i}` } });
-        card.append(el("h3", {}, `head ${i + 1}`));
+        card.append(el("h3", {}, headName(i + 1)));
         card.append(
           scroller(
             matrixTable(a.mh.heads.weights[i], {
-              caption: `weights of head ${i + 1} (rows: queries)`,
-              rowNames: ex.tokens,
-              colNames: ex.tokens,
+              caption: say("caption.weights", { head: headName(i + 1) }),
+              rowNames: words,
+              colNames: words,
               shade: true,
               testid: `head-weights-${i}`,
             }),
@@ -254,44 +291,44 @@ function mount(ctx) {
       row.append(...cards);
       body.replaceChildren(row);
     } else {
-      const groups = Array.from({ length: h }, (_, i) => ({ title: `head ${i + 1}`, span: dk, index: i }));
+      const groups = Array.from({ length: h }, (_, i) => ({ title: headName(i + 1), span: dk, index: i }));
       const concatCols = Array.from({ length: h * dk }, (_, i) => `z${Math.floor(i / dk) + 1}.${(i % dk) + 1}`);
-      const concat = matrixTable(a.mh.concat, { caption: `${concatOf(h)}: ${ex.tokens.length} × ${h * dk}`, rowNames: ex.tokens, colNames: concatCols, groups, testid: "heads-concat-table" });
+      const concat = matrixTable(a.mh.concat, { caption: `${concatOf(h)}: ${ex.tokens.length} × ${h * dk}`, rowNames: words, colNames: concatCols, groups, testid: "heads-concat-table" });
       if (stepId === "concat") {
         body.replaceChildren(scroller(concat));
       } else {
         const formula = el("p", { className: "formula", dataset: { testid: "heads-formula" } });
         formula.textContent =
           `MultiHead(Q, K, V) = ${concatOf(h)} · W_O\n` +
-          `${quote(ex.tokens[f])}: [${a.mh.heads.output.map((z) => z[f].map(short).join(", ")).join(" | ")}] · W_O = [${a.mh.output[f].map(short).join(", ")}]`;
+          `${quote(words[f])}: [${a.mh.heads.output.map((z) => listOf(z[f].map(short))).join(" | ")}] · W_O = ${shortList(a.mh.output[f])}`;
         const wo = matrixTable(ex.w_o, { caption: `W_O: ${h * dk} × ${ex.w_o[0].length}`, rowNames: concatCols, shade: true });
-        const out = matrixTable(a.mh.output, { caption: `MultiHead output: ${ex.tokens.length} × ${ex.w_o[0].length}`, rowNames: ex.tokens, testid: "heads-output-table" });
+        const out = matrixTable(a.mh.output, { caption: say("caption.output", { n: integer(ex.tokens.length), d: integer(ex.w_o[0].length) }), rowNames: words, testid: "heads-output-table" });
         const row = el("div", { className: "head-cards" });
         row.append(scroller(concat), scroller(wo), scroller(out));
         body.replaceChildren(formula, row);
       }
     }
     if (!grids) return;
-    const zCols = Array.from({ length: h * dk }, (_, i) => String((i % dk) + 1));
-    const headGroups = Array.from({ length: h }, (_, i) => ({ title: `head ${i + 1}`, span: dk }));
+    const zCols = Array.from({ length: h * dk }, (_, i) => integer((i % dk) + 1));
+    const headGroups = Array.from({ length: h }, (_, i) => ({ title: headName(i + 1), span: dk }));
     const concatGrid = { title: `${concatOf(h)}: ${ex.tokens.length} × ${h * dk}`, weights: a.mh.concat, signed: true, colNames: zCols, groups: headGroups };
-    const dims = Array.from({ length: ex.w_o[0].length }, (_, i) => String(i + 1));
+    const dims = Array.from({ length: ex.w_o[0].length }, (_, i) => integer(i + 1));
     if (stepId === "heads") {
       grids.update(
-        a.mh.heads.weights.map((w, i) => ({ title: `head ${i + 1}: weights`, weights: w })),
-        ex.tokens,
+        a.mh.heads.weights.map((w, i) => ({ title: say("grid.weights", { head: headName(i + 1) }), weights: w })),
+        words,
         { focus: f, perRow: 4 },
       );
     } else if (stepId === "concat") {
-      grids.update([concatGrid], ex.tokens, { focus: f, perRow: 1 });
+      grids.update([concatGrid], words, { focus: f, perRow: 1 });
     } else {
       grids.update(
         [
           { ...concatGrid, title: "Concat", groups: undefined },
           { title: `W_O: ${h * dk} × ${dims.length}`, weights: ex.w_o, signed: true, colNames: dims, noFocus: true },
-          { title: `output: ${ex.tokens.length} × ${dims.length}`, weights: a.mh.output, signed: true, colNames: dims },
+          { title: say("grid.output", { n: integer(ex.tokens.length), d: integer(dims.length) }), weights: a.mh.output, signed: true, colNames: dims },
         ],
-        ex.tokens,
+        words,
         { focus: f, perRow: 3, between: ["·", "="] },
       );
     }
@@ -300,7 +337,7 @@ function mount(ctx) {
   function drawModel(a) {
     const m = a.model;
     if (!m) {
-      body.replaceChildren(el("p", { className: "error-banner" }, a.modelError ?? "The model could not be run."));
+      body.replaceChildren(el("p", { className: "error-banner" }, a.modelError ?? say("model.failed")));
       return;
     }
     const t = modelFocus(a, ctx);
@@ -309,20 +346,20 @@ function mount(ctx) {
     const rows = m.z.map((z, i) => [...z[t].slice(0, show)]);
     heads.append(
       matrixTable(rows, {
-        caption: `z of ${quote(m.tokens[t])}, first ${show} of ${m.head_size} numbers per head`,
-        rowNames: m.z.map((_, i) => `head ${i + 1}`), // from 1, as the toy heads and the formula count them
-        colNames: Array.from({ length: show }, (_, i) => String(i + 1)),
+        caption: say("caption.z", { token: m.tokens[t], show: integer(show), size: integer(m.head_size) }),
+        rowNames: m.z.map((_, i) => headName(i + 1)), // from 1, as the toy heads and the formula count them
+        colNames: Array.from({ length: show }, (_, i) => integer(i + 1)),
       }),
     );
     const out = matrixTable([m.output[t].slice(0, 8)], {
-      caption: `Concat · W_O + b for ${quote(m.tokens[t])}: first 8 of ${m.output[t].length}`,
-      colNames: Array.from({ length: 8 }, (_, i) => String(i + 1)),
+      caption: say("caption.out", { token: m.tokens[t], n: integer(m.output[t].length) }),
+      colNames: Array.from({ length: 8 }, (_, i) => integer(i + 1)),
       testid: "heads-model-out",
     });
     body.replaceChildren(scroller(out), scroller(heads)); // the result first, then each head's part of it
     // one row per head: where the chosen token's attention goes in each (a 12 × n table, not 12 n × n ones)
     grids?.update(
-      [{ title: `${quote(m.tokens[t])} in each head of layer ${m.layer}`, weights: m.weights.map((w) => w[t]), rowNames: m.weights.map((_, i) => `head ${i + 1}`), colNames: m.tokens }],
+      [{ title: say("grid.model", { token: m.tokens[t], layer: integer(m.layer) }), weights: m.weights.map((w) => w[t]), rowNames: m.weights.map((_, i) => headName(i + 1)), colNames: m.tokens }],
       m.tokens,
       { perRow: 1 },
     );
@@ -344,8 +381,12 @@ function mount(ctx) {
 
 export default {
   id: "heads",
-  title: "Many heads, then W_O",
-  summary: "Several attentions side by side, glued together and mixed by W_O; then a real model's 12 heads.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: { heads: "2", seed: "7", mask: "full", word: "1", sentence: ANIMAL, layer: "3", tok: "" },
   steps: STEPS,
   async load(ctx) {

@@ -1,6 +1,9 @@
 // The chapter registry: the lesson's order. Adding a chapter is its own file
 // (static/js/chapters/<id>.js, see CONTRACT.md) and one line here. The title is used while the
-// module loads (or when it cannot: the chapter then says "coming").
+// module loads (or when it cannot: the chapter then says "coming"), and by the stepper's way on
+// to the next chapter; it is read in the page's language (below).
+
+import { has, t } from "../i18n.js";
 
 export const CHAPTERS = [
   { id: "rnn", title: "Why not an RNN", load: () => import("./rnn.js") },
@@ -19,3 +22,11 @@ export const CHAPTERS = [
 ];
 
 export const CHAPTER_IDS = CHAPTERS.map((c) => c.id);
+
+// Each entry's title in the page's language, read when it is drawn: the catalogs' chapter.<id>.title
+// where they have it (the chapters whose words are in the catalogs), else the English one above.
+for (const c of CHAPTERS) {
+  const english = c.title;
+  const key = `chapter.${c.id}.title`;
+  Object.defineProperty(c, "title", { enumerable: true, get: () => (has(key) ? t(key) : english) });
+}

@@ -3,16 +3,33 @@
 // difference from P·W·Pᵀ, which is 0); add sinusoidal positions (Vaswani et al. 2017, 3.5) and the
 // numbers change; a real model (all-MiniLM-L6-v2, learned positions) attends differently too.
 // Every number comes from POST /api/positions.
+//
+// Its words are in the catalogs (keys "chapter.positions.…"), read when drawn (chapters/CONTRACT.md:
+// "Words in every language"). The worked example's words are shown in the page's language where it
+// carries them word for word (widgets.js shownWords), in both orders; the server always gets the words
+// as the models read them, so the numbers are the same in every language. The real model's step
+// shows the words and tokens it read.
 
 import { el } from "../dom.js";
 import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
+import { decimal, dir, integer, language, t } from "../i18n.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { BarGrid } from "../scene/bargrid.js";
+import { exampleNote, fixed4, sentWords, shownWords, unbroken } from "./widgets.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
 const DEFAULT_ORDER = ""; // empty: the server's default (0 4 2 3 1 for the default words, else reversed)
-const quote = (w) => `“${w}”`;
-const sentence = (ws) => quote(ws.join(" "));
+/** This chapter's message `key` (chapter.positions.<key>) with `values`. */
+const say = (key, values) => t(`chapter.positions.${key}`, values);
+const joined = (ws) => ws.join(" ");
+/** A row of numbers such as an order ("0 4 2 3 1"), kept left to right inside right-to-left text. */
+const leftToRight = (text) => (dir() === "rtl" ? `\u2066${text}\u2069` : text);
+
+/** The words to show in the first order and in the other one (the example's in the page's language). */
+function shown(a) {
+  const words = shownWords(a.words);
+  return { words, perm: a.order.map((i) => words[i]) };
+}
 
 function wordsOf(ctx) {
   return String(ctx.params.words || DEFAULT_WORDS).split(/\s+/).filter(Boolean);
@@ -33,79 +50,92 @@ function example(a) {
 }
 
 function gapText(x) {
-  return x === 0 ? "0" : x.toExponential(2).replace("e-", "e−");
+  if (x === 0) return "0";
+  if (language() === "en") return x.toExponential(2).replace("e-", "e−");
+  const [mantissa, exponent] = x.toExponential(2).split("e");
+  return `${decimal(Number(mantissa), 2)}e${decimal(Number(exponent), 0)}`;
 }
 
 const STEPS = [
   {
     id: "plain",
-    title: "No positions: the same numbers, moved",
-    short: "no positions",
+    get title() {
+      return say("plain.title");
+    },
+    get short() {
+      return say("plain.short");
+    },
     text: (a, ctx) => {
-      if (ctx?.withheld) {
-        return (
-          `Attention compares every word with every word. Here is ${sentence(a.words)} without any position signal. ` +
-          `Now reorder it as ${sentence(a.words_perm)}: each word brings the same x, so the same q, k and v. ` +
-          "Think: what happens to the weights? The reordered table comes back with the answer."
-        );
-      }
+      const { words, perm } = shown(a);
+      const note = exampleNote(a.words);
+      const tail = note ? ` ${note}` : "";
+      if (ctx?.withheld) return say("plain.hidden", { sentence: joined(words), perm: joined(perm) }) + tail;
       const e = example(a);
-      const w = a.plain_perm[e.r][e.c];
       return (
-        `Attention compares every word with every word, and nothing in q·k says where a word stands. Reorder ` +
-        `${sentence(a.words)} as ${sentence(a.words_perm)}: each word brings the same x, so the same q, k and v, ` +
-        `only in other rows. The weights are then the same numbers in other cells: ${quote(a.words_perm[e.r])} gives ` +
-        `${quote(a.words_perm[e.c])} ${fixed3(w)} in both tables. With P the permutation matrix (row i of P·X is row ` +
-        `order[i] of X), the new table is exactly P·W·Pᵀ: the largest difference, over all ${a.words.length ** 2} cells, ` +
-        `is ${gapText(a.plain_gap)}. In the 3D view the reordered sentence's table and the first table moved (P·W·Pᵀ) ` +
-        `stand side by side: the same bars. Without positions, attention treats a sentence as a bag of words.`
+        say("plain.text", {
+          sentence: joined(words),
+          perm: joined(perm),
+          a: perm[e.r],
+          b: perm[e.c],
+          w: fixed3(a.plain_perm[e.r][e.c]),
+          cells: integer(a.words.length ** 2),
+          gap: gapText(a.plain_gap),
+        }) + tail
       );
     },
   },
   {
     id: "sinusoid",
-    title: "Add positions: sines and cosines",
+    get title() {
+      return say("sinusoid.title");
+    },
     short: "sin/cos",
-    text: (a) =>
-      `The transformer of 2017 adds a position signal to each x: PE(pos, 2i) = sin(pos / 10000^(2i/d)) and ` +
-      `PE(pos, 2i+1) = cos(pos / 10000^(2i/d)), d = ${a.d_model} here. Waves of ${a.d_model / 2} wavelengths give every ` +
-      `position its own pattern, and the same word now has a different vector in another place. Run the same ` +
-      `attention on x + PE: the reordered sentence no longer gives P·W·Pᵀ; the largest difference is ` +
-      `${fixed3(a.encoded_gap)}. Attention now knows that ${sentence(a.words)} and ${sentence(a.words_perm)} differ.`,
+    text: (a) => {
+      const { words, perm } = shown(a);
+      return say("sinusoid.text", {
+        even: unbroken("PE(pos, 2i) = sin(pos / 10000^(2i/d))"),
+        odd: unbroken("PE(pos, 2i+1) = cos(pos / 10000^(2i/d))"),
+        d: integer(a.d_model),
+        waves: integer(a.d_model / 2),
+        gap: fixed3(a.encoded_gap),
+        sentence: joined(words),
+        perm: joined(perm),
+      });
+    },
   },
   {
     id: "model",
-    title: "A real model: learned positions",
-    short: "real model",
+    get title() {
+      return say("model.title");
+    },
+    get short() {
+      return say("model.short");
+    },
     text: (a) => {
       const m = a.model;
-      if (!m) return `The real model could not be run on this server: ${a.model_error ?? "no model in this answer"}.`;
+      if (!m) return say("model.none", { error: a.model_error ?? say("model.noAnswer") });
       const gaps = m.gaps.flat();
-      const small = Math.min(...gaps);
-      return (
-        `all-MiniLM-L6-v2 (a BERT) learned one position vector per place (up to 512) and adds it to each token's ` +
-        `embedding. Layer ${m.layer}, head ${m.head}: the largest difference between the reordered sentence's weights ` +
-        `and P·W·Pᵀ is ${fixed3(m.gap)}. ` +
-        (m.gap > 0.5
-          ? `This head mostly looks at a neighbouring position, whatever word stands there. `
-          : `The head attends differently because the positions differ. `) +
-        `The 3D view sets the reordered sentence's weights beside P·W·Pᵀ: here they differ. Across all ${gaps.length} heads ` +
-        `the smallest difference is ${fixed3(small)}: every head notices the new order, some only a little. ` +
-        `Tokens as the model sees them: [CLS] and [SEP] stay first and last.`
-      );
+      return say("model.text", {
+        layer: integer(m.layer),
+        head: integer(m.head),
+        gap: fixed3(m.gap),
+        near: String(m.gap > 0.5),
+        heads: integer(gaps.length),
+        small: fixed3(Math.min(...gaps)),
+      });
     },
   },
 ];
 
 function heatTable(rows, { rowNames, colNames, caption, testid, hot = null }) {
-  const t = el("table", { className: "ca-table ca-heat", dataset: { testid } });
-  t.append(el("caption", {}, caption));
+  const table = el("table", { className: "ca-table ca-heat", dataset: { testid } });
+  table.append(el("caption", {}, caption));
   const head = el("tr");
   head.append(el("th"));
   for (const c of colNames) head.append(el("th", { scope: "col" }, c));
   const thead = el("thead");
   thead.append(head);
-  t.append(thead);
+  table.append(thead);
   const body = el("tbody");
   const max = Math.max(1e-12, ...rows.flat());
   rows.forEach((row, i) => {
@@ -121,10 +151,10 @@ function heatTable(rows, { rowNames, colNames, caption, testid, hot = null }) {
     });
     body.append(tr);
   });
-  t.append(body);
+  table.append(body);
   // a box that may scroll sideways on a phone: keyboard users reach it with Tab, then the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": t.querySelector("caption")?.textContent ?? "table" });
-  box.append(t);
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("lesson.table") });
+  box.append(table);
   return box;
 }
 
@@ -136,44 +166,47 @@ export function moved(w, order) {
 /** The 3D view's grids: the reordered sentence's weights W′ beside P·W·Pᵀ (the first table moved), then
  *  |W′ − P·W·Pᵀ|, which is flat where the two agree. */
 function scene(a, stepId, hide = false) {
-  if (hide) return [{ title: "first order: W", values: a.plain, rowNames: a.words.length <= 8 ? a.words : null, colNames: a.words.length <= 8 ? a.words : null }];
+  const toy = shown(a);
+  if (hide) return [{ title: say("grid.first"), values: a.plain, rowNames: a.words.length <= 8 ? toy.words : null, colNames: a.words.length <= 8 ? toy.words : null }];
   const m = stepId === "model" ? a.model : null;
   const enc = stepId === "sinusoid";
   const w = m ? m.weights : enc ? a.encoded : a.plain;
   const wPerm = m ? m.weights_perm : enc ? a.encoded_perm : a.plain_perm;
-  const names = m ? m.tokens_perm : a.words_perm;
+  const names = m ? m.tokens_perm : toy.perm;
   const order = m ? m.token_order : a.order;
   const named = names.length <= (m ? 9 : 8) ? names : null;
-  const grids = [{ title: "reordered: W′", values: wPerm, rowNames: named, colNames: named }];
+  const grids = [{ title: say("grid.reordered"), values: wPerm, rowNames: named, colNames: named }];
   if (!order || order.length !== names.length) return grids; // the model split the words differently: no P
   const pw = moved(w, order);
-  grids.push({ title: "first, moved: P·W·Pᵀ", values: pw, rowNames: named, colNames: named });
-  grids.push({ title: "difference", values: wPerm.map((row, i) => row.map((v, j) => Math.abs(v - pw[i][j]))), rowNames: named, colNames: named });
+  grids.push({ title: say("grid.moved"), values: pw, rowNames: named, colNames: named });
+  grids.push({ title: say("grid.difference"), values: wPerm.map((row, i) => row.map((v, j) => Math.abs(v - pw[i][j]))), rowNames: named, colNames: named });
   return grids;
 }
 
 /** The two orders' tables and the proof line; while the class answers (`hide`) the first order's table only. */
 function pair(a, stepId, hide = false) {
   const pairBox = el("div", { className: "ca-pair" });
+  const toy = shown(a);
   if (hide) {
-    pairBox.append(heatTable(a.plain, { rowNames: a.words, colNames: a.words, caption: sentence(a.words), testid: "pos-plain" }));
-    const p = el("p", { className: "ca-proof", dataset: { testid: "pos-proof" } }, `Reordered: ${sentence(a.words_perm)}. Its table comes back with the answer.`);
+    pairBox.append(heatTable(a.plain, { rowNames: toy.words, colNames: toy.words, caption: say("caption.sentence", { sentence: joined(toy.words) }), testid: "pos-plain" }));
+    const p = el("p", { className: "ca-proof", dataset: { testid: "pos-proof" } }, say("proof.hidden", { perm: joined(toy.perm) }));
     return [p, pairBox];
   }
   let proof;
   if (stepId === "model" && a.model) {
-    const m = a.model;
+    const m = a.model; // the words and tokens the model read
     pairBox.append(
-      heatTable(m.weights, { rowNames: m.tokens, colNames: m.tokens, caption: `${sentence(a.words)}, layer ${m.layer} head ${m.head}`, testid: "pos-model" }),
-      heatTable(m.weights_perm, { rowNames: m.tokens_perm, colNames: m.tokens_perm, caption: `${sentence(a.words_perm)}`, testid: "pos-model-perm" }),
+      heatTable(m.weights, { rowNames: m.tokens, colNames: m.tokens, caption: say("caption.model", { sentence: joined(a.words), layer: integer(m.layer), head: integer(m.head) }), testid: "pos-model" }),
+      heatTable(m.weights_perm, { rowNames: m.tokens_perm, colNames: m.tokens_perm, caption: say("caption.sentence", { sentence: joined(a.words_perm) }), testid: "pos-model-perm" }),
     );
-    proof = m.gap === null ? "The two orders split a word into other pieces: no P to compare with." : `max |W_perm − P·W·Pᵀ| = ${fixed3(m.gap)} ≠ 0`;
+    proof = m.gap === null ? say("proof.pieces") : `max |W_perm − P·W·Pᵀ| = ${fixed3(m.gap)} ≠ 0`;
   } else {
     const enc = stepId === "sinusoid";
     const e = example(a);
+    const caption = (ws) => say("caption.toy", { sentence: joined(ws), pe: String(enc) });
     pairBox.append(
-      heatTable(enc ? a.encoded : a.plain, { rowNames: a.words, colNames: a.words, caption: `${sentence(a.words)}${enc ? ", x + PE" : ""}`, testid: enc ? "pos-enc" : "pos-plain", hot: enc ? null : e.from }),
-      heatTable(enc ? a.encoded_perm : a.plain_perm, { rowNames: a.words_perm, colNames: a.words_perm, caption: `${sentence(a.words_perm)}${enc ? ", x + PE" : ""}`, testid: enc ? "pos-enc-perm" : "pos-plain-perm", hot: enc ? null : [e.r, e.c] }),
+      heatTable(enc ? a.encoded : a.plain, { rowNames: toy.words, colNames: toy.words, caption: caption(toy.words), testid: enc ? "pos-enc" : "pos-plain", hot: enc ? null : e.from }),
+      heatTable(enc ? a.encoded_perm : a.plain_perm, { rowNames: toy.perm, colNames: toy.perm, caption: caption(toy.perm), testid: enc ? "pos-enc-perm" : "pos-plain-perm", hot: enc ? null : [e.r, e.c] }),
     );
     proof = enc ? `max |W_perm − P·W·Pᵀ| = ${fixed3(a.encoded_gap)} ≠ 0` : `max |W_perm − P·W·Pᵀ| = ${gapText(a.plain_gap)}`;
   }
@@ -181,7 +214,7 @@ function pair(a, stepId, hide = false) {
   const p = el("p", { className: `ca-proof${gap === 0 ? " ca-zero" : ""}`, dataset: { testid: "pos-proof" } }, proof);
   const parts = [p, pairBox]; // the proof line first: it is what the step claims
   if (stepId === "sinusoid") {
-    parts.push(heatTable(a.pe.map((r) => r.map((v) => (v + 1) / 2)), { rowNames: a.pe.map((_, i) => `pos ${i}`), colNames: a.pe[0].map((_, j) => String(j)), caption: "PE(pos, i), shaded (−1 light … 1 dark)", testid: "pos-pe" }));
+    parts.push(heatTable(a.pe.map((r) => r.map((v) => (v + 1) / 2)), { rowNames: a.pe.map((_, i) => `pos ${integer(i)}`), colNames: a.pe[0].map((_, j) => integer(j)), caption: say("caption.pe"), testid: "pos-pe" }));
     // the shaded table shows (PE + 1) / 2; its text must be PE itself
     const cells = parts[parts.length - 1].querySelectorAll("td");
     a.pe.flat().forEach((v, k) => (cells[k].textContent = fixed3(v)));
@@ -191,8 +224,12 @@ function pair(a, stepId, hide = false) {
 
 export default {
   id: "positions",
-  title: "Word order",
-  summary: "Without positions, reordered words get the same weights, moved; sinusoids or learned positions change them.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: { words: DEFAULT_WORDS, order: DEFAULT_ORDER, layer: "0", head: "2" },
   // the proof line and the first order's table (the real model's 7 × 7 tables stack; the 3D view sets them side by side)
   figure: "#chapter-stage, [data-testid=pos-proof], #chapter-panel .ca-pair > :first-child table",
@@ -215,33 +252,34 @@ export default {
 
   mount(ctx) {
     const form = el("form", { className: "ca-form", dataset: { testid: "pos-form" } });
-    const words = el("input", { type: "text", maxlength: "400", "aria-label": "Words of the sentence", dataset: { testid: "pos-words" } });
-    const order = el("input", { type: "text", maxlength: "80", "aria-label": "The other order: word numbers from 0", dataset: { testid: "pos-order" } });
-    const reverse = el("button", { type: "button", dataset: { testid: "pos-reverse" } }, "Reverse");
-    form.append(el("label", { className: "ca-label" }, "Words"), words, el("label", { className: "ca-label" }, "Order"), order, el("button", { type: "submit" }, "Run"), reverse);
+    const words = el("input", { type: "text", maxlength: "400", dir: "auto", "aria-label": say("form.words"), dataset: { testid: "pos-words" } });
+    const order = el("input", { type: "text", maxlength: "80", dir: "ltr", "aria-label": say("form.order"), dataset: { testid: "pos-order" } });
+    const reverse = el("button", { type: "button", dataset: { testid: "pos-reverse" } }, say("form.reverse"));
+    form.append(el("label", { className: "ca-label" }, say("form.wordsLabel")), words, el("label", { className: "ca-label" }, say("form.orderLabel")), order, el("button", { type: "submit" }, t("lesson.run")), reverse);
+    // the example's words in the page's language go to the server as the models read them
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      const ws = words.value.split(/\s+/).filter(Boolean);
+      const ws = sentWords(words.value);
       const same = ws.join(" ") === wordsOf(ctx).join(" ");
       ctx.setParams({ words: ws.join(" "), order: same ? order.value.trim() : "" });
     });
     reverse.addEventListener("click", () => {
-      const n = words.value.split(/\s+/).filter(Boolean).length;
-      ctx.setParams({ words: words.value.split(/\s+/).filter(Boolean).join(" "), order: [...Array(n).keys()].reverse().join(" ") });
+      const ws = sentWords(words.value);
+      ctx.setParams({ words: ws.join(" "), order: [...Array(ws.length).keys()].reverse().join(" ") });
     });
     const modelBar = el("div", { className: "ca-form" });
     const pick = (label, n, key) => {
       const s = el("select", { "aria-label": label, dataset: { testid: `pos-${key}` } });
-      for (let i = 0; i < n; i++) s.append(el("option", { value: String(i) }, String(i)));
+      for (let i = 0; i < n; i++) s.append(el("option", { value: String(i) }, integer(i)));
       s.addEventListener("change", () => ctx.setParams({ [key]: s.value }));
       const wrap = el("label", { className: "ca-label" }, `${label} `);
       wrap.append(s);
       return [wrap, s];
     };
-    const [layerWrap, layer] = pick("Layer", 6, "layer");
-    const [headWrap, head] = pick("Head", 12, "head");
+    const [layerWrap, layer] = pick(say("form.layer"), 6, "layer");
+    const [headWrap, head] = pick(say("form.head"), 12, "head");
     modelBar.append(layerWrap, headWrap);
-    const note = el("p", { className: "ca-note" }, "2 to 12 words. Order: the word numbers (from 0) of the other order, e.g. 0 4 2 3 1.");
+    const note = el("p", { className: "ca-note" }, say("form.note", { example: "0 4 2 3 1" }));
     const out = el("div", { className: "ca-out" });
     ctx.panel.append(out, form, note, modelBar); // the tables first: the step's text speaks of them
     const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
@@ -249,7 +287,7 @@ export default {
     let looked = "";
     return {
       update(a, stepId) {
-        words.value = a.words.join(" ");
+        words.value = joined(shownWords(a.words));
         order.value = a.order.join(" ");
         modelBar.hidden = stepId !== "model";
         layer.value = String(a.model?.layer ?? ctx.params.layer);
@@ -280,13 +318,13 @@ export default {
 
   numbers: (a, stepId, ctx) => {
     // short labels: each item stays on one line on a phone
-    const items = [{ label: "order", value: a.order.join(" "), testid: "pos-order-used" }];
+    const items = [{ label: say("number.order"), value: leftToRight(a.order.map(integer).join(" ")), testid: "pos-order-used" }];
     if (ctx?.withheld) return items; // the reordered weights are the class's question
     if (stepId === "plain") items.push({ label: "max |W′ − PWPᵀ|", value: gapText(a.plain_gap), testid: "pos-plain-gap" });
-    if (stepId === "sinusoid") items.push({ label: "max |W′ − PWPᵀ|", value: a.encoded_gap.toFixed(4), testid: "pos-enc-gap" });
+    if (stepId === "sinusoid") items.push({ label: "max |W′ − PWPᵀ|", value: fixed4(a.encoded_gap), testid: "pos-enc-gap" });
     if (stepId === "model" && a.model) {
-      items.push({ label: "layer, head", value: `${a.model.layer}, ${a.model.head}`, testid: "pos-model-head" });
-      items.push({ label: "max |W′ − PWPᵀ|", value: a.model.gap === null ? "—" : a.model.gap.toFixed(4), testid: "pos-model-gap" });
+      items.push({ label: say("number.layerHead"), value: `${integer(a.model.layer)}${t("format.phraseSeparator")}${integer(a.model.head)}`, testid: "pos-model-head" });
+      items.push({ label: "max |W′ − PWPᵀ|", value: a.model.gap === null ? "—" : fixed4(a.model.gap), testid: "pos-model-gap" });
     }
     return items;
   },

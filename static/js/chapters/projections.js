@@ -1,24 +1,21 @@
 // Chapter `projections`: where q, k and v come from. The "SELECT * FROM customers" example
 // (NumPy's random seed 42, then X, W_Q, W_K, W_V drawn in that order): a token's embedding x times
 // three learned matrices gives its query, key and value. Every number comes from GET /api/projections.
+//
+// Its words are in the catalogs (keys "chapter.projections.…"), read when drawn (chapters/CONTRACT.md:
+// "Words in every language"); the example's tokens are code, the same in every language.
 
 import { el } from "../dom.js";
 import { fixed3, short } from "../format.js";
+import { integer, listOf, t } from "../i18n.js";
 import { TokenProjection } from "../scene/xqkv.js";
+import { fixed4, quote } from "./widgets.js";
 
-const quote = (w) => `“${w}”`;
+/** This chapter's message `key` (chapter.projections.<key>) with `values`. */
+const say = (key, values) => t(`chapter.projections.${key}`, values);
 const NAMES = { q: "W_Q", k: "W_K", v: "W_V" };
-const ROLE = {
-  q: "what it is looking for (its query)",
-  k: "what it offers to the others (its key)",
-  v: "what it passes on when someone attends to it (its value)",
-};
-/** What training does to each matrix (here they are random). */
-const TRAINED = {
-  q: "training sets W_Q, together with W_K, so that a word's query meets the keys of the words it needs",
-  k: "training sets W_K, together with W_Q, so that the right queries and keys meet",
-  v: "training sets W_V so that what a word passes on is useful to the words that attend to it",
-};
+/** A vector's first three numbers and "…": "[0.497, −0.138, 0.648, …]". */
+const head3 = (row) => `[${listOf([...row.slice(0, 3).map(fixed3), "…"])}]`;
 
 function tokenOf(a, ctx) {
   const t = Number(ctx.params.tok);
@@ -33,21 +30,24 @@ function projectionStep(kind) {
   return {
     id: kind,
     figure: `#chapter-stage, #chapter-panel .ca-out > :nth-child(-n + 2)`, // x and its product (the 8 × 8 matrix after)
-    title: `${kind} = x · ${NAMES[kind]}`,
+    title: `${kind} = x · ${NAMES[kind]}`, // a formula: the same in every language
     short: kind,
     text: (a, ctx) => {
-      const t = tokenOf(a, ctx);
-      const x = a.x[t];
+      const i = tokenOf(a, ctx);
+      const x = a.x[i];
       const col = a[`w_${kind}`].map((row) => row[0]);
-      const out = a[kind][t];
-      return (
-        `${quote(a.tokens[t])} multiplies its x by ${NAMES[kind]}, an 8 × 8 matrix, to say ${ROLE[kind]}. ` +
-        `Each of the 8 numbers of ${kind} is x dotted with one column of ${NAMES[kind]}; the first is ` +
-        `${term(x[0], col[0])} + ${term(x[1], col[1])} + … + ${term(x[7], col[7])} = ${fixed3(out[0])}. ` +
-        `The result ${kind} = [${out.slice(0, 3).map(fixed3).join(", ")}, …] has length ‖${kind}‖ = ${fixed3(norm(out))} ` +
-        `(the length of an arrow: √ of the sum of its squared numbers) where x had ‖x‖ = ${fixed3(norm(x))}: the matrix ` +
-        `turns and stretches x. Here ${NAMES[kind]} is random; in a trained model, ${TRAINED[kind]}.`
-      );
+      const out = a[kind][i];
+      return say("product.text", {
+        token: a.tokens[i],
+        kind,
+        which: kind,
+        W: NAMES[kind],
+        sum: `${term(x[0], col[0])} + ${term(x[1], col[1])} + … + ${term(x[7], col[7])}`,
+        first: fixed3(out[0]),
+        result: head3(out),
+        norm: fixed3(norm(out)),
+        xnorm: fixed3(norm(x)),
+      });
     },
   };
 }
@@ -56,17 +56,19 @@ const STEPS = [
   {
     id: "x",
     figure: "#chapter-stage, [data-testid=proj-x]",
-    title: "Each token starts as a vector x",
+    get title() {
+      return say("x.title");
+    },
     short: "x",
     text: (a, ctx) => {
-      const t = tokenOf(a, ctx);
-      return (
-        `This example has ${a.tokens.length} tokens (${a.tokens.map(quote).join(", ")}, the start of a database ` +
-        `query), each an embedding x of ${a.x[0].length} numbers, drawn at random before anything else. ${quote(a.tokens[t])} is ` +
-        `x = [${a.x[t].slice(0, 3).map(fixed3).join(", ")}, …]. On its own, x says what the token is, not what it ` +
-        `should look for or offer: attention first makes three new vectors from it. The 3D view draws the first 3 of ` +
-        `its 8 coordinates.`
-      );
+      const i = tokenOf(a, ctx);
+      return say("x.text", {
+        n: integer(a.tokens.length),
+        tokens: a.tokens.map(quote).join(t("format.phraseSeparator")),
+        d: integer(a.x[0].length),
+        token: a.tokens[i],
+        x: head3(a.x[i]),
+      });
     },
   },
   projectionStep("q"),
@@ -75,28 +77,27 @@ const STEPS = [
   {
     id: "all",
     figure: "#chapter-stage, [data-testid=proj-q-all]", // Q; K and V follow below
-    title: "Every token at once: Q = X · W_Q",
-    short: "all",
-    text: (a) =>
-      `Stack the ${a.tokens.length} embeddings as the rows of X (${a.tokens.length} × 8) and one matrix product gives ` +
-      `every query: Q = X · W_Q, and likewise K = X · W_K, V = X · W_V. Row i of Q is token i's q, exactly the ` +
-      `vector of the steps before. The same three matrices serve every token and every position: a model learns ` +
-      `3 × 8 × 8 = 192 numbers here, however long the sentence. These Q, K, V are the ones the attention view ` +
-      `uses for the example "SELECT * FROM customers".`,
+    get title() {
+      return say("all.title");
+    },
+    get short() {
+      return say("all.short");
+    },
+    text: (a) => say("all.text", { n: integer(a.tokens.length) }),
   },
 ];
 
 function matrixTable(rows, { caption, rowNames = null, colNames = null, hotRow = null, testid = null }) {
-  const t = el("table", { className: "ca-table ca-heat" });
-  if (testid) t.dataset.testid = testid;
-  t.append(el("caption", {}, caption));
+  const table = el("table", { className: "ca-table ca-heat" });
+  if (testid) table.dataset.testid = testid;
+  table.append(el("caption", {}, caption));
   if (colNames) {
     const tr = el("tr");
     if (rowNames) tr.append(el("th"));
     for (const c of colNames) tr.append(el("th", { scope: "col" }, c));
     const thead = el("thead");
     thead.append(tr);
-    t.append(thead);
+    table.append(thead);
   }
   const body = el("tbody");
   rows.forEach((row, i) => {
@@ -105,33 +106,39 @@ function matrixTable(rows, { caption, rowNames = null, colNames = null, hotRow =
     row.forEach((v, j) => tr.append(el("td", testid ? { dataset: { testid: `${testid}-${i}-${j}` } } : {}, fixed3(v))));
     body.append(tr);
   });
-  t.append(body);
+  table.append(body);
   // a box that may scroll sideways on a phone: keyboard users reach it with Tab, then the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": t.querySelector("caption")?.textContent ?? "table" });
-  box.append(t);
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("lesson.table") });
+  box.append(table);
   return box;
 }
 
-const COLS = Array.from({ length: 8 }, (_, j) => String(j + 1));
+/** The 8 columns' numbers, in the page's digits. */
+const cols = () => Array.from({ length: 8 }, (_, j) => integer(j + 1));
 
 function panelFor(a, t, stepId) {
-  if (stepId === "x") return [matrixTable(a.x, { caption: "X: one embedding per row", rowNames: a.tokens, colNames: COLS, hotRow: t, testid: "proj-x" })];
+  const columns = cols();
+  if (stepId === "x") return [matrixTable(a.x, { caption: say("caption.x"), rowNames: a.tokens, colNames: columns, hotRow: t, testid: "proj-x" })];
   if (stepId === "all") {
     return ["q", "k", "v"].map((k) =>
-      matrixTable(a[k], { caption: `${k.toUpperCase()} = X · ${NAMES[k]}`, rowNames: a.tokens, colNames: COLS, hotRow: t, testid: `proj-${k}-all` }),
+      matrixTable(a[k], { caption: `${k.toUpperCase()} = X · ${NAMES[k]}`, rowNames: a.tokens, colNames: columns, hotRow: t, testid: `proj-${k}-all` }),
     );
   }
   return [ // x and its product first (the step's text reads them), the 8 × 8 matrix after
-    matrixTable([a.x[t]], { caption: `x of ${quote(a.tokens[t])}`, colNames: COLS }),
-    matrixTable([a[stepId][t]], { caption: `${stepId} = x · ${NAMES[stepId]}`, colNames: COLS, testid: `proj-${stepId}` }),
-    matrixTable(a[`w_${stepId}`], { caption: `${NAMES[stepId]} (8 × 8)`, rowNames: COLS, colNames: COLS, testid: `proj-w-${stepId}` }),
+    matrixTable([a.x[t]], { caption: say("caption.xOf", { token: a.tokens[t] }), colNames: columns }),
+    matrixTable([a[stepId][t]], { caption: `${stepId} = x · ${NAMES[stepId]}`, colNames: columns, testid: `proj-${stepId}` }),
+    matrixTable(a[`w_${stepId}`], { caption: `${NAMES[stepId]} (8 × 8)`, rowNames: columns, colNames: columns, testid: `proj-w-${stepId}` }),
   ];
 }
 
 export default {
   id: "projections",
-  title: "Where q, k and v come from",
-  summary: "Each token's x times three learned matrices, W_Q, W_K and W_V, gives its query, key and value.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: { tok: "3" }, // not "token": the classroom takes ?token= (the teacher token) out of the address bar
   steps: STEPS,
 
@@ -140,9 +147,9 @@ export default {
   },
 
   mount(ctx) {
-    const choices = el("div", { className: "ca-choices", role: "group", "aria-label": "Token" });
+    const choices = el("div", { className: "ca-choices", role: "group", "aria-label": say("choices") });
     const out = el("div", { className: "ca-out" });
-    const note = el("p", { className: "ca-note" }, "The 3D view shows the first 3 of the 8 coordinates of each vector; the vectors shown together share one scale.");
+    const note = el("p", { className: "ca-note" }, say("note"));
     ctx.panel.append(out, choices, note); // the tables first: the step's text speaks of them
     const scene = ctx.stage ? new TokenProjection(ctx.stage) : null;
     return {
@@ -165,14 +172,14 @@ export default {
   },
 
   numbers: (a, stepId, ctx) => {
-    const t = tokenOf(a, ctx);
+    const i = tokenOf(a, ctx);
     const kinds = stepId === "x" ? ["x"] : stepId === "all" ? ["q", "k", "v"] : ["x", stepId];
-    const items = [{ label: "token", value: `${t} (${a.tokens[t]})`, testid: "proj-token" }];
+    const items = [{ label: say("number.token"), value: `${integer(i)} (${a.tokens[i]})`, testid: "proj-token" }];
     return items.concat(kinds.flatMap((k) => {
-      const row = k === "x" ? a.x[t] : a[k][t];
+      const row = k === "x" ? a.x[i] : a[k][i];
       return [
-        { label: `${k}[0]`, value: row[0].toFixed(4), testid: `proj-${k}-0` },
-        { label: `‖${k}‖`, value: norm(row).toFixed(4), testid: `proj-${k}-norm` },
+        { label: `${k}[0]`, value: fixed4(row[0]), testid: `proj-${k}-0` },
+        { label: `‖${k}‖`, value: fixed4(norm(row)), testid: `proj-${k}-norm` },
       ];
     }));
   },

@@ -3,25 +3,39 @@
 // the first word still counts in each (‖∂h_t/∂x_1‖₂, the exact Jacobian by the chain rule) and,
 // on the same words, the attention weight the last word puts on the first. POST /api/rnn.
 //
-// Note for lesson.js's owner: the numbers list gives each label class "label", which app.css also
-// styles for the 3D view's labels (nowrap, max-width 9em, ellipsis), so a long label is cut short
-// and a long value runs past a phone's edge. These chapters keep their labels short meanwhile; a
-// class of its own (e.g. "number-label") would let any chapter name its numbers in full.
+// Its words are in the catalogs (static/i18n/<lang>.json, keys "chapter.rnn.…"), read when drawn
+// (chapters/CONTRACT.md: "Words in every language"). The worked example's words are shown in the
+// page's language where it carries them word for word (widgets.js shownWords); the server always
+// gets the words as the models read them, so the numbers are the same in every language.
 
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
+import { decimal, integer, language, listOf, locale, t } from "../i18n.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { RnnChain } from "../scene/chain.js";
-import { scrollBox } from "./widgets.js";
+import { exampleNote, scrollBox, sentWords, shownWords, unbroken } from "./widgets.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
 const LONG = "the animal did not cross the street because it was too tired";
-const quote = (w) => `“${w}”`;
 
-/** 4 decimals, or 3 significant digits in e-notation when smaller than 0.001. */
+/** This chapter's message `key` (chapter.rnn.<key>) with `values`. */
+const say = (key, values) => t(`chapter.rnn.${key}`, values);
+const english = () => language() === "en";
+
+/** 4 decimals, or 3 significant digits in e-notation when smaller than 0.001 (in the language's digits). */
 export function sig(x) {
-  if (x !== 0 && Math.abs(x) < 0.001) return x.toExponential(2).replace("-", "\u2212");
-  return x.toFixed(4);
+  if (x !== 0 && Math.abs(x) < 0.001) {
+    if (english()) return x.toExponential(2).replace("-", "\u2212");
+    const [mantissa, exponent] = x.toExponential(2).split("e");
+    return `${decimal(Number(mantissa), 2)}e${decimal(Number(exponent), 0)}`;
+  }
+  return english() ? x.toFixed(4) : decimal(x, 4);
+}
+
+/** Three significant digits ("12.3", "1.50e+3" as JavaScript writes them in English). */
+function precise3(x) {
+  if (english()) return x.toPrecision(3);
+  return new Intl.NumberFormat(locale(), { minimumSignificantDigits: 3, maximumSignificantDigits: 3, useGrouping: false }).format(x);
 }
 
 function wordsOf(params) {
@@ -30,73 +44,97 @@ function wordsOf(params) {
 
 function ratio(a) {
   const r = a.influence[0] / a.influence[a.influence.length - 1];
-  return r >= 1 ? `${r.toPrecision(3)} times smaller` : `${(1 / r).toPrecision(3)} times larger (these words keep it alive)`;
+  return r >= 1 ? say("fade.smaller", { r: precise3(r) }) : say("fade.larger", { r: precise3(1 / r) });
 }
+
+
+/** h's numbers as a list: "[0.123, −0.456]" ("[0,123; −0,456]" where the decimal sign is a comma). */
+const vector = (row) => `[${listOf(row.map(fixed3))}]`;
 
 const STEPS = [
   {
     id: "chain",
-    title: "One word at a time",
-    short: "chain",
+    get title() {
+      return say("chain.title");
+    },
+    get short() {
+      return say("chain.short");
+    },
     text: (a) => {
       const n = a.words.length;
-      const h = a.h[n - 1].map(fixed3).join(", ");
+      const words = shownWords(a.words);
+      const note = exampleNote(a.words);
       return (
-        `A recurrent network keeps one memory vector, the hidden state h, and updates it word by word: ` +
-        `h_t = tanh(W_h·h_{t−1} + W_x·x_t). Here h has ${a.d_h} numbers, always between −1 and 1 (tanh keeps them there). ` +
-        `The 3D view draws the chain h_0 → h_1 → … → h_${n}, one arrow per word, with h's numbers as small bars over each ` +
-        `state. To reach h_${n} ` +
-        `(for ${quote(a.words[n - 1])}: [${h}]) the network has to take all ${a.rnn_steps} steps in order, because each ` +
-        `needs the one before it. A GPU cannot share that work out: word ${n} waits for word ${n - 1}.`
+        say("chain.text", {
+          formula: unbroken("h_t = tanh(W_h·h_{t−1} + W_x·x_t)"),
+          chain: unbroken(`h_0 → h_1 → … → h_${integer(n)}`),
+          hn: `h_${integer(n)}`,
+          dh: integer(a.d_h),
+          n: integer(n),
+          prev: integer(n - 1),
+          last: words[n - 1],
+          h: vector(a.h[n - 1]),
+          steps: integer(a.rnn_steps),
+        }) + (note ? ` ${note}` : "")
       );
     },
   },
   {
     id: "fade",
-    title: "The first word fades",
-    short: "fade",
+    get title() {
+      return say("fade.title");
+    },
+    get short() {
+      return say("fade.short");
+    },
     text: (a, ctx) => {
-      if (ctx?.withheld) return HIDDEN;
+      if (ctx?.withheld) return t("lesson.hidden");
       const n = a.words.length;
-      return (
-        `How much does ${quote(a.words[0])} still count in h_t? Nudge the first word's x a tiny bit and ask how far h_t ` +
-        `can move. The server works that out exactly: ∂h_t/∂x_1 is a ` +
-        `${a.d_h} × ${a.d_x} matrix, built by the chain rule through every tanh on the way, and its spectral norm ` +
-        `(largest singular value) is the most a small change of the first word can move h_t. It is ` +
-        `${sig(a.influence[0])} at h_1 and ${sig(a.influence[n - 1])} at h_${n}: ${ratio(a)} ` +
-        `after ${n - 1} more words. Each step multiplies by W_h and by tanh′ ≤ 1, so early words fade ` +
-        `(and during training their gradients vanish the same way). The spheres are sized by this number.`
-      );
+      return say("fade.text", {
+        first: shownWords(a.words)[0],
+        dh: integer(a.d_h),
+        dx: integer(a.d_x),
+        atFirst: sig(a.influence[0]),
+        atLast: sig(a.influence[n - 1]),
+        hn: `h_${integer(n)}`,
+        ratio: ratio(a),
+        more: n - 1,
+      });
     },
   },
   {
     id: "direct",
-    title: "Attention: every word at once",
-    short: "attention",
+    get title() {
+      return say("direct.title");
+    },
+    get short() {
+      return say("direct.short");
+    },
     text: (a) => {
       const n = a.words.length;
-      return (
-        `Attention on the same ${n} words (q = x·W_Q, k = x·W_K, with fixed random W_Q and W_K) needs no chain: ` +
-        `${quote(a.words[n - 1])} compares its query with every key in one matrix product, so the first word is ` +
-        `one link away, not ${n - 1}. It gives ${quote(a.words[0])} a weight of ${fixed3(a.last_to_first)}. ` +
-        `That weight is a different kind of number from the fading one of the step before, so do not compare the two ` +
-        `values; compare how they behave: the RNN's grows smaller with every word in between, the attention weight does ` +
-        `not depend on the distance at all, only on what the two words' q and k say. ` +
-        `Steps that must run one after another: ${a.rnn_steps} for the RNN, ${a.attention_steps} for attention.`
-      );
+      const words = shownWords(a.words);
+      return say("direct.text", {
+        n: integer(n),
+        last: words[n - 1],
+        first: words[0],
+        prev: integer(n - 1),
+        w: fixed3(a.last_to_first),
+        rnnSteps: integer(a.rnn_steps),
+        attentionSteps: integer(a.attention_steps),
+      });
     },
   },
 ];
 
-const HIDDEN = "The numbers that answer the class's question are hidden for now: think first.";
-
 /** The table; while the class answers (`hide`) without the first word's influence (the question's answer). */
 function table(a, stepId, hide = false) {
   const n = a.words.length;
+  const words = shownWords(a.words);
   const t = el("table", { className: "ca-table", dataset: { testid: "rnn-table" } });
-  t.append(el("caption", {}, stepId === "direct" ? `Attention of ${quote(a.words[n - 1])} on every word` : `Hidden states, and how much ${quote(a.words[0])} counts in each`));
+  t.append(el("caption", {}, stepId === "direct" ? say("table.attention", { last: words[n - 1] }) : say("table.states", { first: words[0] })));
   const head = el("tr");
-  const cols = stepId === "direct" ? ["word", "weight", ""] : hide ? ["t", "word", "h_t"] : ["t", "word", "h_t", "‖∂h_t/∂x₁‖₂", ""];
+  const word = say("column.word");
+  const cols = stepId === "direct" ? [word, say("column.weight"), ""] : hide ? ["t", word, "h_t"] : ["t", word, "h_t", "‖∂h_t/∂x₁‖₂", ""];
   for (const c of cols) head.append(el("th", { scope: "col" }, c));
   const thead = el("thead");
   thead.append(head);
@@ -110,10 +148,10 @@ function table(a, stepId, hide = false) {
     if (stepId === "direct") {
       const w = a.weights[n - 1][i];
       bar.style.width = `${(100 * w) / wtop}%`;
-      tr.append(el("td", {}, a.words[i]), el("td", { dataset: { testid: `rnn-weight-${i}` } }, fixed3(w)));
+      tr.append(el("td", {}, words[i]), el("td", { dataset: { testid: `rnn-weight-${i}` } }, fixed3(w)));
     } else {
       bar.style.width = `${(100 * a.influence[i]) / top}%`;
-      tr.append(el("td", {}, String(i + 1)), el("td", {}, a.words[i]), el("td", { className: "ca-vec" }, `[${a.h[i].map(fixed3).join(", ")}]`));
+      tr.append(el("td", {}, integer(i + 1)), el("td", {}, words[i]), el("td", { className: "ca-vec" }, vector(a.h[i])));
       if (hide) {
         body.append(tr);
         continue;
@@ -131,8 +169,12 @@ function table(a, stepId, hide = false) {
 
 export default {
   id: "rnn",
-  title: "Why not an RNN",
-  summary: "A recurrent network reads one word at a time and the first word fades; attention links every word in one step.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: { words: DEFAULT_WORDS },
   figure: "#chapter-stage, [data-testid=rnn-table]", // what every step's text reads: the view and the table
   steps: STEPS,
@@ -143,26 +185,27 @@ export default {
 
   mount(ctx) {
     const form = el("form", { className: "ca-form", dataset: { testid: "rnn-form" } });
-    const input = el("input", { type: "text", maxlength: "1600", "aria-label": "Words for the RNN, separated by spaces", dataset: { testid: "rnn-words" } });
-    input.value = wordsOf(ctx.params).join(" ");
-    const long = el("button", { type: "button", dataset: { testid: "rnn-long" } }, "Try 12 words");
+    const input = el("input", { type: "text", maxlength: "1600", dir: "auto", "aria-label": say("form.words"), dataset: { testid: "rnn-words" } });
+    input.value = shownWords(wordsOf(ctx.params)).join(" ");
+    const long = el("button", { type: "button", dataset: { testid: "rnn-long" } }, say("form.long"));
     long.addEventListener("click", () => ctx.setParams({ words: LONG }));
-    form.append(el("label", { className: "ca-label" }, "Words"), input, el("button", { type: "submit", dataset: { testid: "rnn-run" } }, "Run"), long);
+    form.append(el("label", { className: "ca-label" }, say("form.label")), input, el("button", { type: "submit", dataset: { testid: "rnn-run" } }, t("lesson.run")), long);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      const words = input.value.split(/\s+/).filter(Boolean).join(" ");
+      const words = sentWords(input.value).join(" "); // the example's words in the page's language go as the models read them
       if (words) ctx.setParams({ words });
     });
-    const note = el("p", { className: "ca-note" }, "2 to 64 words. The same word always gets the same x; the weights are fixed.");
+    const note = el("p", { className: "ca-note" }, say("form.note"));
     const out = el("div", { className: "ca-out" });
     ctx.panel.append(out, form, note);
     const chain = ctx.stage ? new RnnChain(ctx.stage) : null;
     return {
       update(answer, stepId) {
-        input.value = answer.words.join(" ");
+        const words = shownWords(answer.words);
+        input.value = words.join(" ");
         const hide = Boolean(ctx.withheld);
         out.replaceChildren(table(answer, stepId, hide));
-        chain?.update(answer, { influence: stepId === "fade" && !hide, links: stepId === "direct" && !hide });
+        chain?.update({ ...answer, words }, { influence: stepId === "fade" && !hide, links: stepId === "direct" && !hide });
       },
       dispose() {
         chain?.dispose();
@@ -174,15 +217,15 @@ export default {
     const n = a.words.length;
     const steps = [
       // short labels: each item stays on one line on a phone
-      { label: "steps, RNN", value: String(a.rnn_steps), testid: "rnn-steps" },
-      { label: "steps, attention", value: String(a.attention_steps), testid: "attention-steps" },
+      { label: say("number.rnnSteps"), value: integer(a.rnn_steps), testid: "rnn-steps" },
+      { label: say("number.attentionSteps"), value: integer(a.attention_steps), testid: "attention-steps" },
     ];
     if (ctx?.withheld) return steps; // the influence is the class's question
     return [
       ...steps,
       { label: "‖∂h_1/∂x_1‖₂", value: sig(a.influence[0]), testid: "rnn-influence-first" },
       { label: `‖∂h_${n}/∂x_1‖₂`, value: sig(a.influence[n - 1]), testid: "rnn-influence-last" },
-      { label: "weight last → first", value: sig(a.last_to_first), testid: "rnn-last-to-first" },
+      { label: say("number.lastToFirst"), value: sig(a.last_to_first), testid: "rnn-last-to-first" },
     ];
   },
 

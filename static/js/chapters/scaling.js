@@ -1,11 +1,15 @@
 // Chapter `scaling`: why attention divides by √d_k. With q and k of unit variance, q·k spreads
 // like √d_k, and softmax of such wide scores turns one-hot; dividing by √d_k keeps the spread at
 // 1 at any d_k. The server draws seeded vectors and measures. POST /api/scaling.
+//
+// Its words are in the catalogs (keys "chapter.scaling.…"), read when drawn (chapters/CONTRACT.md:
+// "Words in every language").
 
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
+import { decimal, integer, language, listOf, locale, t } from "../i18n.js";
 import { BarGrid } from "../scene/bargrid.js";
-import { scrollBox } from "./widgets.js";
+import { fixed4, scrollBox } from "./widgets.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const MIN = 2;
@@ -17,57 +21,76 @@ function dkOf(ctx) {
 }
 
 const f3 = (x) => fixed3(x);
-const HIDDEN = "The numbers that answer the class's question are hidden for now: think first.";
+/** This chapter's message `key` (chapter.scaling.<key>) with `values`. */
+const say = (key, values) => t(`chapter.scaling.${key}`, values);
+/** A count with the language's thousands separator ("100,000", "100.000"). */
+const grouped = (n) => (language() === "en" ? n.toLocaleString("en") : new Intl.NumberFormat(locale()).format(n));
 const keysNamed = (a) => Array.from({ length: a.keys }, (_, j) => `k${j + 1}`);
 
 const STEPS = [
   {
     id: "spread",
     figure: "#chapter-stage, [data-testid=scaling-chart], #chapter-panel .ca-legend",
-    title: "q·k spreads like √d_k",
-    short: "spread",
+    get title() {
+      return say("spread.title");
+    },
+    get short() {
+      return say("spread.short");
+    },
     text: (a) =>
-      `Take a query and a key whose ${a.d_k} numbers are drawn independently with mean 0 and variance 1. Their dot ` +
-      `product adds ${a.d_k} products, each of variance 1, so its variance is d_k and its spread (standard ` +
-      `deviation) is √d_k = ${f3(a.sqrt_d_k)}. The server drew ${a.samples.toLocaleString("en")} such pairs and measured ` +
-      `${f3(a.std)} (mean ${f3(a.mean)}). So the scores grow with d_k, the number of coordinates, not with how ` +
-      `well q and k agree: a head with more coordinates would get wilder scores for the same agreement. The chart ` +
-      `shows the measured spread for d_k = 2 … 1024 against √d_k.`,
+      say("spread.text", { dk: integer(a.d_k), sqrt: f3(a.sqrt_d_k), samples: grouped(a.samples), std: f3(a.std), mean: f3(a.mean) }),
   },
   {
     id: "unscaled",
     figure: "#chapter-stage, [data-testid=scaling-row]", // the chart of every d_k follows
-    title: "Without the division, softmax turns one-hot",
-    short: "unscaled",
+    get title() {
+      return say("unscaled.title");
+    },
+    get short() {
+      return say("unscaled.short");
+    },
     text: (a, ctx) =>
-      ctx?.withheld ? HIDDEN :
-      `One query against ${a.keys} keys, d_k = ${a.d_k}: softmax of the raw scores gives its largest weight ` +
-      `${f3(a.max_unscaled)}, and an entropy (how spread out the row is, in nats: natural log) of ${f3(a.entropy_unscaled)}; ` +
-      `an even row of ${a.keys} has ln ${a.keys} = ${f3(a.ln_keys)}, a one-hot row 0. Over ${a.queries} queries the largest weight averages ` +
-      `${f3(a.mean_max_unscaled)}. As d_k grows the scores spread further apart, exp() magnifies the gaps, and nearly ` +
-      `all the weight lands on one key: the other keys get almost nothing, and training gets almost no signal (gradient) to change them by.`,
+      ctx?.withheld
+        ? t("lesson.hidden")
+        : say("unscaled.text", {
+            keys: integer(a.keys),
+            dk: integer(a.d_k),
+            max: f3(a.max_unscaled),
+            entropy: f3(a.entropy_unscaled),
+            lnKeys: f3(a.ln_keys),
+            queries: integer(a.queries),
+            meanMax: f3(a.mean_max_unscaled),
+          }),
   },
   {
     id: "scaled",
     figure: "#chapter-stage, [data-testid=scaling-row]",
-    title: "With ÷√d_k it stays soft",
-    short: "scaled",
+    get title() {
+      return say("scaled.title");
+    },
+    get short() {
+      return say("scaled.short");
+    },
     text: (a, ctx) =>
-      ctx?.withheld ? HIDDEN :
-      `Dividing every score by √d_k = ${f3(a.sqrt_d_k)} brings their spread back to about 1 whatever d_k is. The same ` +
-      `query's largest weight is now ${f3(a.max_scaled)} (entropy ${f3(a.entropy_scaled)} nats), and over ` +
-      `${a.queries} queries it averages ${f3(a.mean_max_scaled)} instead of ${f3(a.mean_max_unscaled)}. The chart shows ` +
-      `it for every d_k: unscaled, the largest weight climbs towards 1; scaled, it stays flat. That is the √d_k in ` +
-      `softmax(Q·Kᵀ / √d_k).`,
+      ctx?.withheld
+        ? t("lesson.hidden")
+        : say("scaled.text", {
+            sqrt: f3(a.sqrt_d_k),
+            max: f3(a.max_scaled),
+            entropy: f3(a.entropy_scaled),
+            queries: integer(a.queries),
+            meanScaled: f3(a.mean_max_scaled),
+            meanUnscaled: f3(a.mean_max_unscaled),
+          }),
   },
 ];
 
 /** The softmax's numbers (the class's question while it answers). */
 const softmaxNumbers = (a) => [
-  { label: "max w, unscaled", value: a.max_unscaled.toFixed(4), testid: "scaling-max-unscaled" },
-  { label: "max w, ÷√d_k", value: a.max_scaled.toFixed(4), testid: "scaling-max-scaled" },
-  { label: "entropy (nats), unscaled", value: a.entropy_unscaled.toFixed(4), testid: "scaling-entropy-unscaled" },
-  { label: "entropy (nats), ÷√d_k", value: a.entropy_scaled.toFixed(4), testid: "scaling-entropy-scaled" },
+  { label: say("number.maxUnscaled"), value: fixed4(a.max_unscaled), testid: "scaling-max-unscaled" },
+  { label: say("number.maxScaled"), value: fixed4(a.max_scaled), testid: "scaling-max-scaled" },
+  { label: say("number.entropyUnscaled"), value: fixed4(a.entropy_unscaled), testid: "scaling-entropy-unscaled" },
+  { label: say("number.entropyScaled"), value: fixed4(a.entropy_scaled), testid: "scaling-entropy-scaled" },
 ];
 
 /** A line chart over d_k = 2 … 1024 (log scale), built as SVG elements (no markup strings). */
@@ -94,19 +117,19 @@ function chart(a, series, { yMax, yLabel, testid }) {
   const y = (v) => T + (1 - v / yMax) * (H - T - B);
   node("line", { x1: L, y1: y(0), x2: W - R, y2: y(0), class: "ca-axis-line" });
   node("line", { x1: L, y1: T, x2: L, y2: y(0), class: "ca-axis-line" });
-  for (const d of [2, 8, 32, 128, 512]) node("text", { x: x(d), y: H - B + 14, "text-anchor": "middle" }, String(d));
-  node("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, "d_k (log scale)");
-  for (const v of [0, yMax / 2, yMax]) node("text", { x: L - 4, y: y(v) + 4, "text-anchor": "end" }, v % 1 ? v.toFixed(1) : String(v));
+  for (const d of [2, 8, 32, 128, 512]) node("text", { x: x(d), y: H - B + 14, "text-anchor": "middle" }, integer(d));
+  node("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, say("chart.axis"));
+  for (const v of [0, yMax / 2, yMax]) node("text", { x: L - 4, y: y(v) + 4, "text-anchor": "end" }, v % 1 ? decimal(v, 1) : integer(v));
   for (const s of series) {
     const pts = a.sweep.map((p) => `${x(p.d_k).toFixed(1)},${y(s.value(p)).toFixed(1)}`).join(" ");
     node("polyline", { points: pts, class: s.cls });
   }
   node("line", { x1: x(a.d_k), y1: T, x2: x(a.d_k), y2: y(0), class: "ca-now" });
-  const desc = series.map((s) => `${s.label}: ${a.sweep.map((p) => `${p.d_k}: ${s.value(p).toFixed(3)}`).join(", ")}`).join("; ");
-  svg.setAttribute("aria-label", `Chart. ${desc}`);
+  const desc = series.map((s) => `${s.label}: ${listOf(a.sweep.map((p) => `${integer(p.d_k)}: ${f3(s.value(p))}`))}`).join("; ");
+  svg.setAttribute("aria-label", say("chart.label", { desc }));
   const legend = el("ul", { className: "ca-legend" });
   series.forEach((s, i) => legend.append(el("li", { className: i ? "ca-key-b" : "ca-key-a" }, s.label)));
-  legend.append(el("li", {}, `pink line: d_k = ${a.d_k}`));
+  legend.append(el("li", {}, say("chart.now", { dk: integer(a.d_k) })));
   const box = el("div", { className: "ca-chart-box" });
   const row = el("div", { className: "ca-chart-row" }); // the legend beside the chart: both on the first screen
   row.append(svg, legend);
@@ -117,7 +140,7 @@ function chart(a, series, { yMax, yLabel, testid }) {
 /** One query's row: its scores, and (unless the class is answering a question about them) its softmax both ways. */
 function rowTable(a, hide = false) {
   const t = el("table", { className: "ca-table ca-heat", dataset: { testid: "scaling-row" } });
-  t.append(el("caption", {}, `One query against ${a.keys} keys, d_k = ${a.d_k}`));
+  t.append(el("caption", {}, say("table.caption", { keys: integer(a.keys), dk: integer(a.d_k) })));
   const head = el("tr");
   head.append(el("th"));
   for (const k of keysNamed(a)) head.append(el("th", { scope: "col" }, k));
@@ -142,8 +165,12 @@ function rowTable(a, hide = false) {
 
 export default {
   id: "scaling",
-  title: "Why divide by √d_k",
-  summary: "Dot products over d_k coordinates spread like √d_k; without the division softmax turns one-hot.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: { dk: "64" },
   steps: STEPS,
 
@@ -153,9 +180,9 @@ export default {
 
   mount(ctx) {
     const form = el("form", { className: "ca-form", dataset: { testid: "scaling-form" } });
-    const slider = el("input", { type: "range", min: "1", max: "10", step: "1", "aria-label": "d_k, in powers of two", dataset: { testid: "scaling-slider" } });
+    const slider = el("input", { type: "range", min: "1", max: "10", step: "1", "aria-label": say("form.slider"), dataset: { testid: "scaling-slider" } });
     const number = el("input", { type: "number", min: String(MIN), max: String(MAX), step: "1", "aria-label": "d_k", dataset: { testid: "scaling-dk" } });
-    form.append(el("label", { className: "ca-label" }, "d_k"), slider, number, el("button", { type: "submit" }, "Set"));
+    form.append(el("label", { className: "ca-label" }, "d_k"), slider, number, el("button", { type: "submit" }, say("form.set")));
     const send = (d) => ctx.setParams({ dk: String(d) });
     slider.addEventListener("input", () => {
       number.value = String(2 ** Number(slider.value));
@@ -165,7 +192,7 @@ export default {
       e.preventDefault();
       send(number.value.trim()); // the server checks it: 2 … 1024 (its 422 is shown)
     });
-    const note = el("p", { className: "ca-note" }, `d_k from ${MIN} to ${MAX}: the slider steps in powers of two, the box takes any whole number.`);
+    const note = el("p", { className: "ca-note" }, say("form.note", { min: integer(MIN), max: integer(MAX) }));
     const out = el("div", { className: "ca-out" });
     ctx.panel.append(out, form, note); // the chart and the table first: the step's text speaks of them
     const bars = ctx.stage ? new BarGrid(ctx.stage) : null;
@@ -179,16 +206,16 @@ export default {
         if (stepId === "spread" || hide) {
           parts.unshift( // the chart first: this step's text is about it
             chart(a, [
-              { label: "std of q·k", value: (p) => p.std, cls: "ca-line-a" },
+              { label: say("series.std"), value: (p) => p.std, cls: "ca-line-a" },
               { label: "√d_k", value: (p) => p.sqrt_d_k, cls: "ca-line-b" },
-            ], { yMax: 35, yLabel: "The spread of q·k against d_k", testid: "scaling-chart" }),
+            ], { yMax: 35, yLabel: say("chart.spread"), testid: "scaling-chart" }),
           );
         } else {
           parts.push( // the table first: this step's text reads its numbers
             chart(a, [
-              { label: "unscaled", value: (p) => p.mean_max_unscaled, cls: "ca-line-a" },
+              { label: say("series.unscaled"), value: (p) => p.mean_max_unscaled, cls: "ca-line-a" },
               { label: "÷√d_k", value: (p) => p.mean_max_scaled, cls: "ca-line-b" },
-            ], { yMax: 1, yLabel: `A row's largest weight (mean of ${a.queries} queries) against d_k`, testid: "scaling-chart" }),
+            ], { yMax: 1, yLabel: say("chart.largest", { queries: integer(a.queries) }), testid: "scaling-chart" }),
           );
         }
         out.replaceChildren(...parts);
@@ -198,14 +225,14 @@ export default {
           const top = Math.max(...a.scores.map(Math.abs));
           bars.update(
             [
-              { title: `|q·k|, up to ${f3(top)}`, values: [a.scores.map(Math.abs)], colNames: names },
+              { title: say("bars.scores", { top: f3(top) }), values: [a.scores.map(Math.abs)], colNames: names },
               { title: "|q·k| / √d_k", values: [a.scores.map((s) => Math.abs(s) / a.sqrt_d_k)] },
             ],
             { max: top, height: 2.2, perRow: 1 },
           );
         } else {
-          const grids = [{ title: `softmax(q·k): largest ${f3(a.max_unscaled)}`, values: [a.unscaled], colNames: names }];
-          if (stepId === "scaled") grids.push({ title: `softmax(q·k / √d_k): largest ${f3(a.max_scaled)}`, values: [a.scaled] });
+          const grids = [{ title: say("bars.unscaled", { max: f3(a.max_unscaled) }), values: [a.unscaled], colNames: names }];
+          if (stepId === "scaled") grids.push({ title: say("bars.scaled", { max: f3(a.max_scaled) }), values: [a.scaled] });
           bars.update(grids, { max: 1, height: 2.2, perRow: 1 });
         }
         if (bars.last[0].length !== shownGrids) {
@@ -226,9 +253,9 @@ export default {
   },
 
   numbers: (a, stepId, ctx) => [
-    { label: "d_k", value: String(a.d_k), testid: "scaling-d-k" },
-    { label: "√d_k", value: a.sqrt_d_k.toFixed(4), testid: "scaling-sqrt" },
-    { label: "std of q·k", value: a.std.toFixed(4), testid: "scaling-std" },
+    { label: "d_k", value: integer(a.d_k), testid: "scaling-d-k" },
+    { label: "√d_k", value: fixed4(a.sqrt_d_k), testid: "scaling-sqrt" },
+    { label: say("series.std"), value: fixed4(a.std), testid: "scaling-std" },
     ...(ctx?.withheld ? [] : softmaxNumbers(a)),
   ],
 

@@ -8,8 +8,12 @@
 // attentionCtx(ctx) = { focusRow, focus, mask, sentenceMode, data, withheld }: focusRow = the
 // focused row as shown, focus = the model's token index, data = the unmerged response,
 // withheld = nothing derived from the weights may show (a quiz, predict first).
+//
+// Its words are in the catalogs (keys "chapter.steps.…"; the five stages' own in attention/stages.js),
+// read when drawn (chapters/CONTRACT.md: "Words in every language").
 
 import { fixed3 } from "../format.js";
+import { listOf, t } from "../i18n.js";
 import { pyMatrix, pyNum, pyStrings } from "../pycode.js";
 import { STEPS, stepText } from "../attention/stages.js";
 
@@ -32,7 +36,9 @@ export const attentionChapter = {
   },
 };
 
-const quote = (w) => `“${w}”`;
+/** This chapter's message `key` (chapter.steps.<key>) with `values`. */
+const say = (key, values) => t(`chapter.steps.${key}`, values);
+const quote = (w) => t("format.quote", { text: w });
 
 /** The focused row's keys, strongest first: [{ j, w }] (hidden keys left out). */
 function ranked(answer, row) {
@@ -47,46 +53,19 @@ function ranked(answer, row) {
  * under either mask, for the hand-set example and for a real sentence alike.
  */
 export function mixClosing(answer, row) {
-  const word = answer.tokens[row];
   const keys = ranked(answer, row);
   if (!keys.length) return "";
   const [a, b] = keys;
-  const name = (k) => quote(answer.tokens[k.j]);
-  const share = (k) => fixed3(k.w);
-  if (b && a.w - b.w < 0.05) {
-    return (
-      `Here ${quote(word)} splits its attention between ${name(a)} (${share(a)}) and ${name(b)} (${share(b)}), ` +
-      "so its z is a blend of their values rather than either one."
-    );
-  }
-  if (/^\[[A-Z]+\]$/.test(answer.tokens[a.j]) && a.j !== row && a.w >= 0.5) {
-    return (
-      `Here ${quote(word)} gives ${share(a)} of its attention to ${name(a)}, a special token that many heads use ` +
-      "as a resting place when no word answers their query: z then carries little from the other words."
-    );
-  }
-  if (a.j === row && a.w >= 0.5) {
-    return `Here ${quote(word)} attends mostly to itself (${share(a)}), so its z stays close to its own value.`;
-  }
-  if (a.w >= 0.5) {
-    return (
-      `Here ${quote(word)} gives ${share(a)} of its attention to ${name(a)}, so its z is mostly the value of ${name(a)}: ` +
-      `that is how ${quote(word)} ends up knowing about ${name(a)}.`
-    );
-  }
-  return (
-    `Here ${quote(word)} spreads its attention: the most goes to ${name(a)} (${share(a)})` +
-    (b ? `, then ${name(b)} (${share(b)})` : "") +
-    ", so its z is a mix of several values."
-  );
+  const values = { word: answer.tokens[row], a: answer.tokens[a.j], wa: fixed3(a.w) };
+  if (b) Object.assign(values, { b: answer.tokens[b.j], wb: fixed3(b.w) });
+  if (b && a.w - b.w < 0.05) return say("mix.split", values);
+  if (/^\[[A-Z]+\]$/.test(answer.tokens[a.j]) && a.j !== row && a.w >= 0.5) return say("mix.sink", values);
+  if (a.j === row && a.w >= 0.5) return say("mix.self", values);
+  if (a.w >= 0.5) return say("mix.one", values);
+  return say("mix.spread", { b: "", wb: "", ...values, second: String(Boolean(b)) });
 }
 
-const MIX_BASE =
-  "Finally each word collects the values v, the content behind each key, in proportion to " +
-  "its weights: z = Σ weight × v. The new vector z mostly carries the value of the words it " +
-  "attended to most.";
-
-const vec = (row) => `[${row.map(fixed3).join(", ")}]`;
+const vec = (row) => `[${listOf(row.map(fixed3))}]`;
 
 // ---- the NumPy panel -------------------------------------------------------------------------
 
@@ -201,13 +180,13 @@ function stepCode(answer, stepId, ctx) {
 function stepNumbers(answer, stepId, ctx) {
   const row = ctx.focusRow;
   const word = answer.tokens[row];
-  const out = [{ label: "focused query", value: quote(word), testid: "num-focus" }];
+  const out = [{ label: say("number.focus"), value: quote(word), testid: "num-focus" }];
   if (ctx.withheld) return out; // no strongest key, no largest score: that is the question
   if (stepId === "softmax" || stepId === "mix") {
     const [top] = ranked(answer, row);
-    if (top) out.push({ label: "strongest key", value: `${quote(answer.tokens[top.j])} ${fixed3(top.w)}`, testid: "num-top" });
+    if (top) out.push({ label: say("number.top"), value: `${quote(answer.tokens[top.j])} ${fixed3(top.w)}`, testid: "num-top" });
     const sum = answer.weights[row].reduce((s, x) => s + x, 0);
-    out.push({ label: "row sum", value: fixed3(sum), testid: "num-rowsum" });
+    out.push({ label: say("number.rowSum"), value: fixed3(sum), testid: "num-rowsum" });
   } else {
     const stage = answer[{ score: "scores", scale: "scaled", mask: "masked" }[stepId]];
     const values = stage?.[row] ?? [];
@@ -215,27 +194,46 @@ function stepNumbers(answer, stepId, ctx) {
     values.forEach((x, j) => {
       if (x !== null && (best < 0 || x > values[best])) best = j;
     });
-    if (best >= 0) out.push({ label: "largest score", value: `${quote(answer.tokens[best])} ${fixed3(values[best])}`, testid: "num-top" });
+    if (best >= 0) out.push({ label: say("number.largest"), value: `${quote(answer.tokens[best])} ${fixed3(values[best])}`, testid: "num-top" });
   }
-  if (stepId === "mix" && answer.output?.[row]) out.push({ label: "z", value: vec(answer.output[row]), testid: "num-z" });
+  if (stepId === "mix" && answer.output?.[row]) out.push({ label: say("number.z"), value: vec(answer.output[row]), testid: "num-z" });
   return out;
+}
+
+/**
+ * The line saying that the example's words stay English where the language cannot carry "the cat
+ * ate its fish" word for word (its catalog's example.<id>.note, with a gloss; empty elsewhere): the
+ * first step's, while the view shows that example's words.
+ */
+function wordsNote(answer) {
+  const id = "the-cat-ate-its-fish";
+  const note = answer && answer.tokens.join(" ") === t(`example.${id}.tokens`) ? t(`example.${id}.note`) : "";
+  return note ? ` ${note}` : "";
 }
 
 /** The step's words: the mix step closes on what the focused word attended to (unless withheld). */
 function stepWords(s, answer, ctx) {
-  if (s.id === "mix" && answer && !ctx.withheld) return `${MIX_BASE} ${mixClosing(answer, ctx.focusRow)}`;
-  return stepText(s, ctx.mask);
+  if (s.id === "mix" && answer && !ctx.withheld) return `${stepText(s, ctx.mask)} ${mixClosing(answer, ctx.focusRow)}`;
+  return stepText(s, ctx.mask) + (s.id === STEPS[0].id ? wordsNote(answer) : "");
 }
 
 export default {
   id: "steps",
-  title: "The five steps of attention",
-  summary: "Score, scale, mask, softmax, mix: one head, every number.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   ...attentionChapter,
   steps: STEPS.map((s) => ({
     id: s.id,
-    title: s.title,
-    short: s.short,
+    get title() {
+      return s.title;
+    },
+    get short() {
+      return s.short;
+    },
     view: { step: s.id },
     text: (answer, ctx) => stepWords(s, answer, attentionCtx(ctx)),
   })),

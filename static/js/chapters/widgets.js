@@ -1,15 +1,52 @@
 // The chapters' shared widgets (not a chapter): tables of numbers, boxes that scroll sideways on a
 // phone, pickers and sentence boxes bound to a chapter's parameters, and the Python lines that read
 // a model's weights with NumPy alone, and a step's Predict question. Used by the chapters heads,
-// block, mistakes, rnn, scaling, projections, positions, writing and today.
+// block, mistakes, rnn, scaling, projections, positions, writing and today. Their own words (a
+// verdict, a button, a box's name) are in the catalogs, read when drawn.
 
 import { el } from "../dom.js";
 import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
+import { decimal, dir, language, listOf, t } from "../i18n.js";
 
 export { ANIMAL } from "../model.js";
 
-/** A word in curly quotes, as the chapters' sentences write them. */
-export const quote = (w) => `“${w}”`;
+/** A word in quotes, as the chapters' sentences write them in the page's language (“…”, «…»). */
+export const quote = (w) => t("format.quote", { text: w });
+
+/** Exactly 4 decimals in the page's language (English: JavaScript's toFixed, as the tests read it). */
+export const fixed4 = (x) => (language() === "en" ? Number(x).toFixed(4) : decimal(Number(x), 4));
+
+/** A formula kept on one line inside right-to-left text (a line break would scatter its parts); as is elsewhere. */
+export const unbroken = (text) => (dir() === "rtl" ? text.replaceAll(" ", "\u00a0") : text);
+
+/** The lesson's worked example as the models read it (in English, whatever the page's language). */
+export const EXAMPLE_WORDS = ["the", "cat", "ate", "its", "fish"];
+const EXAMPLE_ID = "the-cat-ate-its-fish";
+
+/** Whether `words` are `english` (default: the worked example's), as the models read them. */
+export const isExample = (words, english = EXAMPLE_WORDS) => words.length === english.length && words.every((w, i) => w === english[i]);
+
+/**
+ * The words to show for `words` (what the server computed on): the worked example's words in the
+ * page's language where its catalog carries them word for word, one for each English word
+ * (example.the-cat-ate-its-fish.tokens: "el gato comió su pescado"), so each keeps its row of
+ * numbers; any other words as they are (a typed sentence goes to the server as typed). Another
+ * example of English words `english` has its own message `key` of the same kind.
+ */
+export function shownWords(words, { english = EXAMPLE_WORDS, key = `example.${EXAMPLE_ID}.tokens` } = {}) {
+  if (!isExample(words, english)) return words;
+  const mine = t(key).split(" ");
+  return mine.length === words.length ? mine : words;
+}
+
+/** The words typed in a box, as the server gets them: the example's words in the page's language go as the English ones. */
+export function sentWords(typed) {
+  const words = typed.split(/\s+/).filter(Boolean);
+  return words.join(" ") === shownWords(EXAMPLE_WORDS).join(" ") ? [...EXAMPLE_WORDS] : words;
+}
+
+/** The line that says the example's words stay English where the language cannot carry them word for word (Arabic), with a gloss; "" elsewhere. */
+export const exampleNote = (words) => (isExample(words) ? t(`example.${EXAMPLE_ID}.note`) : "");
 
 /** The index of a row's largest entry (null entries are skipped). */
 export function argmax(row) {
@@ -23,7 +60,7 @@ export function argmax(row) {
 /** `table` in a box that may scroll sideways on a phone, named by the table's caption. */
 export function scrollBox(table) {
   // keyboard users reach the box with Tab, then scroll it with the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? "table" });
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("lesson.table") });
   box.append(table);
   return box;
 }
@@ -72,7 +109,7 @@ export function scroller(...children) {
   // focusable, so that a keyboard can scroll it too (WCAG: scrollable regions need keyboard access)
   const div = el("div", { className: "mini-scroll", tabindex: "0", role: "region" });
   div.append(...children);
-  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || "table");
+  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || t("lesson.table"));
   return div;
 }
 
@@ -93,9 +130,9 @@ export function picker(label, options, value, onChange, testid) {
 /** A sentence box: Enter or the button sends it. */
 export function sentenceBox(value, onSend, testid) {
   const form = el("form", { className: "chapter-sentence" });
-  const input = el("input", { type: "text", maxlength: "2000", "aria-label": "Sentence for the model", dataset: { testid } });
+  const input = el("input", { type: "text", maxlength: "2000", dir: "auto", "aria-label": t("lesson.sentence"), dataset: { testid } });
   input.value = value;
-  const go = el("button", { type: "submit" }, "Run");
+  const go = el("button", { type: "submit" }, t("lesson.run"));
   form.append(input, go);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -106,7 +143,8 @@ export function sentenceBox(value, onSend, testid) {
 
 export function vec(row, max = 4) {
   const parts = row.slice(0, max).map(fixed3);
-  return `[${parts.join(", ")}${row.length > max ? ", …" : ""}]`;
+  if (row.length > max) parts.push("…");
+  return `[${listOf(parts)}]`;
 }
 
 /** Python lines that read model.safetensors with NumPy alone (the format: 8-byte length, JSON header, raw data). */
@@ -142,12 +180,12 @@ export function predictBox(box, ask, { testid, answer, ctx, answered = () => {} 
   delete box.dataset.answered;
   if (!ask) return;
   const result = el("span", { className: "wr-ask-result", role: "status", dataset: { testid: `${testid}-result` } });
-  box.append(el("span", { className: "wr-ask-q" }, `Predict: ${ask.q}`));
+  box.append(el("span", { className: "wr-ask-q" }, t("predict.box.ask", { question: ask.q })));
   ask.options.forEach((option, i) => {
     const b = el("button", { type: "button", dataset: { testid: `${testid}-${i}` } }, option);
     b.addEventListener("click", () => {
-      const verdict = i === ask.answer ? "Right!" : `Not quite: it is ${quote(ask.options[ask.answer])}.`;
-      result.textContent = `${verdict} ${ask.why(answer(), ctx)}`;
+      const why = ask.why(answer(), ctx);
+      result.textContent = i === ask.answer ? t("predict.box.right", { why }) : t("predict.box.wrong", { answer: ask.options[ask.answer], why });
       box.dataset.answered = "true";
       answered();
     });

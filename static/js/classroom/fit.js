@@ -188,7 +188,7 @@ function nameTabs(panel) {
   };
   for (const b of tucked) {
     if (isControls(b)) {
-      b.dataset.tab = "Controls";
+      b.dataset.tab = t("projector.controls");
       continue;
     }
     if (run.length && b.previousElementSibling !== run[run.length - 1]) close();
@@ -207,7 +207,7 @@ function drawTabs(panel) {
     return;
   }
   if (!strip) {
-    strip = el("div", { className: "cr-tabs", role: "group", "aria-label": "More in this step", dataset: { testid: "projector-tabs" } });
+    strip = el("div", { className: "cr-tabs", role: "group", "aria-label": t("projector.tabs"), dataset: { testid: "projector-tabs" } });
     panel.append(strip);
   }
   const names = [...groups.keys()];

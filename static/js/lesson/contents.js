@@ -4,6 +4,7 @@
 
 import { CHAPTERS } from "../chapters/index.js";
 import { el } from "../dom.js";
+import { integer, t } from "../i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -15,7 +16,7 @@ export class Contents {
   constructor({ load, open }) {
     const items = CHAPTERS.map((c, i) => {
       const a = el("a", { href: `?chapter=${c.id}`, dataset: { testid: `chapter-link-${c.id}`, chapter: c.id } });
-      a.append(el("span", { className: "num" }, String(i + 1)), el("span", { className: "chapter-title" }, c.title));
+      a.append(el("span", { className: "num" }, integer(i + 1)), el("span", { className: "chapter-title" }, c.title));
       a.append(el("span", { className: "chapter-summary" }, ""));
       a.addEventListener("click", (e) => {
         if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return; // a new tab keeps working
@@ -32,7 +33,7 @@ export class Contents {
       load(c.id).then((m) => {
         const a = $("contents-list").querySelector(`[data-chapter="${c.id}"]`);
         a.querySelector(".chapter-title").textContent = m?.title ?? c.title;
-        a.querySelector(".chapter-summary").textContent = m ? (m.summary ?? "") : "coming";
+        a.querySelector(".chapter-summary").textContent = m ? (m.summary ?? "") : t("lesson.coming");
         a.classList.toggle("coming", !m);
       });
     }

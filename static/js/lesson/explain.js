@@ -3,6 +3,8 @@
 // yet, and which figure the words refer to (#app[data-figure]: tests check it is on the first
 // screen). A chapter whose view has its own explanation box (view.explain) gets its words there.
 
+import { t } from "../i18n.js";
+
 const $ = (id) => document.getElementById(id);
 
 export class Explanation {
@@ -26,7 +28,7 @@ export class Explanation {
   showError(error) {
     const banner = $("chapter-error");
     banner.hidden = !error;
-    banner.textContent = error ? `${error.message} (The chapter still shows its last answer.)` : "";
+    banner.textContent = error ? t("lesson.lastAnswer", { message: error.message }) : "";
   }
 
   /** What the step's words refer to: a CSS selector, or "" for the chapter's stage and panel. */

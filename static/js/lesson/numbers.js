@@ -2,6 +2,7 @@
 // an element with the chapter's data-testid) and its NumPy program with a Copy button.
 
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 
 const $ = (id) => document.getElementById(id);
 const whenIdle = (fn) => (window.requestIdleCallback ? window.requestIdleCallback(fn, { timeout: 300 }) : setTimeout(fn, 16));
@@ -60,7 +61,7 @@ export class NumbersPanel {
     const status = $("numpy-status");
     try {
       await navigator.clipboard.writeText(this.code);
-      status.textContent = "Copied: paste it into Python (NumPy is all it needs).";
+      status.textContent = t("lesson.copied");
     } catch {
       // no clipboard (an insecure origin, a denied permission): select the code for Ctrl+C
       const range = document.createRange();
@@ -68,7 +69,7 @@ export class NumbersPanel {
       const sel = window.getSelection();
       sel.removeAllRanges();
       sel.addRange(range);
-      status.textContent = "Selected: press Ctrl+C (⌘C) to copy.";
+      status.textContent = t("lesson.selected");
     }
   }
 }

@@ -4,6 +4,7 @@
 
 import { CHAPTER_IDS, CHAPTERS } from "../chapters/index.js";
 import { el } from "../dom.js";
+import { integer, t } from "../i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,7 +25,7 @@ export class Stepper {
   build(steps, chapterId, title) {
     const buttons = steps.map((step, i) => {
       const btn = el("button", { type: "button", dataset: { step: step.id, testid: `step-${step.id}` } });
-      btn.append(el("span", { className: "num" }, String(i + 1)), el("span", { className: "step-name" }, step.short ?? step.id));
+      btn.append(el("span", { className: "num" }, integer(i + 1)), el("span", { className: "step-name" }, step.short ?? step.id));
       btn.title = step.title;
       btn.addEventListener("click", () => this.choose(step.id));
       const li = el("li");
@@ -33,9 +34,9 @@ export class Stepper {
     });
     $("step-list").replaceChildren(...buttons);
     const k = CHAPTER_IDS.indexOf(chapterId);
-    $("chapter-name").textContent = `Chapter ${k + 1} of ${CHAPTERS.length}: ${title}`;
+    $("chapter-name").textContent = t("lesson.chapterOf", { k: integer(k + 1), n: integer(CHAPTERS.length), title });
     const next = CHAPTERS[k + 1];
-    $("next-chapter").querySelector(".next-title").textContent = next ? `: ${next.title}` : "";
+    $("next-chapter").querySelector(".next-title").textContent = next ? t("lesson.nextTitle", { title: next.title }) : "";
   }
 
   /** Mark step `stepId` (number `index` of `count`) of chapter `chapterId` as the one on screen. */
