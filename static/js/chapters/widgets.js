@@ -5,11 +5,29 @@
 
 import { el } from "../dom.js";
 import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
+import { has, t } from "../i18n.js";
 
 export { ANIMAL } from "../model.js";
 
-/** A word in curly quotes, as the chapters' sentences write them. */
-export const quote = (w) => `“${w}”`;
+/** A word in quotes, as the chapters' sentences write them in the page's language (“…”, «…»). */
+export const quote = (w) => t("format.quote", { text: w });
+
+/**
+ * A built-in example's words as the page's language shows them (example.<id>.tokens: one word per
+ * English word, each keeping its row of numbers, as chapters/CONTRACT.md says), else `tokens` as they are.
+ */
+export function exampleWords(id, tokens) {
+  const key = `example.${id}.tokens`;
+  if (!has(key)) return tokens;
+  const own = t(key).split(" ");
+  return own.length === tokens.length ? own : tokens;
+}
+
+/** The line saying that an example's words stay English (example.<id>.note; "" where the language carries them). */
+export function exampleNote(id) {
+  const key = `example.${id}.note`;
+  return has(key) ? t(key) : "";
+}
 
 /** The index of a row's largest entry (null entries are skipped). */
 export function argmax(row) {
@@ -23,7 +41,7 @@ export function argmax(row) {
 /** `table` in a box that may scroll sideways on a phone, named by the table's caption. */
 export function scrollBox(table) {
   // keyboard users reach the box with Tab, then scroll it with the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? "table" });
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("widget.table") });
   box.append(table);
   return box;
 }
@@ -72,7 +90,7 @@ export function scroller(...children) {
   // focusable, so that a keyboard can scroll it too (WCAG: scrollable regions need keyboard access)
   const div = el("div", { className: "mini-scroll", tabindex: "0", role: "region" });
   div.append(...children);
-  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || "table");
+  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || t("widget.table"));
   return div;
 }
 
@@ -93,9 +111,10 @@ export function picker(label, options, value, onChange, testid) {
 /** A sentence box: Enter or the button sends it. */
 export function sentenceBox(value, onSend, testid) {
   const form = el("form", { className: "chapter-sentence" });
-  const input = el("input", { type: "text", maxlength: "2000", "aria-label": "Sentence for the model", dataset: { testid } });
+  // dir="auto": a sentence reads in its own direction on a right-to-left page (the models read English)
+  const input = el("input", { type: "text", maxlength: "2000", dir: "auto", "aria-label": t("widget.sentence"), dataset: { testid } });
   input.value = value;
-  const go = el("button", { type: "submit" }, "Run");
+  const go = el("button", { type: "submit" }, t("widget.run"));
   form.append(input, go);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -106,7 +125,8 @@ export function sentenceBox(value, onSend, testid) {
 
 export function vec(row, max = 4) {
   const parts = row.slice(0, max).map(fixed3);
-  return `[${parts.join(", ")}${row.length > max ? ", …" : ""}]`;
+  if (row.length > max) parts.push("…");
+  return `[${parts.join(t("format.listSeparator"))}]`; // "; " where the decimal sign is a comma
 }
 
 /** Python lines that read model.safetensors with NumPy alone (the format: 8-byte length, JSON header, raw data). */
@@ -142,11 +162,11 @@ export function predictBox(box, ask, { testid, answer, ctx, answered = () => {} 
   delete box.dataset.answered;
   if (!ask) return;
   const result = el("span", { className: "wr-ask-result", role: "status", dataset: { testid: `${testid}-result` } });
-  box.append(el("span", { className: "wr-ask-q" }, `Predict: ${ask.q}`));
+  box.append(el("span", { className: "wr-ask-q" }, t("widget.predict", { question: ask.q })));
   ask.options.forEach((option, i) => {
     const b = el("button", { type: "button", dataset: { testid: `${testid}-${i}` } }, option);
     b.addEventListener("click", () => {
-      const verdict = i === ask.answer ? "Right!" : `Not quite: it is ${quote(ask.options[ask.answer])}.`;
+      const verdict = i === ask.answer ? t("widget.right") : t("widget.notQuite", { answer: quote(ask.options[ask.answer]) });
       result.textContent = `${verdict} ${ask.why(answer(), ctx)}`;
       box.dataset.answered = "true";
       answered();
