@@ -28,7 +28,7 @@ from tests.browser.test_projector import CUT, FLOOR, SMALLEST_TEXT, TOKEN, settl
 pytestmark = pytest.mark.browser
 
 # the chapters and the query that opens each (the lesson's example where a chapter has one)
-CHAPTERS = {"block": "", "mistakes": "&example=the-cat-ate-its-fish"}  # TEMP
+CHAPTERS = {"block": "", "mistakes": "&example=the-cat-ate-its-fish", "today": "", "tiles": ""}
 # the chapter's panels: its step's title and words, the step buttons, its panel, its numbers, its 3D labels
 PANELS = ["#chapter-title", "#chapter-text", "#step-list", "#chapter-panel", "#lesson-numbers", "#chapter-stage"]
 VISIBLE_WORDS = """(panels) => {

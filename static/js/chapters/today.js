@@ -13,7 +13,7 @@ import { decimal, integer, language, listOf, locale, percent, t } from "../i18n.
 import { pyNum, pyStr } from "../pycode.js";
 import { DECODER } from "../write/params.js";
 import { cacheBytes, headGroups } from "../write/sampling.js";
-import { predictBox, quote } from "./widgets.js";
+import { predictBox } from "./widgets.js";
 
 /** This chapter's message `key` (chapter.today.<key>) with `values`. */
 const say = (key, values) => t(`chapter.today.${key}`, values);
