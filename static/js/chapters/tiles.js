@@ -15,7 +15,7 @@ import { fixed3 } from "../format.js";
 import { decimal, integer, language, listOf, locale, t } from "../i18n.js";
 import { pyMatrix, pyStr, pyStrings } from "../pycode.js";
 import { TileGrid } from "../scene/tilegrid.js";
-import { ANIMAL, exampleNote, exampleWords, picker, predictBox, quote, scrollBox, sentenceBox } from "./widgets.js";
+import { ANIMAL, exampleNote, exampleWords, numberList, picker, predictBox, quote, scrollBox, sentenceBox } from "./widgets.js";
 
 /** This chapter's message `key` (chapter.tiles.<key>) with `values`. */
 const say = (key, values) => t(`chapter.tiles.${key}`, values);
@@ -41,7 +41,7 @@ function num(x) {
   return fixed3(x);
 }
 /** A vector, its first `count` numbers (a real head's has 32). */
-const vec = (row, count = 3) => `[${listOf([...row.slice(0, count).map(num), ...(row.length > count ? ["…"] : [])])}]`;
+const vec = (row, count = 3) => numberList([...row.slice(0, count).map(num), ...(row.length > count ? ["…"] : [])], "[", "]");
 /** A whole number, its thousands grouped as the language groups them (4,096). */
 const grouped = (n) => new Intl.NumberFormat(locale()).format(n);
 const mib = (bytes) => `${new Intl.NumberFormat(locale(), { maximumFractionDigits: 2 }).format(bytes / 2 ** 20)} MiB`;
@@ -350,7 +350,7 @@ function arithmetic(a, f, t, hide) {
   const box = el("div", { className: "tl-arith", dataset: { testid: "tiles-arith" } });
   const line = (testid, text) => box.append(el("p", { dataset: { testid } }, text));
   const shown = b.scores.slice(0, TERMS + 1).map((x) => (x === null ? say("arith.hidden") : num(x)));
-  const scores = listOf([...shown, ...(b.scores.length > shown.length ? ["…"] : [])]);
+  const scores = numberList([...shown, ...(b.scores.length > shown.length ? ["…"] : [])]);
   line("tiles-arith-block", say("arith.block", { word: a.words[f], block: integer(t + 1), keys: ends(a, b.s), scores }));
   if (!b.seen) {
     line("tiles-arith-m", say("arith.masked", { word: a.words[f] }));
@@ -416,7 +416,7 @@ function memoryTable(a, source) {
   const body = el("tbody");
   const bytes = (x, h) => (h.bytes_per_number === 4 ? ` (${mib(x * 4)})` : "");
   for (const [name, value, id] of [
-    ["n, b", (h) => listOf([grouped(h.tokens), grouped(h.block)]), "nb"],
+    ["n, b", (h) => numberList([grouped(h.tokens), grouped(h.block)]), "nb"],
     [say("memory.tile"), (h) => grouped(h.tile) + bytes(h.tile, h), "tile"],
     [say("memory.table"), (h) => grouped(h.table) + bytes(h.table, h), "table"],
     [say("memory.running"), (h) => grouped(h.running) + bytes(h.running, h), "running"],

@@ -13,7 +13,7 @@ import { decimal, integer, language, listOf, locale, percent, t } from "../i18n.
 import { pyNum, pyStr } from "../pycode.js";
 import { DECODER } from "../write/params.js";
 import { cacheBytes, headGroups } from "../write/sampling.js";
-import { predictBox } from "./widgets.js";
+import { numberList, predictBox } from "./widgets.js";
 
 /** This chapter's message `key` (chapter.today.<key>) with `values`. */
 const say = (key, values) => t(`chapter.today.${key}`, values);
@@ -60,7 +60,7 @@ const deg = (a) => `${language() === "en" ? (((a * 180) / Math.PI) % 360).toFixe
 /** A count of bytes, its thousands grouped as the language groups them (24,576). */
 const grouped = (n) => new Intl.NumberFormat(locale()).format(n);
 /** A pair of numbers, "(0.8, −0.3)". */
-const pair = ([x, y]) => `(${listOf([x, y].map((v) => decimal(v, 0, 3)))})`;
+const pair = ([x, y]) => numberList([x, y].map((v) => decimal(v, 0, 3)), "(", ")");
 
 /** The mean weight on token 0 over the query rows 1 … n−1 (row 0 can only see token 0). */
 export function sinkMean(weights) {
@@ -314,7 +314,7 @@ class TodayView {
       say("gqa.caption"),
       [say("gqa.kvHead"), say("gqa.queryHeads"), say("gqa.bytes")],
       [
-        ...headGroups(a.info.heads, a.info.kv_heads).map((g, i) => [integer(i), listOf(g.map(integer)), ""]),
+        ...headGroups(a.info.heads, a.info.kv_heads).map((g, i) => [integer(i), numberList(g.map(integer)), ""]),
         [all(a.info.kv_heads), all(a.info.heads), grouped(per(a.info.kv_heads))],
         [say("gqa.noSharing", { n: integer(a.info.heads) }), all(a.info.heads), grouped(per(a.info.heads))],
       ],

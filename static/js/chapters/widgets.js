@@ -5,7 +5,7 @@
 
 import { el } from "../dom.js";
 import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
-import { has, t } from "../i18n.js";
+import { dir, has, t } from "../i18n.js";
 
 export { ANIMAL } from "../model.js";
 
@@ -123,10 +123,21 @@ export function sentenceBox(value, onSend, testid) {
   return form;
 }
 
+/**
+ * Numbers already written, as a list ("0.1, 0.2"; "0,1; 0,2" where the decimal sign is a comma), between
+ * `open` and `close` ("[", "]" for a vector). In a right-to-left language such a list still reads left to
+ * right, isolated (U+2066 … U+2069), its numbers parted by a plain comma (an Arabic one would turn their
+ * order round).
+ */
+export function numberList(parts, open = "", close = "") {
+  if (dir() === "rtl") return `\u2066${open}${parts.join(", ")}${close}\u2069`;
+  return `${open}${parts.join(t("format.listSeparator"))}${close}`;
+}
+
 export function vec(row, max = 4) {
   const parts = row.slice(0, max).map(fixed3);
   if (row.length > max) parts.push("…");
-  return `[${parts.join(t("format.listSeparator"))}]`; // "; " where the decimal sign is a comma
+  return numberList(parts, "[", "]");
 }
 
 /** Python lines that read model.safetensors with NumPy alone (the format: 8-byte length, JSON header, raw data). */
