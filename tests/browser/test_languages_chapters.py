@@ -7,6 +7,7 @@ catalogs' "chapter.<id>.…" messages): every step of each, in one page per lang
 - A phone (390×844) whose browser speaks the language: every step, nothing wider than the screen or cut.
 - The example's words: Spanish and Chinese carry "the cat ate its fish" word for word (mistakes, tiles), Arabic
   keeps the English words and says so.
+- A class question in one room: each phone writes it in its own language, the reveal too.
 - axe-core at WCAG A/AA on a sample of steps (AXE_AT: each chapter in some language, Arabic in every one),
   on the projector's page as it walks.
 
@@ -15,7 +16,11 @@ LANGUAGE_SHOTS=<folder> keeps a screenshot of every step (to look at them).
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +106,9 @@ def words_left(w: Watched) -> list[str]:
 
 def walk(w: Watched, lang: str, chapter: str, check: Any, next_step: Any) -> list[str]:
     """Every step of `chapter`, already open: check(step) → problems; next_step() goes on."""
-    w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=180_000)  # the decoder's first load
+    w.page.wait_for_selector(
+        f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=180_000
+    )  # the decoder's first load
     problems: list[str] = []
     steps = steps_of(w)
     assert len(steps) >= 4, steps
@@ -143,7 +150,9 @@ def test_every_step_on_the_projector(browser: Any, server: str, lang: str) -> No
                 if least < FLOOR[1280] - 0.05:
                     out.append(f"text drawn at {least} px ({which})")
                 if lang == "ar":
-                    out += [f"table {name} reads {d}" for name, d, ordered in w.page.evaluate(TABLES_LTR) if not ordered]
+                    out += [
+                        f"table {name} reads {d}" for name, d, ordered in w.page.evaluate(TABLES_LTR) if not ordered
+                    ]
                 if AXE_AT[lang].get(chapter) == step:
                     out += axe_problems(w)
                 shot(w, f"{lang}-projector-{chapter}-{step}")
@@ -172,3 +181,73 @@ def test_every_step_on_a_phone(browser: Any, server: str, lang: str) -> None:
 
             problems += walk(w, lang, chapter, check, lambda: w.page.get_by_test_id("next-step").click())
     assert not problems, "\n".join(problems)
+
+
+def api(base: str, method: str, path: str, body: Any = None, key: str = TOKEN) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
+    with urllib.request.urlopen(urllib.request.Request(base + path, data=data, method=method, headers=headers)) as r:
+        raw = r.read()
+        return json.loads(raw) if raw else None
+
+
+def test_a_class_question_on_each_phone_in_its_language(browser: Any, server: str) -> None:
+    """One room, three phones (English, a Spanish browser, ?lang=ar): the server asks each question once, each
+    phone writes it in its own language (the example's words as its table shows them), before and after the
+    reveal; the room's state and the question's public part carry no words of any language but the English."""
+    room = api(server, "POST", "/api/rooms")
+    code, key = room["code"], room["presenter_key"]
+    cat = "the-cat-ate-its-fish"
+    api(server, "PUT", f"/api/rooms/{code}/state", {"chapter": "mistakes", "step": "no-scale", "example": cat}, key)
+    with ExitStack() as stack:
+        phones = {
+            "en": stack.enter_context(watched_page(browser, server, viewport={"width": 390, "height": 844})),
+            "es": stack.enter_context(
+                watched_page(browser, server, viewport={"width": 390, "height": 844}, locale="es-ES")
+            ),
+            "ar": stack.enter_context(watched_page(browser, server, viewport={"width": 390, "height": 844})),
+        }
+        for lang, w in phones.items():
+            w.page.goto(f"{server}/?room={code}" + ("&lang=ar" if lang == "ar" else ""))
+            w.wait_ready(chapter="mistakes", step="no-scale")
+        api(server, "POST", f"/api/rooms/{code}/quiz", {"question": "mistakes.late"}, key)
+        for w in phones.values():
+            w.page.wait_for_selector('[data-testid="quiz-question"]:not(:empty)')
+        text = {lang: w.text("quiz-question") for lang, w in phones.items()}
+        assert text["en"].startswith("The next mistake: softmax first") and "“its”" in text["en"]
+        assert text["es"].startswith("El siguiente error: primero softmax") and "«su»" in text["es"]
+        assert "الخطأ التالي" in text["ar"] and "its" in text["ar"]
+        options = {lang: [w.text(f"quiz-option-{j}") for j in range(4)] for lang, w in phones.items()}
+        assert options["en"] == ["less than 0.5", "0.5 to 0.9", "0.9 to just under 1", "exactly 1"]
+        assert options["es"] == ["menos de 0,5", "de 0,5 a 0,9", "de 0,9 a casi 1", "exactamente 1"]
+        assert options["ar"][3] == "1 تمامًا"
+        assert phones["es"].text("quiz-result") == "Toca una respuesta."
+        phones["es"].page.get_by_test_id("quiz-option-2").click()
+        phones["es"].page.wait_for_selector('[data-testid="quiz-result"][data-verdict="counted"]')
+        assert phones["es"].text("quiz-result").startswith("Contada: elegiste «de 0,9 a casi 1»")
+        api(server, "POST", f"/api/rooms/{code}/quiz/reveal", None, key)
+        for w in phones.values():
+            w.page.wait_for_selector('[data-testid="quiz-explain"]:not(:empty)')
+        assert phones["es"].text("quiz-explain").startswith("La fila de «su» suma ")
+        assert phones["es"].text("quiz-result").startswith(("¡Correcto!", "Esta vez no"))
+        assert phones["ar"].text("quiz-result").startswith("لم تُجب.")
+        assert phones["en"].text("quiz-result").startswith("You did not answer. The answer: “")
+        # a cell question: the grid's words are the example's in Spanish
+        api(server, "PUT", f"/api/rooms/{code}/state", {"chapter": "masks", "step": "full", "example": cat}, key)
+        phones["es"].wait_ready(chapter="masks", step="full")
+        api(server, "POST", f"/api/rooms/{code}/quiz", {"question": "masks.zero"}, key)
+        grid = phones["es"].page.locator('[data-testid="quiz-grid"]')
+        grid.wait_for()
+        heads = grid.locator("tr").first.locator("th").all_inner_texts()
+        assert heads[1:] == ["el", "gato", "comió", "su", "pescado"], heads
+        assert phones["es"].page.get_by_test_id("quiz-option-4").get_attribute("aria-label") == "el → pescado"
+        # the grid reads left to right in Arabic too: its first column at the left
+        phones["ar"].page.locator('[data-testid="quiz-grid"]').wait_for()
+        xs = phones["ar"].page.evaluate(
+            "[0, 1, 2].map((j) => document.querySelector(`[data-testid='quiz-option-${j}']`)"
+            ".getBoundingClientRect().left)"
+        )
+        assert xs == sorted(xs), xs
+        state = api(server, "GET", f"/api/rooms/{code}")["state"]
+        assert not any(re.search(r"[^\x00-\x7f]", f"{k}{v}") for k, v in state.items()), state
+        api(server, "DELETE", f"/api/rooms/{code}/quiz", None, key)
