@@ -21,8 +21,14 @@ Each question's `make(view, models)` returns an Asked: the text, the options, th
 the number behind the answer and the sentence the reveal shows. `hides` lists the strings that
 would give the answer away: no screen shows them before the reveal (tests/browser check).
 
-Adding a question: a function here (the chapter's numbers from its math module), one line in
-QUESTIONS, and `quiz: "<id>"` on the step in the chapter's module (static/js/chapters/<id>.js).
+Every page writes a question in its own language: an Asked also carries its sentences as catalog
+messages with their values (`words`: Say, Num, Word below), beside the English text the class
+report keeps.
+
+Adding a question: a function here (the chapter's numbers from its math module), its messages in
+the catalogs (static/i18n/<lang>.json, "quiz.<id>.…", the English one word for word the text it
+builds), one line in QUESTIONS, and `quiz: "<id>"` on the step in the chapter's module
+(static/js/chapters/<id>.js).
 
 References: the chapters' math (app.attention, app.examples, app.lesson.*, app.model.today,
 app.model.generate), which this module calls and never re-implements. No web imports.

@@ -43,7 +43,7 @@ function norm(a, name, tok) {
 }
 
 /** A step's getters for its title and short name (read when drawn, in the page's language). */
-const step = (id, rest) => ({
+const step = ({ id, ...rest }) => ({
   id,
   get title() {
     return say(`${id}.title`);
@@ -55,7 +55,8 @@ const step = (id, rest) => ({
 });
 
 const STEPS = [
-  step("input", {
+  step({
+    id: "input",
     text: (a, ctx) => {
       const tok = tokenOf(a, ctx);
       return say("input.text", {
@@ -69,33 +70,38 @@ const STEPS = [
       });
     },
   }),
-  step("attention", {
+  step({
+    id: "attention",
     text: (a, ctx) => {
       const tok = tokenOf(a, ctx);
       return say("attention.text", { kind: a.kind, token: a.tokens[tok], change: norm(a, "attention", tok), input: norm(a, "input", tok) });
     },
   }),
-  step("add", {
+  step({
+    id: "add",
     text: (a, ctx) => {
       const tok = tokenOf(a, ctx);
       return say("add.text", { token: a.tokens[tok], input: norm(a, "input", tok), change: norm(a, "attention", tok), sum: norm(a, "residual", tok) });
     },
   }),
-  step("norm", {
+  step({
+    id: "norm",
     text: (a, ctx) => {
       const tok = tokenOf(a, ctx);
       const name = a.kind === "bert" ? "norm1" : "ln_2";
       return say("norm.text", { kind: a.kind, token: a.tokens[tok], before: norm(a, "residual", tok), after: norm(a, name, tok) });
     },
   }),
-  step("ffn", {
+  step({
+    id: "ffn",
     text: (a, ctx) => {
       const tok = tokenOf(a, ctx);
       const name = a.kind === "bert" ? "ffn" : "mlp";
       return say("ffn.text", { hidden: integer(a.hidden), wide: integer(a.hidden * 4), token: a.tokens[tok], change: norm(a, name, tok) });
     },
   }),
-  step("output", {
+  step({
+    id: "output",
     text: (a, ctx) => {
       const tok = tokenOf(a, ctx);
       if (a.kind === "bert") {
@@ -110,7 +116,8 @@ const STEPS = [
       return say("output.gpt2", { output: norm(a, "output", tok), token: a.tokens[tok] });
     },
   }),
-  step("order", {
+  step({
+    id: "order",
     text: (a, ctx) => {
       const tok = tokenOf(a, ctx);
       if (!a.what_if) return say("order.gpt2");

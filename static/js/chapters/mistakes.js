@@ -51,7 +51,7 @@ function focusOf(a, ctx) {
 }
 
 /** A step's getters for its title and short name (read when drawn, in the page's language). */
-const step = (id, rest) => ({
+const step = ({ id, ...rest }) => ({
   id,
   get title() {
     return say(`${KEYS[id] ?? id}.title`);
@@ -63,7 +63,8 @@ const step = (id, rest) => ({
 });
 
 const STEPS = [
-  step("no-scale", {
+  step({
+    id: "no-scale",
     figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
@@ -83,7 +84,8 @@ const STEPS = [
       );
     },
   }),
-  step("softmax-columns", {
+  step({
+    id: "softmax-columns",
     figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
@@ -91,7 +93,8 @@ const STEPS = [
       return say("softmaxColumns.text", { min: fixed3(Math.min(...sums)), max: fixed3(Math.max(...sums)), word: wordsOf(a)[f], sum: fixed3(sums[f]) });
     },
   }),
-  step("mask-after-softmax", {
+  step({
+    id: "mask-after-softmax",
     figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
@@ -114,7 +117,8 @@ const STEPS = [
       });
     },
   }),
-  step("caveat", {
+  step({
+    id: "caveat",
     figure: "#chapter-stage, [data-testid=mistakes-caveat]",
     text: () => say("caveat.text"),
   }),

@@ -138,7 +138,7 @@ const hidden = () => say("hidden");
 const LONG = { tokens: 4096, block: 128 };
 
 /** A step's getters for its title and short name, and its Predict question's (read when drawn). */
-const step = (id, { options, answer, why, ...rest }) => ({
+const step = ({ id, options, answer, why, ...rest }) => ({
   id,
   get title() {
     return say(`${id}.title`);
@@ -160,7 +160,8 @@ const step = (id, { options, answer, why, ...rest }) => ({
 });
 
 const STEPS = [
-  step("table", {
+  step({
+    id: "table",
     figure: "#chapter-stage, [data-testid=tiles-table]",
     options: () => [grouped(LONG.tokens), say("table.option.1"), integer(LONG.block)],
     answer: 1,
@@ -171,7 +172,8 @@ const STEPS = [
       return say("table.text", { n, cells: grouped(a.held.table) }) + (note ? ` ${note}` : "");
     },
   }),
-  step("blocks", {
+  step({
+    id: "blocks",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-nav]",
     answer: 1,
     why: (a) => say("blocks.why", { held: held(a) }),
@@ -186,7 +188,8 @@ const STEPS = [
       });
     },
   }),
-  step("read", {
+  step({
+    id: "read",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-arith]",
     answer: 0,
     why: (a, ctx) => {
@@ -201,7 +204,8 @@ const STEPS = [
       return say("read.text", { block: integer(t + 1), word: a.words[f], m: num(b.m), l: num(b.l), o: vec(b.o) });
     },
   }),
-  step("rescale", {
+  step({
+    id: "rescale",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-arith]",
     // the class's question at this step (Ask the class): app/classroom/questions.py tiles_rescale, "by what
     // number are the l and o kept so far multiplied?" (a range; the server computes α = e^(m_old − m))
@@ -241,7 +245,8 @@ const STEPS = [
       });
     },
   }),
-  step("finish", {
+  step({
+    id: "finish",
     figure: "#chapter-stage, [data-testid=tiles-finish]",
     answer: 0,
     why: (a) => say("finish.why", { gap: tiny(gap(a.output, a.plain.output)) }),
@@ -253,7 +258,8 @@ const STEPS = [
       return say("finish.text", { last: integer(T), out: vec(a.output[f]), word: a.words[f], m: num(last.m[f]), l: num(last.l[f]) });
     },
   }),
-  step("memory", {
+  step({
+    id: "memory",
     figure: "#chapter-stage, [data-testid=tiles-memory]",
     answer: 0,
     why: (a) =>

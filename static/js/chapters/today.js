@@ -69,7 +69,7 @@ export function sinkMean(weights) {
 }
 
 /** A step's getters for its title and short name, and its Predict question's (read when drawn). */
-const step = (id, { options, why, ...rest }) => ({
+const step = ({ id, options, why, ...rest }) => ({
   id,
   get title() {
     return say(`${id}.title`);
@@ -92,21 +92,24 @@ const step = (id, { options, why, ...rest }) => ({
 const option = (id, i) => say(`${id}.option.${i}`);
 
 const STEPS = [
-  step("rope", {
+  step({
+    id: "rope",
     figure: "#chapter-stage, [data-testid=today-rope]",
     options: () => [0, 1, 2].map((i) => option("rope", i)),
     answer: 1,
     why: (a) => say("rope.why", { dk: integer(a.info.d_k), pairs: integer(a.info.d_k / 2) }),
     text: () => say("rope.text", { last: integer(POSITIONS - 1) }),
   }),
-  step("distance", {
+  step({
+    id: "distance",
     figure: "[data-testid=today-distance], [data-testid=today-model-distance]",
     options: () => [0, 1].map((i) => option("distance", i)),
     answer: 0,
     why: () => say("distance.why"),
     text: (a) => say("distance.text", { q: pair(Q), k: pair(K), layer: integer(a.layer), head: integer(a.head) }),
   }),
-  step("gqa", {
+  step({
+    id: "gqa",
     figure: "#chapter-stage, [data-testid=today-gqa]",
     options: () => [9, 3, 1].map(integer),
     answer: 1,
@@ -118,7 +121,8 @@ const STEPS = [
       }),
     text: (a) => say("gqa.text", { heads: integer(a.info.heads) }),
   }),
-  step("sink", {
+  step({
+    id: "sink",
     figure: "#chapter-stage, [data-testid=today-sink]",
     options: () => [0, 1, 2].map((i) => option("sink", i)),
     answer: 1,
