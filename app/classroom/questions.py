@@ -21,8 +21,14 @@ Each question's `make(view, models)` returns an Asked: the text, the options, th
 the number behind the answer and the sentence the reveal shows. `hides` lists the strings that
 would give the answer away: no screen shows them before the reveal (tests/browser check).
 
-Adding a question: a function here (the chapter's numbers from its math module), one line in
-QUESTIONS, and `quiz: "<id>"` on the step in the chapter's module (static/js/chapters/<id>.js).
+Every page writes a question in its own language: an Asked also carries its sentences as catalog
+messages with their values (`words`: Say, Num, Word below), beside the English text the class
+report keeps.
+
+Adding a question: a function here (the chapter's numbers from its math module), its messages in
+the catalogs (static/i18n/<lang>.json, "quiz.<id>.…", the English one word for word the text it
+builds), one line in QUESTIONS, and `quiz: "<id>"` on the step in the chapter's module
+(static/js/chapters/<id>.js).
 
 References: the chapters' math (app.attention, app.examples, app.lesson.*, app.model.today,
 app.model.generate), which this module calls and never re-implements. No web imports.
@@ -57,6 +63,7 @@ class SentenceAttention:
     tokens: list[str]
     masked: np.ndarray  # (n, n) scaled scores, −∞ where the mask hides a key
     weights: np.ndarray  # (n, n)
+    example: str | None = None  # the built-in example whose words these are (None: a sentence, hand-set words)
 
 
 class Models(Protocol):
@@ -87,6 +94,85 @@ class Models(Protocol):
         ([(layer, head)]) switched off (chapter inside)."""
 
 
+# ---- the words of a question, in every language -----------------------------------------------------
+#
+# The server computes a question once, for every page of the room; each page writes it in its own language.
+# So a question also carries its sentences as catalog messages (static/i18n/<lang>.json, keys "quiz.…") and
+# their values: words of the view and numbers, which each page writes as its language does
+# (static/js/classroom/quizwords.js). The English text beside them (`text`, `options`, `explain`) is what the
+# class report keeps; tests/classroom/test_quiz_words.py checks that the page's English is that text.
+
+
+@dataclass(frozen=True)
+class Num:
+    """A number each page writes in its language: `fixed` (exactly `digits` decimals), `upto` (at most
+    `digits`), `percent` (a share as a percentage with `digits` decimals), `sig` (`digits` significant
+    digits), `count` (a whole number, its thousands grouped as the language groups them: 4,096) or `int`
+    (a whole number, not grouped: d_k = 1024)."""
+
+    value: float
+    digits: int = 3
+    style: Literal["fixed", "upto", "percent", "sig", "count", "int"] = "fixed"
+
+    def public(self) -> dict[str, Any]:
+        return {"num": self.value, "digits": self.digits, "style": self.style}
+
+
+@dataclass(frozen=True)
+class Word:
+    """A word the class sees: as typed or as the model split it, or word `at` of a built-in example (each
+    page writes that one as its own table does: "gato" on a Spanish page)."""
+
+    text: str
+    example: str | None = None
+    at: int = 0
+
+    def public(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"word": self.text}
+        if self.example is not None:
+            out |= {"example": self.example, "at": self.at}
+        return out
+
+
+Value = str | int | Num | Word
+
+
+@dataclass(frozen=True)
+class Say:
+    """One message of the catalogs and its values."""
+
+    key: str
+    values: dict[str, Value] = field(default_factory=dict)
+
+    def public(self) -> dict[str, Any]:
+        return {"key": self.key, "values": {k: _public_value(v) for k, v in self.values.items()}}
+
+
+def _public_value(v: Value) -> Any:
+    return v if isinstance(v, str | int) else v.public()
+
+
+def say(key: str, /, **values: Value) -> Say:
+    return Say(key, values)
+
+
+@dataclass(frozen=True)
+class Words:
+    """A question's sentences as messages: the question, each option (a message, or a word as it is), the
+    reveal's sentence, and a cell question's row and column words."""
+
+    text: Say
+    options: list[Say | Word]
+    explain: Say
+    grid: tuple[list[Word], list[Word]] | None = None
+
+    def public(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"text": self.text.public(), "options": [o.public() for o in self.options]}
+        if self.grid is not None:
+            out["grid"] = {"rows": [w.public() for w in self.grid[0]], "cols": [w.public() for w in self.grid[1]]}
+        return out
+
+
 @dataclass(frozen=True)
 class Asked:
     """A question as the class sees it, with its answer (kept by the server until the reveal)."""
@@ -99,17 +185,23 @@ class Asked:
     explain: str  # the reveal's sentence, with that number
     grid: tuple[list[str], list[str]] | None = None  # a cell question's row and column labels
     hides: list[str] = field(default_factory=list)  # strings no screen shows before the reveal
+    words: Words | None = None  # the same sentences as messages, for each page's language
 
     def public(self) -> dict[str, Any]:
         """What every page receives while the class answers: no answer, no value."""
         out: dict[str, Any] = {"kind": self.kind, "text": self.text, "options": self.options}
         if self.grid is not None:
             out["grid"] = {"rows": self.grid[0], "cols": self.grid[1]}
+        if self.words is not None:
+            out["say"] = self.words.public()
         return out
 
     def answer(self) -> dict[str, Any]:
         """What the reveal adds."""
-        return {"right": self.right, "value": self.value, "explain": self.explain}
+        out: dict[str, Any] = {"right": self.right, "value": self.value, "explain": self.explain}
+        if self.words is not None:
+            out["say"] = self.words.explain.public()
+        return out
 
 
 class View:
@@ -162,16 +254,44 @@ def _bin(value: float, bins: Sequence[RangeBin]) -> int:
     raise ValueError(f"{value} lies outside every range")  # pragma: no cover - the bins cover [0, 1]
 
 
-def _range(text: str, value: float, bins: Sequence[RangeBin], explain: str, hides: list[str]) -> Asked:
-    return Asked("range", text, [b[2] for b in bins], [_bin(value, bins)], float(value), explain, hides=hides)
+def _range(
+    text: str, value: float, bins: Sequence[RangeBin], explain: str, hides: list[str], words: tuple[str, Say, Say]
+) -> Asked:
+    """A range question; `words`: the catalog's prefix of the bins' labels (<prefix>.0, .1, …), the question
+    and the reveal's sentence as messages."""
+    prefix, said, explained = words
+    options: list[Say | Word] = [Say(f"{prefix}.{i}") for i in range(len(bins))]
+    return Asked(
+        "range",
+        text,
+        [b[2] for b in bins],
+        [_bin(value, bins)],
+        float(value),
+        explain,
+        hides=hides,
+        words=Words(said, options, explained),
+    )
 
 
-def _numbers(text: str, right: int, wrong: Sequence[int], explain: str, hides: list[str]) -> Asked:
+def _numbers(
+    text: str, right: int, wrong: Sequence[int], explain: str, hides: list[str], said: Say, explained: Say
+) -> Asked:
     """A number question: the right number and up to three others (misreadings), smallest first."""
     shown = sorted({right, *(w for w in wrong if w > 0 and w != right)})[:4]
     if right not in shown:
         shown = sorted([*shown[:3], right])
-    return Asked("number", text, [f"{n:,}" for n in shown], [shown.index(right)], float(right), explain, hides=hides)
+    options: list[Say | Word] = [Say("quiz.number", {"n": Num(n, 0, "count")}) for n in shown]
+    labels = [f"{n:,}" for n in shown]
+    return Asked(
+        "number",
+        text,
+        labels,
+        [shown.index(right)],
+        float(right),
+        explain,
+        hides=hides,
+        words=Words(said, options, explained),
+    )
 
 
 def _words(text: str) -> list[str]:
@@ -219,8 +339,14 @@ def _attention_view(view: View, models: Models, mask: Mask) -> SentenceAttention
         if example is None:
             raise NotAskable(f"no example {view['example']!r}")
         q, k, v, tokens = example.q, example.k, example.v, list(example.tokens)
+        stages = attention(q, k, v, mask)
+        return SentenceAttention(tokens, stages.masked, stages.weights, example.id)
     stages = attention(q, k, v, mask)
     return SentenceAttention(tokens, stages.masked, stages.weights)
+
+
+def _word(a: SentenceAttention, i: int) -> Word:
+    return Word(a.tokens[i], a.example, i)
 
 
 def _focus(view: View, n: int) -> int:
@@ -258,7 +384,17 @@ def rnn_fade(view: View, models: Models) -> Asked:
     )
     last = float(r.influence[-1])
     hides = [f"{last:.4f}" if last >= 0.001 else f"{last:.2e}".replace("-", "\u2212")]
-    return _range(text, ratio, FADE_BINS, explain, hides)
+    first = Word(words[0])
+    said = say("quiz.rnn.fade.text", n=n, word=first)
+    explained = say(
+        "quiz.rnn.fade.explain",
+        word=first,
+        n=n,
+        ratio=Num(ratio, 3, "sig"),
+        first=Num(float(r.influence[0]), 4),
+        last=Num(last, 4, "sig"),
+    )
+    return _range(text, ratio, FADE_BINS, explain, hides, ("quiz.rnn.fade.bin", said, explained))
 
 
 # ---- chapter 2: where q, k and v come from ---------------------------------------------------------
@@ -273,7 +409,11 @@ def projections_learned(view: View, models: Models) -> Asked:
         f"How many numbers must the model learn for the three matrices, however long the sentence?"
     )
     explain = f"Three matrices of {d} × {d}: 3 × {d} × {d} = {learned}, the same for {n} tokens or 1,000."
-    return _numbers(text, learned, [3 * d, d * d, n * learned], explain, [f"3 × {d} × {d} = {learned}"])
+    said = say("quiz.projections.learned.text", d=d)
+    explained = say("quiz.projections.learned.explain", d=d, learned=Num(learned, 0, "count"), n=n)
+    return _numbers(
+        text, learned, [3 * d, d * d, n * learned], explain, [f"3 × {d} × {d} = {learned}"], said, explained
+    )
 
 
 # ---- chapter 3: the five steps ---------------------------------------------------------------------
@@ -300,7 +440,10 @@ def steps_share(view: View, models: Models) -> Asked:
         f"About how much of the attention of {quote(word)} goes to {quote(key)}?"
     )
     explain = f"{quote(word)} gives {f3(share)} of its attention to {quote(key)} (softmax of the scaled scores)."
-    return _range(text, share, SHARE_BINS, explain, [*_value_hides(share), f"{100 * share:.1f}%"])
+    said = say("quiz.steps.share.text", word=_word(a, f), key=_word(a, top))
+    explained = say("quiz.steps.share.explain", word=_word(a, f), key=_word(a, top), share=Num(share))
+    hides = [*_value_hides(share), f"{100 * share:.1f}%"]
+    return _range(text, share, SHARE_BINS, explain, hides, ("quiz.steps.share.bin", said, explained))
 
 
 # ---- chapter 4: why divide by √d_k ---------------------------------------------------------------
@@ -324,7 +467,9 @@ def scaling_unscaled(view: View, models: Models) -> Asked:
         "how large is the query's largest weight?"
     )
     explain = f"Without ÷√d_k its largest weight is {f3(top)}; with it, {f3(s.max_scaled)}."
-    return _range(text, top, LARGEST_BINS, explain, _value_hides(top))
+    said = say("quiz.scaling.unscaled.text", dk=Num(d_k, 0, "int"), keys=scaling.KEYS)
+    explained = say("quiz.scaling.unscaled.explain", unscaled=Num(top), scaled=Num(s.max_scaled))
+    return _range(text, top, LARGEST_BINS, explain, _value_hides(top), ("quiz.scaling.unscaled.bin", said, explained))
 
 
 # ---- chapter 5: full vs causal ---------------------------------------------------------------------
@@ -343,7 +488,12 @@ def masks_zero(view: View, models: Models) -> Asked:
         f"{len(right)} of the {n * n} cells become 0."
     )
     cells = [f"{names[i]} → {names[j]}" for i in range(n) for j in range(n)]
-    return Asked("cell", text, cells, right, float(len(right)), explain, grid=(names, names))
+    said = say("quiz.masks.zero.text", cut=str(n < len(a.tokens)).lower(), shown=n)
+    explained = say("quiz.masks.zero.explain", zero=len(right), cells=n * n)
+    grid = [_word(a, i) for i in range(n)]
+    labels: list[Say | Word] = [say("quiz.cell", row=grid[i], col=grid[j]) for i in range(n) for j in range(n)]
+    words = Words(said, labels, explained, (grid, grid))
+    return Asked("cell", text, cells, right, float(len(right)), explain, grid=(names, names), words=words)
 
 
 def masks_split(view: View, models: Models) -> Asked:
@@ -366,7 +516,11 @@ def masks_split(view: View, models: Models) -> Asked:
         f"{quote(word)} may see {visible} word{'s' if visible > 1 else ''} (itself and those before it); "
         f"it gives {f3(w)} to {quote(first)}."
     )
-    return Asked("number", text, options, [right], w, explain, hides=_value_hides(w))
+    said = say("quiz.masks.split.text", word=_word(a, f), first=_word(a, 0))
+    explained = say("quiz.masks.split.explain", word=_word(a, f), first=_word(a, 0), visible=visible, weight=Num(w))
+    labels: list[Say | Word] = [say("quiz.number", n=Num(x, 2, "upto")) for x in shown]
+    words = Words(said, labels, explained)
+    return Asked("number", text, options, [right], w, explain, hides=_value_hides(w), words=words)
 
 
 # ---- chapter 6: many heads -------------------------------------------------------------------------
@@ -384,8 +538,10 @@ def heads_concat(view: View, models: Models) -> Asked:
         "how many numbers does each word have?"
     )
     explain = f"Concat writes the heads' z one after the other: {h} × {d_v} = {width} numbers per word."
+    said = say("quiz.heads.concat.text", heads=h, dv=d_v)
+    explained = say("quiz.heads.concat.explain", heads=h, dv=d_v, width=width)
     # the misreadings: one head's z only, each head keeping the model's width, every word's numbers together
-    return _numbers(text, width, [d_v, h * d_model, n * width], explain, [f"{h} × {d_v} = {width}"])
+    return _numbers(text, width, [d_v, h * d_model, n * width], explain, [f"{h} × {d_v} = {width}"], said, explained)
 
 
 # ---- chapter 7: word order -------------------------------------------------------------------------
@@ -427,10 +583,13 @@ def positions_moved(view: View, models: Models) -> Asked:
         "and v, so the weights are the same numbers, moved with the words."
     )
     options = list(perm)
+    said = say("quiz.positions.moved.text", words=" ".join(words), order=" ".join(perm), word=Word(perm[i]))
+    explained = say("quiz.positions.moved.explain", word=Word(perm[i]), key=Word(perm[top]), weight=Num(w))
     # its weight is on the screen, in the first order's table: reading that table and thinking is the way to
     # the answer; what would give it away is the reordered table, and the proof that the two are one
     hides = [f"max |W_perm − P·W·Pᵀ| = {t.plain_gap:.0f}", f"{quote(perm[i])} still gives"]
-    return Asked("word", text, options, [top], w, explain, hides=hides)
+    words_ = Words(said, [Word(p) for p in perm], explained)
+    return Asked("word", text, options, [top], w, explain, hides=hides, words=words_)
 
 
 # ---- chapter 8: the transformer block --------------------------------------------------------------
@@ -460,7 +619,17 @@ def block_residual(view: View, models: Models) -> Asked:
         f"‖x + change‖ = {f3(r)}: two arrows add like arrows, not like lengths, so the sum is never longer than "
         f"{f3(a)} + {f3(b)} and is shorter when they point apart."
     )
-    return Asked("range", text, options, [right], r, explain, hides=_value_hides(r))
+    token = Word(tokens[t])
+    said = say("quiz.block.residual.text", word=token, input=Num(a), change=Num(b))
+    explained = say("quiz.block.residual.explain", length=Num(r), input=Num(a), change=Num(b))
+    labels: list[Say | Word] = [
+        say("quiz.block.residual.shorter", input=Num(a)),
+        say("quiz.block.residual.between", input=Num(a), sum=Num(a + b)),
+        say("quiz.block.residual.exactly", sum=Num(a + b)),
+        say("quiz.block.residual.longer", sum=Num(a + b)),
+    ]
+    words = Words(said, labels, explained)
+    return Asked("range", text, options, [right], r, explain, hides=_value_hides(r), words=words)
 
 
 # ---- chapter 9: common mistakes --------------------------------------------------------------------
@@ -495,7 +664,15 @@ def mistakes_late(view: View, models: Models) -> Asked:
         if total < 1 - 1e-9
         else f"The row of {quote(tokens[f])} still adds up to 1: it has no later words to lose."
     )
-    return _range(text, total, ROWSUM_BINS, explain, _value_hides(total) if total < 1 - 1e-9 else [])
+    word_ = Word(tokens[f], example.id, f)
+    said = say("quiz.mistakes.late.text", word=word_)
+    explained = (
+        say("quiz.mistakes.late.explain", word=word_, sum=Num(total))
+        if total < 1 - 1e-9
+        else say("quiz.mistakes.late.whole", word=word_)
+    )
+    hides = _value_hides(total) if total < 1 - 1e-9 else []
+    return _range(text, total, ROWSUM_BINS, explain, hides, ("quiz.mistakes.late.bin", said, explained))
 
 
 # ---- chapter 10: writing one token at a time ---------------------------------------------------------
@@ -530,7 +707,11 @@ def writing_next(view: View, models: Models) -> Asked:
     so_far = "the prompt" if not written else f"the prompt and the {written} tokens written"
     text = f"The model has read {so_far}. Which token does it rate the likeliest to come next?"
     explain = f"{quote(best)}, with a probability of {100 * p:.1f}%."
-    return Asked("word", text, options, [options.index(best)], p, explain, hides=[f"{100 * p:.1f}%", f"{p:.3f}"])
+    said = say("quiz.writing.next.text", written=written)
+    explained = say("quiz.writing.next.explain", token=Word(best), p=Num(p, 1, "percent"))
+    words = Words(said, [Word(o) for o in options], explained)
+    hides = [f"{100 * p:.1f}%", f"{p:.3f}"]
+    return Asked("word", text, options, [options.index(best)], p, explain, hides=hides, words=words)
 
 
 # ---- chapter 11: attention in today's models -------------------------------------------------------
@@ -554,7 +735,10 @@ def today_sink(view: View, models: Models) -> Asked:
         f"attention does each later token give the very first token, {quote(tokens[0])}?"
     )
     explain = f"On average {100 * mean:.1f}% ({mean:.4f}) goes to {quote(tokens[0])}: the attention sink."
-    return _range(text, mean, SINK_BINS, explain, [f"{100 * mean:.1f}%", f"{mean:.4f}"])
+    said = say("quiz.today.sink.text", layer=layer, head=head, sentence=view["sentence"], first=Word(tokens[0]))
+    explained = say("quiz.today.sink.explain", share=Num(mean, 1, "percent"), mean=Num(mean, 4), first=Word(tokens[0]))
+    hides = [f"{100 * mean:.1f}%", f"{mean:.4f}"]
+    return _range(text, mean, SINK_BINS, explain, hides, ("quiz.today.sink.bin", said, explained))
 
 
 # ---- chapter 12: attention without the n×n table ----------------------------------------------------
@@ -607,15 +791,25 @@ def tiles_rescale(view: View, models: Models) -> Asked:
     alpha = float(np.asarray(run.steps[t].alpha)[f])
     m_old, m_new = float(ms[t - 1][f]), float(ms[t][f])
     text = (
-        f"Blocks of {b} keys. Block {t + 1} brings {quote(example.tokens[f])} its scores. By what number are the l "
+        f"Blocks of {b} key{'s' if b != 1 else ''}. Block {t + 1} brings {quote(example.tokens[f])} its scores. "
+        "By what number are the l "
         "and o it kept so far multiplied before this block's terms are added?"
     )
     explain = (
-        f"α = e^(m_old − m) = e^({f3(m_old)} − {f3(m_new)}) = {f3(alpha)}"
+        f"α = e^(m_old − m) = e^({f3(m_old)} − {f3(m_new)}) = {f3(alpha)}: measured from the bigger m, what was "
+        f"kept so far is worth {f3(alpha)} times as much"
         if alpha < 1
         else f"α = 1: this block brings no score bigger than m = {f3(m_new)}, so nothing is rescaled"
     )
-    return _range(text, alpha, RESCALE_BINS, explain, _value_hides(alpha) if alpha < 1 else [])
+    word_ = Word(example.tokens[f], example.id, f)
+    said = say("quiz.tiles.rescale.text", b=b, block=t + 1, word=word_)
+    explained = (
+        say("quiz.tiles.rescale.explain", old=Num(m_old), new=Num(m_new), alpha=Num(alpha))
+        if alpha < 1
+        else say("quiz.tiles.rescale.one", m=Num(m_new))
+    )
+    hides = _value_hides(alpha) if alpha < 1 else []
+    return _range(text, alpha, RESCALE_BINS, explain, hides, ("quiz.tiles.rescale.bin", said, explained))
 
 
 # ---- the registry --------------------------------------------------------------------------------

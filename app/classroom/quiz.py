@@ -132,8 +132,10 @@ async def reset(broker: Broker, code: str) -> None:
     await broker.publish(code, '{"quiz":null}')
 
 
-def _error(kind: str, msg: str) -> str:
-    return json.dumps({"error": {"type": kind, "msg": msg}})
+def _error(kind: str, msg: str, **extra: Any) -> str:
+    """A refusal: its type (each page words it in its language: quiz.refused.<type>), English words, and
+    what those words need (seat_cap: `most`)."""
+    return json.dumps({"error": {"type": kind, "msg": msg, **extra}})
 
 
 async def vote(broker: Broker, code: str, sub: Subscriber, body: Any) -> str:
@@ -154,7 +156,7 @@ async def vote(broker: Broker, code: str, sub: Subscriber, body: Any) -> str:
     most = limits.seats_per_address()
     if sub.address and not await broker.take_seat(code, sub.address, seat, most):
         msg = f"Not counted: {most} phones on this network answer in this room already (the teacher can raise it)."
-        return _error("seat_cap", msg)
+        return _error("seat_cap", msg, most=most)
     voters = ["seat:" + seat]
     if limits.one_vote_per_address() and sub.address:
         voters.append("address:" + sub.address)

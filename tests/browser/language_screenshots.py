@@ -1,4 +1,5 @@
-"""Take the pictures of docs/languages.md: the masks chapter in Spanish, Chinese and Arabic (not a test).
+"""Take the pictures of docs/languages.md: the masks chapter in Spanish, Chinese and Arabic, and a chapter of
+the model's block and of the tiles in Chinese and Arabic (not a test).
 
     .venv/bin/python -m tests.browser.language_screenshots docs/screenshots [NAME…]
 
@@ -23,6 +24,8 @@ SHOTS: list[tuple[str, str, str, tuple[int, int]]] = [
     ("languages-zh-1280", "zh-CN", f"{VIEW}&step=weights&focus=3", (1280, 720)),
     ("languages-ar-1280", "ar-EG", f"{VIEW}&step=weights&focus=3", (1280, 720)),
     ("languages-ar-phone", "ar-EG", f"{VIEW}&step=causal&focus=1", (390, 844)),
+    ("languages-zh-block-1280", "zh-CN", "?chapter=block&step=add", (1280, 720)),
+    ("languages-ar-tiles-1280", "ar-EG", "?chapter=tiles&step=read", (1280, 720)),
 ]
 
 
@@ -35,8 +38,9 @@ def main(base: str, out: Path, only: list[str] | None = None) -> None:
                 continue
             page = browser.new_page(viewport={"width": width, "height": height}, reduced_motion="reduce", locale=locale)
             page.goto(base + "/" + query)
-            page.wait_for_selector('#app[data-ready="true"]')
-            page.wait_for_selector('#scene[data-animating="false"]')
+            page.wait_for_selector('#app[data-ready="true"]', timeout=120_000)
+            if "chapter=masks" in query:  # the attention view: its flight to the frame
+                page.wait_for_selector('#scene[data-animating="false"]')
             page.wait_for_timeout(300)  # the labels' last placement
             page.screenshot(path=str(out / f"{name}.png"))
             page.close()

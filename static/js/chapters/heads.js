@@ -5,7 +5,7 @@
 //
 // Its words are in the catalogs (keys "chapter.heads.…"), read when drawn (chapters/CONTRACT.md:
 // "Words in every language"). The small example's words ("the cat ate fish") are shown in the
-// page's language where it carries them word for word (chapter.heads.example.tokens); the real
+// page's language where it carries them word for word (example.heads-toy.tokens); the real
 // model reads its sentence as typed.
 
 import { el } from "../dom.js";
@@ -13,15 +13,15 @@ import { fixed3, short } from "../format.js";
 import { integer, listOf, t } from "../i18n.js";
 import { pyMatrix, pyNum, pyStr, pyStrings } from "../pycode.js";
 import { HeadGrids } from "../scene/headgrids.js";
-import { ANIMAL, argmax, isExample, matrixTable, picker, pySafetensors, quote, scroller, sentenceBox, shownWords, vec } from "./widgets.js";
+import { ANIMAL, argmax, exampleNote, exampleWords, matrixTable, picker, pySafetensors, quote, scroller, sentenceBox, vec } from "./widgets.js";
 
 /** This chapter's message `key` (chapter.heads.<key>) with `values`. */
 const say = (key, values) => t(`chapter.heads.${key}`, values);
 /** "head 3", in the page's language (the toy's heads and the formula count from 1). */
 const headName = (i) => say("head", { i: integer(i) });
 /** The small example's words as the server sends them, and as the page shows them. */
-const TOY = ["the", "cat", "ate", "fish"];
-const toyWords = (tokens) => shownWords(tokens, { english: TOY, key: "chapter.heads.example.tokens" });
+const TOY = "heads-toy"; // its id in the catalogs (example.heads-toy.…): "the cat ate fish"
+const toyWords = (tokens) => exampleWords(TOY, tokens);
 /** A list of short numbers in brackets: "[0.5, −1.2]" ("[0,5; −1,2]" where the decimal sign is a comma). */
 const shortList = (row) => `[${listOf(row.map(short))}]`;
 
@@ -64,7 +64,7 @@ const STEPS = [
         const j = argmax(head[f]);
         return say("heads.top", { head: headName(i + 1), w: fixed3(head[f][j]), word: words[j] });
       });
-      const note = say("example.note");
+      const note = exampleNote(TOY, a.ex.tokens);
       return (
         say("heads.text", {
           h: w.length,
@@ -73,7 +73,7 @@ const STEPS = [
           dk: integer(a.ex.w_q[0][0].length),
           word: words[f],
           tops: tops.join(t("lesson.clauseSeparator")),
-        }) + (note && isExample(a.ex.tokens, TOY) ? ` ${note}` : "")
+        }) + (note ? ` ${note}` : "")
       );
     },
   },

@@ -2,17 +2,26 @@
 // (POST /api/attention with "mistake"), each beside the right result, with what breaks: rows that
 // no longer sum to 1, weight the hidden words take, a saturated softmax. Then the caveat: weights
 // show where information flows in one layer, not why a model decides.
+//
+// Its words are in the catalogs (keys "chapter.mistakes.…", chapters/CONTRACT.md "Words in every
+// language"); the example's words are the page language's where it carries them ("el gato comió su
+// pescado"), its numbers the same.
 
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
+import { has, integer, t } from "../i18n.js";
 import { pyMatrix, pyStr, pyStrings } from "../pycode.js";
 import { HeadGrids } from "../scene/headgrids.js";
-import { matrixTable, picker, scroller } from "./widgets.js";
+import { exampleNote, exampleWords, matrixTable, picker, quote, scroller } from "./widgets.js";
 
-const quote = (w) => `“${w}”`;
+/** This chapter's message `key` (chapter.mistakes.<key>) with `values`. */
+const say = (key, values) => t(`chapter.mistakes.${key}`, values);
 const MISTAKES = ["no-scale", "softmax-columns", "mask-after-softmax"];
-/** What each mistake is called on the page (captions and the 3D view): never the API's names. */
-const NAMED = { "no-scale": "no ÷√d_k", "softmax-columns": "softmax down the columns", "mask-after-softmax": "mask after softmax" };
+/** Each mistake's catalog name: what it is called on the page (captions and the 3D view), never the API's name. */
+const KEYS = { "no-scale": "noScale", "softmax-columns": "softmaxColumns", "mask-after-softmax": "maskAfterSoftmax" };
+const named = (id) => say(`named.${KEYS[id]}`);
+/** A range of numbers, "0.716 … 1.000". */
+const span = (xs) => `${fixed3(Math.min(...xs))} … ${fixed3(Math.max(...xs))}`;
 
 // What the page reads off the server's weights (sums, largest weight, entropy): adding up, no attention math.
 const rowSums = (w) => w.map((row) => row.reduce((s, x) => s + x, 0));
@@ -31,6 +40,9 @@ function earlierChange(w1, w2) {
   return most;
 }
 
+/** The words the page shows: the example's in the page's language where it carries them. */
+const wordsOf = (a) => a.words;
+
 function focusOf(a, ctx) {
   const f = ctx.params.word === "" ? NaN : Number(ctx.params.word);
   if (Number.isInteger(f) && f >= 0 && f < a.right.tokens.length) return f;
@@ -38,47 +50,52 @@ function focusOf(a, ctx) {
   return its >= 0 ? its : a.right.tokens.length - 1;
 }
 
+/** A step's getters for its title and short name (read when drawn, in the page's language). */
+const step = ({ id, ...rest }) => ({
+  id,
+  get title() {
+    return say(`${KEYS[id] ?? id}.title`);
+  },
+  get short() {
+    return say(`${KEYS[id] ?? id}.short`);
+  },
+  ...rest,
+});
+
 const STEPS = [
-  {
+  step({
     id: "no-scale",
     figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
-    title: "Forgetting ÷√d_k",
-    short: "no ÷√d_k",
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
       const r = a.right;
       const w = a.wrong["no-scale"];
+      const note = exampleNote(a.example); // where the example's words stay English, the line that says so
       return (
-        "Every table in this chapter uses the causal mask (each word sees itself and the words before it). " +
-        `Without the division the scores stay √${r.d_k} = ${fixed3(Math.sqrt(r.d_k))} times larger, and softmax turns large gaps into ` +
-        `near-certainty. For ${quote(r.tokens[f])} the largest weight goes from ${fixed3(rowMax(r.weights)[f])} to ${fixed3(rowMax(w.weights)[f])} ` +
-        `and the spread (entropy) falls from ${fixed3(entropy(r.weights)[f])} to ${fixed3(entropy(w.weights)[f])} nats. ` +
-        "On a toy example it still works; in a large model, with d_k of 64 or 128, the softmax saturates and training barely moves it."
+        say("noScale.text", {
+          dk: integer(r.d_k),
+          root: fixed3(Math.sqrt(r.d_k)),
+          word: wordsOf(a)[f],
+          rightMax: fixed3(rowMax(r.weights)[f]),
+          wrongMax: fixed3(rowMax(w.weights)[f]),
+          rightH: fixed3(entropy(r.weights)[f]),
+          wrongH: fixed3(entropy(w.weights)[f]),
+        }) + (note ? ` ${note}` : "")
       );
     },
-  },
-  {
+  }),
+  step({
     id: "softmax-columns",
     figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
-    title: "Softmax over the wrong axis",
-    short: "wrong axis",
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
-      const r = a.right;
-      const w = a.wrong["softmax-columns"].weights;
-      const sums = rowSums(w);
-      return (
-        "Softmax must run along each row: one query sharing its attention among the keys. Run down the columns instead and each key's " +
-        `weights sum to 1 over the queries, while a query's row sums to anything: here from ${fixed3(Math.min(...sums))} to ` +
-        `${fixed3(Math.max(...sums))}. The row of ${quote(r.tokens[f])} sums to ${fixed3(sums[f])}, so its output is no longer a weighted average of the values.`
-      );
+      const sums = rowSums(a.wrong["softmax-columns"].weights);
+      return say("softmaxColumns.text", { min: fixed3(Math.min(...sums)), max: fixed3(Math.max(...sums)), word: wordsOf(a)[f], sum: fixed3(sums[f]) });
     },
-  },
-  {
+  }),
+  step({
     id: "mask-after-softmax",
     figure: "#chapter-stage, [data-testid=mistake-wrong]", // the mistaken table; the right one follows
-    title: "Masking after softmax",
-    short: "mask late",
     text: (a, ctx) => {
       const f = focusOf(a, ctx);
       const r = a.right;
@@ -86,27 +103,25 @@ const STEPS = [
       const sums = rowSums(w);
       const lost = sums.map((s) => 1 - s);
       const worst = lost.indexOf(Math.max(...lost));
-      return (
-        "The causal mask must set hidden scores to −∞ before softmax. Zeroing them after it is too late: the softmax already gave the " +
-        `later words a share, and those shares are then thrown away, so the rows sum to between ${fixed3(Math.min(...sums))} and ` +
-        `${fixed3(Math.max(...sums))} instead of 1 (the Σ column). ${quote(r.tokens[worst])} lost the most: ${fixed3(lost[worst])} went to words ` +
-        `it must not see. The row of ${quote(r.tokens[f])} sums to ${fixed3(sums[f])}. Worse, every visible weight was computed with the future ` +
-        `words in the softmax's sum. Change only the key of the last word, ${quote(r.tokens[r.tokens.length - 1])}: done right, no earlier row ` +
-        `moves (largest change ${fixed3(earlierChange(r.weights, a.leak.right.weights))}); with the late mask the earlier rows change by up to ` +
-        `${fixed3(earlierChange(w, a.leak.wrong.weights))}. The future leaks in.`
-      );
+      const words = wordsOf(a);
+      return say("maskAfterSoftmax.text", {
+        min: fixed3(Math.min(...sums)),
+        max: fixed3(Math.max(...sums)),
+        worst: words[worst],
+        lost: fixed3(lost[worst]),
+        word: words[f],
+        sum: fixed3(sums[f]),
+        last: words[words.length - 1],
+        rightChange: fixed3(earlierChange(r.weights, a.leak.right.weights)),
+        wrongChange: fixed3(earlierChange(w, a.leak.wrong.weights)),
+      });
     },
-  },
-  {
+  }),
+  step({
     id: "caveat",
     figure: "#chapter-stage, [data-testid=mistakes-caveat]",
-    title: "What attention weights do not tell you",
-    short: "caveat",
-    text: () =>
-      "One last mistake is one of reading, not of computing: a weight table shows where information flows in one head of one layer, " +
-      "not why the model decides what it does. The value vectors, the other heads, W_O, the feed-forward networks and every later layer " +
-      "all change what that information becomes. A large weight is a good question to ask, not an explanation.",
-  },
+    text: () => say("caveat.text"),
+  }),
 ];
 
 function breaks(a, id) {
@@ -114,24 +129,23 @@ function breaks(a, id) {
   const w = a.wrong[id].weights;
   if (id === "no-scale") {
     return [
-      ["largest weight, mean over rows", fixed3(mean(rowMax(r.weights))), fixed3(mean(rowMax(w))), "mistake-max"],
-      ["entropy (nats), mean over rows", fixed3(mean(entropy(r.weights))), fixed3(mean(entropy(w))), "mistake-entropy"],
+      [say("breaks.max"), fixed3(mean(rowMax(r.weights))), fixed3(mean(rowMax(w))), "mistake-max"],
+      [say("breaks.entropy"), fixed3(mean(entropy(r.weights))), fixed3(mean(entropy(w))), "mistake-entropy"],
     ];
   }
   if (id === "softmax-columns") {
-    const s = rowSums(w);
     return [
-      ["row sums (should all be 1)", `${fixed3(Math.min(...rowSums(r.weights)))} … ${fixed3(Math.max(...rowSums(r.weights)))}`, `${fixed3(Math.min(...s))} … ${fixed3(Math.max(...s))}`, "mistake-rowsums"],
-      ["column sums", "vary", `${fixed3(Math.min(...colSums(w)))} … ${fixed3(Math.max(...colSums(w)))}`, "mistake-colsums"],
+      [say("breaks.rowSums"), span(rowSums(r.weights)), span(rowSums(w)), "mistake-rowsums"],
+      [say("breaks.colSums"), say("breaks.vary"), span(colSums(w)), "mistake-colsums"],
     ];
   }
   const s = rowSums(w);
   const lost = s.map((x) => 1 - x);
   return [
-    ["smallest row sum (should be 1)", fixed3(Math.min(...rowSums(r.weights))), fixed3(Math.min(...s)), "mistake-rowsums"],
-    ["largest share lost to hidden words", fixed3(Math.max(...hiddenShare(r.weights, "causal"))), fixed3(Math.max(...lost)), "mistake-lost"],
+    [say("breaks.smallest"), fixed3(Math.min(...rowSums(r.weights))), fixed3(Math.min(...s)), "mistake-rowsums"],
+    [say("breaks.lost"), fixed3(Math.max(...hiddenShare(r.weights, "causal"))), fixed3(Math.max(...lost)), "mistake-lost"],
     [
-      "change the last word's key: largest change in earlier rows",
+      say("breaks.leak"),
       fixed3(earlierChange(r.weights, a.leak.right.weights)),
       fixed3(earlierChange(w, a.leak.wrong.weights)),
       "mistake-leak",
@@ -141,13 +155,13 @@ function breaks(a, id) {
 
 function numbers(a, stepId, ctx) {
   const f = focusOf(a, ctx);
-  const out = [{ label: "word", value: quote(a.right.tokens[f]), testid: "mistake-word" }];
+  const out = [{ label: say("number.word"), value: quote(wordsOf(a)[f]), testid: "mistake-word" }];
   if (stepId === "caveat") return out;
   const w = a.wrong[stepId].weights;
-  out.push({ label: "right: row sum", value: fixed3(rowSums(a.right.weights)[f]), testid: "mistake-right-sum" });
-  out.push({ label: "mistake: row sum", value: fixed3(rowSums(w)[f]), testid: "mistake-wrong-sum" });
-  out.push({ label: "right: largest weight", value: fixed3(rowMax(a.right.weights)[f]), testid: "mistake-right-max" });
-  out.push({ label: "mistake: largest weight", value: fixed3(rowMax(w)[f]), testid: "mistake-wrong-max" });
+  out.push({ label: say("number.rightSum"), value: fixed3(rowSums(a.right.weights)[f]), testid: "mistake-right-sum" });
+  out.push({ label: say("number.wrongSum"), value: fixed3(rowSums(w)[f]), testid: "mistake-wrong-sum" });
+  out.push({ label: say("number.rightMax"), value: fixed3(rowMax(a.right.weights)[f]), testid: "mistake-right-max" });
+  out.push({ label: say("number.wrongMax"), value: fixed3(rowMax(w)[f]), testid: "mistake-wrong-max" });
   return out;
 }
 
@@ -198,13 +212,15 @@ function mount(ctx) {
     update(a, stepId) {
       const r = a.right;
       const f = focusOf(a, ctx);
+      const words = wordsOf(a);
       body.classList.toggle("mistakes-pair-view", stepId !== "caveat");
+      const title = (e) => (has(`example.${e.id}.title`) ? t(`example.${e.id}.title`) : e.title);
       controls.replaceChildren(
-        picker("example", a.examples.map((e) => [e.id, e.title]), ctx.params.example, (v) => ctx.setParams({ example: v, word: "" }), "mistakes-example"),
-        picker("word", r.tokens.map((t, i) => [i, t]), f, (v) => ctx.setParams({ word: v }), "mistakes-wordpick"),
+        picker(say("pick.example"), a.examples.map((e) => [e.id, title(e)]), ctx.params.example, (v) => ctx.setParams({ example: v, word: "" }), "mistakes-example"),
+        picker(say("pick.word"), words.map((w, i) => [i, w]), f, (v) => ctx.setParams({ word: v }), "mistakes-wordpick"),
       );
       const withSums = (w) => w.map((row) => [...row, row.reduce((s, x) => s + x, 0)]);
-      const cols = [...r.tokens, "Σ"];
+      const cols = [...words, "Σ"];
       const right = el("div", { className: "right" });
       const plainSums = (table) => {
         // the Σ column is a check, not a weight: unshaded, and outlined where it is not 1
@@ -216,25 +232,24 @@ function mount(ctx) {
         });
         return table;
       };
-      right.append(scroller(plainSums(matrixTable(withSums(r.weights), { caption: "right (causal): weights", rowNames: r.tokens, colNames: cols, shade: true, testid: "mistake-right" }))));
+      right.append(scroller(plainSums(matrixTable(withSums(r.weights), { caption: say("caption.right"), rowNames: words, colNames: cols, shade: true, testid: "mistake-right" }))));
       if (stepId === "caveat") {
         const note = el("p", { className: "caveat", dataset: { testid: "mistakes-caveat" } });
-        note.textContent =
-          "Attention weights show where information flows in one layer (here: one head, hand-set numbers), not why a model decides what it does.";
+        note.textContent = say("caveat.note");
         body.replaceChildren(note, right);
-        grids?.update([{ title: "right", weights: r.weights }], r.tokens, { perRow: 2, focus: f });
+        grids?.update([{ title: say("grid.right"), weights: r.weights }], words, { perRow: 2, focus: f });
         return;
       }
       const w = a.wrong[stepId];
       const wrong = el("div", { className: "wrong" });
-      const table = matrixTable(withSums(w.weights), { caption: `mistake (${NAMED[stepId]}): weights`, rowNames: r.tokens, colNames: cols, shade: true, testid: "mistake-wrong" });
+      const table = matrixTable(withSums(w.weights), { caption: say("caption.wrong", { name: named(stepId) }), rowNames: words, colNames: cols, shade: true, testid: "mistake-wrong" });
       wrong.append(scroller(plainSums(table)));
       const pair = el("div", { className: "mistake-pair" });
       pair.append(wrong, right); // the mistaken table first, where the first screen ends
       const list = el("table", { className: "mini-matrix", dataset: { testid: "mistake-breaks" } });
-      list.append(el("caption", {}, "What breaks (read off the two tables)"));
+      list.append(el("caption", {}, say("caption.breaks")));
       const head = el("tr");
-      head.append(el("th"), el("th", { scope: "col" }, "right"), el("th", { scope: "col" }, "mistake"));
+      head.append(el("th"), el("th", { scope: "col" }, say("grid.right")), el("th", { scope: "col" }, say("grid.wrong")));
       list.append(el("thead"));
       list.lastElementChild.append(head);
       const tb = el("tbody");
@@ -247,10 +262,10 @@ function mount(ctx) {
       body.replaceChildren(pair, scroller(list));
       grids?.update(
         [
-          { title: "right", weights: r.weights },
-          { title: "mistake", weights: w.weights }, // which one: the step's title says it
+          { title: say("grid.right"), weights: r.weights },
+          { title: say("grid.wrong"), weights: w.weights }, // which one: the step's title says it
         ],
-        r.tokens,
+        words,
         { perRow: 2, focus: f },
       );
     },
@@ -264,8 +279,12 @@ function mount(ctx) {
 
 export default {
   id: "mistakes",
-  title: "Common mistakes",
-  summary: "Forgetting ÷√d_k, softmax over the wrong axis, masking after softmax: each beside the right (causal) result.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: { example: "the-cat-ate-its-fish", word: "" },
   steps: STEPS,
   async load(ctx) {
@@ -281,7 +300,9 @@ export default {
       ctx.post("/api/attention", { ...changed, mistake: "mask-after-softmax" }),
     ]);
     const wrong = Object.fromEntries(MISTAKES.map((m, i) => [m, answers[i + 1]]));
-    return { examples, right: answers[0], wrong, leak: { right: answers[4], wrong: answers[5] } };
+    // the words shown: the example's in the page's language where it carries them (the numbers are the same)
+    const words = exampleWords(ex.id ?? ctx.params.example, answers[0].tokens);
+    return { examples, right: answers[0], wrong, leak: { right: answers[4], wrong: answers[5] }, words, example: ex.id ?? ctx.params.example };
   },
   mount,
   numbers,

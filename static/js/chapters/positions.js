@@ -6,7 +6,7 @@
 //
 // Its words are in the catalogs (keys "chapter.positions.…"), read when drawn (chapters/CONTRACT.md:
 // "Words in every language"). The worked example's words are shown in the page's language where it
-// carries them word for word (widgets.js shownWords), in both orders; the server always gets the words
+// carries them word for word (widgets.js exampleWords), in both orders; the server always gets the words
 // as the models read them, so the numbers are the same in every language. The real model's step
 // shows the words and tokens it read.
 
@@ -15,7 +15,7 @@ import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
 import { decimal, dir, integer, language, t } from "../i18n.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { BarGrid } from "../scene/bargrid.js";
-import { exampleNote, fixed4, sentWords, shownWords, unbroken } from "./widgets.js";
+import { EXAMPLE, exampleNote, exampleWords, fixed4, sentWords, unbroken } from "./widgets.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
 const DEFAULT_ORDER = ""; // empty: the server's default (0 4 2 3 1 for the default words, else reversed)
@@ -27,7 +27,7 @@ const leftToRight = (text) => (dir() === "rtl" ? `\u2066${text}\u2069` : text);
 
 /** The words to show in the first order and in the other one (the example's in the page's language). */
 function shown(a) {
-  const words = shownWords(a.words);
+  const words = exampleWords(EXAMPLE, a.words);
   return { words, perm: a.order.map((i) => words[i]) };
 }
 
@@ -67,7 +67,7 @@ const STEPS = [
     },
     text: (a, ctx) => {
       const { words, perm } = shown(a);
-      const note = exampleNote(a.words);
+      const note = exampleNote(EXAMPLE, a.words);
       const tail = note ? ` ${note}` : "";
       if (ctx?.withheld) return say("plain.hidden", { sentence: joined(words), perm: joined(perm) }) + tail;
       const e = example(a);
@@ -153,7 +153,7 @@ function heatTable(rows, { rowNames, colNames, caption, testid, hot = null }) {
   });
   table.append(body);
   // a box that may scroll sideways on a phone: keyboard users reach it with Tab, then the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("lesson.table") });
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("widget.table") });
   box.append(table);
   return box;
 }
@@ -255,7 +255,7 @@ export default {
     const words = el("input", { type: "text", maxlength: "400", dir: "auto", "aria-label": say("form.words"), dataset: { testid: "pos-words" } });
     const order = el("input", { type: "text", maxlength: "80", dir: "ltr", "aria-label": say("form.order"), dataset: { testid: "pos-order" } });
     const reverse = el("button", { type: "button", dataset: { testid: "pos-reverse" } }, say("form.reverse"));
-    form.append(el("label", { className: "ca-label" }, say("form.wordsLabel")), words, el("label", { className: "ca-label" }, say("form.orderLabel")), order, el("button", { type: "submit" }, t("lesson.run")), reverse);
+    form.append(el("label", { className: "ca-label" }, say("form.wordsLabel")), words, el("label", { className: "ca-label" }, say("form.orderLabel")), order, el("button", { type: "submit" }, t("widget.run")), reverse);
     // the example's words in the page's language go to the server as the models read them
     form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -287,7 +287,7 @@ export default {
     let looked = "";
     return {
       update(a, stepId) {
-        words.value = joined(shownWords(a.words));
+        words.value = joined(exampleWords(EXAMPLE, a.words));
         order.value = a.order.join(" ");
         modelBar.hidden = stepId !== "model";
         layer.value = String(a.model?.layer ?? ctx.params.layer);

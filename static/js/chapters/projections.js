@@ -108,7 +108,7 @@ function matrixTable(rows, { caption, rowNames = null, colNames = null, hotRow =
   });
   table.append(body);
   // a box that may scroll sideways on a phone: keyboard users reach it with Tab, then the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("lesson.table") });
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("widget.table") });
   box.append(table);
   return box;
 }

@@ -5,7 +5,7 @@
 //
 // Its words are in the catalogs (static/i18n/<lang>.json, keys "chapter.rnn.…"), read when drawn
 // (chapters/CONTRACT.md: "Words in every language"). The worked example's words are shown in the
-// page's language where it carries them word for word (widgets.js shownWords); the server always
+// page's language where it carries them word for word (widgets.js exampleWords); the server always
 // gets the words as the models read them, so the numbers are the same in every language.
 
 import { el } from "../dom.js";
@@ -13,7 +13,7 @@ import { fixed3 } from "../format.js";
 import { decimal, integer, language, listOf, locale, t } from "../i18n.js";
 import { pyMatrix, pyStrings } from "../pycode.js";
 import { RnnChain } from "../scene/chain.js";
-import { exampleNote, scrollBox, sentWords, shownWords, unbroken } from "./widgets.js";
+import { EXAMPLE, exampleNote, exampleWords, scrollBox, sentWords, unbroken } from "./widgets.js";
 
 const DEFAULT_WORDS = "the cat ate its fish";
 const LONG = "the animal did not cross the street because it was too tired";
@@ -62,8 +62,8 @@ const STEPS = [
     },
     text: (a) => {
       const n = a.words.length;
-      const words = shownWords(a.words);
-      const note = exampleNote(a.words);
+      const words = exampleWords(EXAMPLE, a.words);
+      const note = exampleNote(EXAMPLE, a.words);
       return (
         say("chain.text", {
           formula: unbroken("h_t = tanh(W_h·h_{t−1} + W_x·x_t)"),
@@ -91,7 +91,7 @@ const STEPS = [
       if (ctx?.withheld) return t("lesson.hidden");
       const n = a.words.length;
       return say("fade.text", {
-        first: shownWords(a.words)[0],
+        first: exampleWords(EXAMPLE, a.words)[0],
         dh: integer(a.d_h),
         dx: integer(a.d_x),
         atFirst: sig(a.influence[0]),
@@ -112,7 +112,7 @@ const STEPS = [
     },
     text: (a) => {
       const n = a.words.length;
-      const words = shownWords(a.words);
+      const words = exampleWords(EXAMPLE, a.words);
       return say("direct.text", {
         n: integer(n),
         last: words[n - 1],
@@ -129,7 +129,7 @@ const STEPS = [
 /** The table; while the class answers (`hide`) without the first word's influence (the question's answer). */
 function table(a, stepId, hide = false) {
   const n = a.words.length;
-  const words = shownWords(a.words);
+  const words = exampleWords(EXAMPLE, a.words);
   const t = el("table", { className: "ca-table", dataset: { testid: "rnn-table" } });
   t.append(el("caption", {}, stepId === "direct" ? say("table.attention", { last: words[n - 1] }) : say("table.states", { first: words[0] })));
   const head = el("tr");
@@ -186,10 +186,10 @@ export default {
   mount(ctx) {
     const form = el("form", { className: "ca-form", dataset: { testid: "rnn-form" } });
     const input = el("input", { type: "text", maxlength: "1600", dir: "auto", "aria-label": say("form.words"), dataset: { testid: "rnn-words" } });
-    input.value = shownWords(wordsOf(ctx.params)).join(" ");
+    input.value = exampleWords(EXAMPLE, wordsOf(ctx.params)).join(" ");
     const long = el("button", { type: "button", dataset: { testid: "rnn-long" } }, say("form.long"));
     long.addEventListener("click", () => ctx.setParams({ words: LONG }));
-    form.append(el("label", { className: "ca-label" }, say("form.label")), input, el("button", { type: "submit", dataset: { testid: "rnn-run" } }, t("lesson.run")), long);
+    form.append(el("label", { className: "ca-label" }, say("form.label")), input, el("button", { type: "submit", dataset: { testid: "rnn-run" } }, t("widget.run")), long);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       const words = sentWords(input.value).join(" "); // the example's words in the page's language go as the models read them
@@ -201,7 +201,7 @@ export default {
     const chain = ctx.stage ? new RnnChain(ctx.stage) : null;
     return {
       update(answer, stepId) {
-        const words = shownWords(answer.words);
+        const words = exampleWords(EXAMPLE, answer.words);
         input.value = words.join(" ");
         const hide = Boolean(ctx.withheld);
         out.replaceChildren(table(answer, stepId, hide));

@@ -5,14 +5,21 @@
 // to the last digits. On the lesson's example (hand-set q, k, v) or a typed sentence through
 // all-MiniLM-L6-v2. Every number comes from the server: POST /api/lesson/tiles, and POST /api/attention
 // for the plain way beside it.
+//
+// Its words are in the catalogs (keys "chapter.tiles.…", chapters/CONTRACT.md "Words in every
+// language"); the lesson's example is shown in the page's language where it carries it word for word
+// (`a.words`; `a.tokens` stays the model's, for what the chapter looks up), its numbers the same.
 
 import { el } from "../dom.js";
 import { fixed3 } from "../format.js";
+import { decimal, integer, language, listOf, locale, t } from "../i18n.js";
 import { pyMatrix, pyStr, pyStrings } from "../pycode.js";
 import { TileGrid } from "../scene/tilegrid.js";
-import { ANIMAL, picker, predictBox, quote, scrollBox, sentenceBox } from "./widgets.js";
+import { ANIMAL, EXAMPLE, exampleNote, exampleWords, numberList, picker, predictBox, quote, scrollBox, sentenceBox } from "./widgets.js";
 
-const EXAMPLE = "the-cat-ate-its-fish";
+/** This chapter's message `key` (chapter.tiles.<key>) with `values`. */
+const say = (key, values) => t(`chapter.tiles.${key}`, values);
+
 const ROWS_SHOWN = 5; // a longer sentence's table shows this many queries, around the focused one
 const COLS_SHOWN = 8; // … and this many keys of the whole table (the table step)
 const TERMS = 3; // a sum written out term by term shows this many terms, then "+ …"
@@ -20,19 +27,26 @@ const CACHED = 8; // answers kept: moving the block along changes only what is s
 const answers = new Map(); // request (JSON) → answer, the newest last
 
 const MINUS = "\u2212";
+/** x in e-notation with one decimal ("1.1e−16"; the mantissa in the language's form: "1,1e−16"). */
+function eNotation(x) {
+  const [mantissa, power] = x.toExponential(1).split("e");
+  const m = language() === "en" ? mantissa : decimal(Number(mantissa), 1);
+  return `${m}e${power.replace("+", "")}`.replace(/-/g, MINUS);
+}
 /** 3 decimals; a small number that is not 0 in e-notation (α can be 1e−5); null (−∞) as −∞. */
 function num(x) {
   if (x === null || x === undefined) return `${MINUS}∞`;
-  if (x !== 0 && Math.abs(x) < 0.0005) return x.toExponential(1).replace("e-", `e${MINUS}`).replace("-", MINUS);
+  if (x !== 0 && Math.abs(x) < 0.0005) return eNotation(x);
   return fixed3(x);
 }
 /** A vector, its first `count` numbers (a real head's has 32). */
-const vec = (row, count = 3) => `[${row.slice(0, count).map(num).join(", ")}${row.length > count ? ", …" : ""}]`;
-const grouped = (n) => n.toLocaleString("en");
-const mib = (bytes) => `${(bytes / 2 ** 20).toLocaleString("en", { maximumFractionDigits: 2 })} MiB`;
-const words = (a, s) => a.tokens.slice(s.start, s.stop).map(quote).join(", ");
+const vec = (row, count = 3) => numberList([...row.slice(0, count).map(num), ...(row.length > count ? ["…"] : [])], "[", "]");
+/** A whole number, its thousands grouped as the language groups them (4,096). */
+const grouped = (n) => new Intl.NumberFormat(locale()).format(n);
+const mib = (bytes) => `${new Intl.NumberFormat(locale(), { maximumFractionDigits: 2 }).format(bytes / 2 ** 20)} MiB`;
+const words = (a, s) => listOf(a.words.slice(s.start, s.stop).map(quote));
 /** A block's keys, the first and the last of a long one. */
-const ends = (a, s) => (s.stop - s.start > 3 ? `${quote(a.tokens[s.start])} … ${quote(a.tokens[s.stop - 1])}` : words(a, s));
+const ends = (a, s) => (s.stop - s.start > 3 ? `${quote(a.words[s.start])} … ${quote(a.words[s.stop - 1])}` : words(a, s));
 
 /** "e^(… − …)" with the true minus sign. */
 const exp = (a, b) => `e^(${num(a)} ${MINUS} ${num(b)})`;
@@ -107,7 +121,7 @@ function gap(x, y) {
 }
 
 /** A short number in e-notation for a tiny difference ("1.1e−16"), "0" for none. */
-const tiny = (x) => (x === 0 ? "0" : x.toExponential(1).replace("e-", `e${MINUS}`));
+const tiny = (x) => (x === 0 ? "0" : eNotation(x));
 
 /** [first, last): at most `count` of 0 … n − 1, around `focus`. */
 function around(n, focus, count) {
@@ -117,174 +131,155 @@ function around(n, focus, count) {
 
 // ---- the steps ---------------------------------------------------------------------------------
 
-const who = (a, ctx, stepId) => quote(a.tokens[focusOf(a, ctx, stepId)]);
-const held = (a) => `${a.held.tokens} × ${a.held.block} = ${grouped(a.held.tile)}`;
-const HIDDEN = "The weights are hidden for now: think about your answer first.";
+const held = (a) => `${integer(a.held.tokens)} × ${integer(a.held.block)} = ${grouped(a.held.tile)}`;
+const hidden = () => say("hidden");
+/** The long prompt the questions ask about: 4,096 tokens in blocks of 128. */
+const LONG = { tokens: 4096, block: 128 };
+
+/** A step's getters for its title and short name, and its Predict question's (read when drawn). */
+const step = ({ id, options, answer, why, ...rest }) => ({
+  id,
+  get title() {
+    return say(`${id}.title`);
+  },
+  get short() {
+    return say(`${id}.short`);
+  },
+  ask: {
+    get q() {
+      return say(`${id}.ask`, { n: grouped(LONG.tokens) });
+    },
+    get options() {
+      return options ? options() : [0, 1, 2].map((i) => say(`${id}.option.${i}`));
+    },
+    answer,
+    why,
+  },
+  ...rest,
+});
 
 const STEPS = [
-  {
+  step({
     id: "table",
-    title: "The plain way: the whole n × n table",
-    short: "table",
     figure: "#chapter-stage, [data-testid=tiles-table]",
-    ask: {
-      q: "4,096 tokens, the plain way: how many scores held at once?",
-      options: ["4,096", "about 17 million", "128"],
-      answer: 1,
-      why: (a) =>
-        `One score for every query and every key: 4,096 × 4,096 = ${grouped(a.long.table)} numbers, ` +
-        `${mib(a.long.table * a.long.bytes_per_number)} in float32, for every head of every layer.`,
+    options: () => [grouped(LONG.tokens), say("table.option.1"), integer(LONG.block)],
+    answer: 1,
+    why: (a) => say("table.why", { n: grouped(LONG.tokens), table: grouped(a.long.table), mib: mib(a.long.table * a.long.bytes_per_number) }),
+    text: (a) => {
+      const n = integer(a.tokens.length);
+      const note = a.source === "sentence" ? "" : exampleNote(EXAMPLE); // where the example's words stay English
+      return say("table.text", { n, cells: grouped(a.held.table) }) + (note ? ` ${note}` : "");
     },
-    text: (a) =>
-      `Plain attention makes every score at once, each query against each key: ${a.tokens.length} × ` +
-      `${a.tokens.length} = ${grouped(a.held.table)} numbers here, each row turned into weights by softmax. Softmax ` +
-      `seems to need the whole row first: its largest score and the sum of its e^s. Fine for a few words; the ` +
-      `question asks what it costs for a long prompt.`,
-  },
-  {
+  }),
+  step({
     id: "blocks",
-    title: "Keys in blocks: only n × b scores at once",
-    short: "blocks",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-nav]",
-    ask: {
-      q: "The block moves on. What happens to its scores?",
-      options: ["kept for the end", "dropped: the next block makes its own", "added into the next block's"],
-      answer: 1,
-      why: (a) =>
-        `Dropped: only what the running m, l and o took from them stays. So n × b = ${held(a)} scores exist at ` +
-        "once, however long the rest of the prompt.",
-    },
+    answer: 1,
+    why: (a) => say("blocks.why", { held: held(a) }),
     text: (a) => {
       const T = a.steps.length;
       const last = a.steps[T - 1];
-      const cut = last.stop - last.start < a.block ? ` (the last is shorter: ${a.block} does not divide ${a.tokens.length})` : "";
-      return (
-        `Cut the keys and their values into blocks of b = ${a.block}: ${a.steps.map((s) => `[${words(a, s)}]`).join(" ")}${cut}. ` +
-        `Each block is read once: every query's scores against its keys only. The grey cells never exist. ` +
-        `The arrows move the block along the keys.`
-      );
+      return say("blocks.text", {
+        b: integer(a.block),
+        blocks: a.steps.map((s) => `[${words(a, s)}]`).join(" "),
+        cut: String(last.stop - last.start < a.block),
+        n: integer(a.tokens.length),
+      });
     },
-  },
-  {
+  }),
+  step({
     id: "read",
-    title: "Read a block: the running m, l and o",
-    short: "read",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-arith]",
-    ask: {
-      q: "Why e^(s − m) and not e^s?",
-      options: ["no e^ is above 1", "scores become positive", "it changes the answer"],
-      answer: 0,
-      why: (a, ctx) => {
-        const f = focusOf(a, ctx, "read");
-        return (
-          "A score of 1,000 would make e^1000, far past the largest number a computer holds (about 1.8e308): it " +
-          "overflows. Measured from m every e^(s − m) is at most 1, and m cancels in o / l, so the answer is the same " +
-          `(m = ${num(a.steps[0].m[f])} for ${quote(a.tokens[f])} after block 1).`
-        );
-      },
+    answer: 0,
+    why: (a, ctx) => {
+      const f = focusOf(a, ctx, "read");
+      return say("read.why", { m: num(a.steps[0].m[f]), word: a.words[f] });
     },
     text: (a, ctx) => {
-      if (ctx.withheld) return HIDDEN;
+      if (ctx.withheld) return hidden();
       const f = focusOf(a, ctx, "read");
       const t = atOf(a, ctx, "read") - 1;
       const b = blockOf(a, t, f);
-      return (
-        `Each query keeps three running numbers: m, its largest score so far; l, the sum of e^(s − m); o, the sum ` +
-        `of e^(s − m) × v. After block ${t + 1}, ${quote(a.tokens[f])} has m = ${num(b.m)}, l = ${num(b.l)} and ` +
-        `o = ${vec(b.o)}: the lines under the table work them out.`
-      );
+      return say("read.text", { block: integer(t + 1), word: a.words[f], m: num(b.m), l: num(b.l), o: vec(b.o) });
     },
-  },
-  {
+  }),
+  step({
     id: "rescale",
-    title: "A bigger score: rescale what was kept",
-    short: "rescale",
     figure: "#chapter-stage, [data-testid=tiles-table], [data-testid=tiles-arith]",
     // the class's question at this step (Ask the class): app/classroom/questions.py tiles_rescale, "by what
     // number are the l and o kept so far multiplied?" (a range; the server computes α = e^(m_old − m))
-    ask: {
-      q: "A bigger score arrives: what happens to the o kept so far?",
-      options: ["thrown away", "× e^(m_old − m), less than 1", "nothing"],
-      answer: 1,
-      why: (a, ctx) => {
-        const f = focusOf(a, ctx, "rescale");
-        const t = atOf(a, ctx, "rescale") - 1;
-        const b = blockOf(a, t, f);
-        const grew = t > 0 && b.alpha < 1;
-        return (
-          "It was added up measured from the old m; the new m is larger, so l and o are multiplied by " +
-          `α = e^(m_old − m) before the block's own terms are added` +
-          (grew ? `: here ${exp(b.mOld, b.m)} = ${num(b.alpha)}. ` : ". ") +
-          "A smaller score never changes m (α = 1). Nothing is thrown away or read twice."
-        );
-      },
+    answer: 1,
+    why: (a, ctx) => {
+      const f = focusOf(a, ctx, "rescale");
+      const t = atOf(a, ctx, "rescale") - 1;
+      const b = blockOf(a, t, f);
+      const grew = t > 0 && b.alpha < 1;
+      return say("rescale.why", { grew: String(grew), exp: grew ? exp(b.mOld, b.m) : "", alpha: num(b.alpha) });
     },
     text: (a, ctx) => {
-      if (ctx.withheld) return HIDDEN;
+      if (ctx.withheld) return hidden();
       const f = focusOf(a, ctx, "rescale");
       const t = atOf(a, ctx, "rescale") - 1;
       const b = blockOf(a, t, f);
       if (t === 0 || !(b.m > b.mOld)) {
         const jump = biggestJump(a);
-        return (
-          `For ${quote(a.tokens[f])} block ${t + 1} brings no score bigger than m = ${num(b.m)}, so α = 1 and l and o ` +
-          `only grow. ` + (jump ? `Pick the query ${quote(a.tokens[jump.row])} (block ${jump.block + 1}) to see m grow.` : `With b = ${a.block} no query's m grows after its first block: try a smaller b.`)
-        );
+        return say("rescale.none", {
+          word: a.words[f],
+          block: integer(t + 1),
+          m: num(b.m),
+          jump: String(Boolean(jump)),
+          query: jump ? a.words[jump.row] : "",
+          at: jump ? integer(jump.block + 1) : "",
+          b: integer(a.block),
+        });
       }
-      return (
-        `Block ${t + 1} brings ${quote(a.tokens[b.s.start + b.scores.indexOf(b.top)])} to ${quote(a.tokens[f])} with the score ` +
-        `${num(b.top)}, bigger than every score it has read (m = ${num(b.mOld)}). Its l = ${num(b.lOld)} and ` +
-        `o = ${vec(b.oOld)} were added up measured from that old m. What must happen to them now?`
-      );
+      return say("rescale.text", {
+        block: integer(t + 1),
+        key: a.words[b.s.start + b.scores.indexOf(b.top)],
+        word: a.words[f],
+        top: num(b.top),
+        old: num(b.mOld),
+        l: num(b.lOld),
+        o: vec(b.oOld),
+      });
     },
-  },
-  {
+  }),
+  step({
     id: "finish",
-    title: "Divide once: the same row, to the last digit",
-    short: "finish",
     figure: "#chapter-stage, [data-testid=tiles-finish]",
-    ask: {
-      q: "Why is o / l the plain way's output?",
-      options: ["the same terms, added in another order", "it is a close guess", "the model was trained for it"],
-      answer: 0,
-      why: (a) =>
-        `o / l = Σ e^(s − m)·v / Σ e^(s − m) = Σ softmax(s)·v: the same terms, only added up block by block. Over ` +
-        `every query the largest difference from the plain way is ${tiny(gap(a.output, a.plain.output))}, the size of ` +
-        "the computer's rounding. It is exact, not an approximation.",
-    },
+    answer: 0,
+    why: (a) => say("finish.why", { gap: tiny(gap(a.output, a.plain.output)) }),
     text: (a, ctx) => {
-      if (ctx.withheld) return HIDDEN;
+      if (ctx.withheld) return hidden();
       const f = focusOf(a, ctx, "finish");
       const T = a.steps.length;
       const last = a.steps[T - 1];
-      return (
-        `After block ${T} every key has been read once. Divide once: o / l = ${vec(a.output[f])} for ${quote(a.tokens[f])}. ` +
-        `And e^(s − m) / l with the final m = ${num(last.m[f])} and l = ${num(last.l[f])} gives back each weight: ` +
-        `the table compares the finished row with the plain softmax row.`
-      );
+      return say("finish.text", { last: integer(T), out: vec(a.output[f]), word: a.words[f], m: num(last.m[f]), l: num(last.l[f]) });
     },
-  },
-  {
+  }),
+  step({
     id: "memory",
-    title: "What it saves",
-    short: "memory",
     figure: "#chapter-stage, [data-testid=tiles-memory]",
-    ask: {
-      q: "Twice the tokens, the same b: how many more scores held at once?",
-      options: ["twice as many", "four times as many", "the same"],
-      answer: 0,
-      why: (a) =>
-        "n × b grows with n: twice the tokens, twice the scores. The plain table grows with n²: four times. For " +
-        `4,096 tokens in blocks of 128: ${grouped(a.long.tile)} instead of ${grouped(a.long.table)} ` +
-        `(${mib(a.long.tile * a.long.bytes_per_number)} instead of ${mib(a.long.table * a.long.bytes_per_number)} per ` +
-        `head in float32), n / b = ${a.long.table / a.long.tile} times fewer.`,
-    },
+    answer: 0,
+    why: (a) =>
+      say("memory.why", {
+        n: grouped(LONG.tokens),
+        b: integer(LONG.block),
+        tile: grouped(a.long.tile),
+        table: grouped(a.long.table),
+        tileMib: mib(a.long.tile * a.long.bytes_per_number),
+        tableMib: mib(a.long.table * a.long.bytes_per_number),
+        ratio: integer(a.long.table / a.long.tile),
+      }),
     text: (a) =>
-      `Held at once: one block of scores (n × b = ${held(a)}) and each query's m, l and o ` +
-      `(${a.held.tokens} × (2 + ${a.d_v}) = ${grouped(a.held.running)} numbers), never the ${grouped(a.held.table)} of the ` +
-      `whole table. On a GPU a block fits the chip's small, fast memory, so this is also faster: it is FlashAttention ` +
-      `(Dao et al., 2022), and today's models compute attention this way.`,
-  },
+      say("memory.text", {
+        held: held(a),
+        tokens: integer(a.held.tokens),
+        dv: integer(a.d_v),
+        running: grouped(a.held.running),
+        table: grouped(a.held.table),
+      }),
+  }),
 ];
 
 // ---- the panel ---------------------------------------------------------------------------------
@@ -301,28 +296,34 @@ function scoresTable(a, stepId, f, t, { before = false, withheld = false } = {})
   // the whole table (around the focused query on a long sentence); else every key of a short input, the
   // cells outside the block grey; else only the block's keys
   const [c0, c1] = whole || n > COLS_SHOWN ? (whole ? around(n, f, COLS_SHOWN) : [s.start, Math.min(s.stop, s.start + COLS_SHOWN)]) : [0, n];
-  const rowsPart = r1 - r0 < n ? `queries ${r0 + 1}–${r1}` : "";
-  const colsPart = whole && c1 - c0 < n ? `keys ${c0 + 1}–${c1}` : "";
-  const part = rowsPart || colsPart ? ` (${[rowsPart, colsPart].filter(Boolean).join(", ")} of ${n})` : "";
+  const rowsPart = r1 - r0 < n ? say("part.rows", { from: integer(r0 + 1), to: integer(r1) }) : "";
+  const colsPart = whole && c1 - c0 < n ? say("part.cols", { from: integer(c0 + 1), to: integer(c1) }) : "";
+  const part = rowsPart || colsPart ? say("part.of", { parts: listOf([rowsPart, colsPart].filter(Boolean)), n: integer(n) }) : "";
   const inBlock = s ? n * (s.stop - s.start) : 0;
   const caption = whole
-    ? `Every score q·k/√d_k at once: ${n} × ${n} = ${grouped(n * n)}${part}`
-    : `Block ${t + 1} of ${a.steps.length}: its ${grouped(inBlock)} scores exist now, ` +
-      (c1 - c0 === n ? "grey cells never" : `the other ${grouped(n * n - inBlock)} never${part}`);
+    ? say("caption.whole", { n: integer(n), cells: grouped(n * n), part })
+    : say("caption.block", {
+        block: integer(t + 1),
+        count: integer(a.steps.length),
+        now: grouped(inBlock),
+        grey: String(c1 - c0 === n),
+        rest: grouped(n * n - inBlock),
+        part,
+      });
   table.append(el("caption", {}, caption));
   const head = el("tr");
-  head.append(el("th", { scope: "col" }, "query"));
-  for (let c = c0; c < c1; c++) head.append(el("th", { scope: "col", className: "tl-key" }, a.tokens[c]));
+  head.append(el("th", { scope: "col" }, say("query")));
+  for (let c = c0; c < c1; c++) head.append(el("th", { scope: "col", className: "tl-key" }, a.words[c]));
   if (!whole && !withheld) for (const name of ["m", "l", "o"]) head.append(el("th", { scope: "col", className: "tl-run" }, name));
   table.append(el("thead"));
   table.lastElementChild.append(head);
   const body = el("tbody");
   for (let i = r0; i < r1; i++) {
     const tr = el("tr", i === f ? { className: "tl-hot" } : {});
-    tr.append(el("th", { scope: "row" }, a.tokens[i]));
+    tr.append(el("th", { scope: "row" }, a.words[i]));
     for (let c = c0; c < c1; c++) {
       if (!whole && (c < s.start || c >= s.stop)) {
-        tr.append(el("td", { className: "tl-never", title: "never exists" }, ""));
+        tr.append(el("td", { className: "tl-never", title: say("never") }, ""));
         continue;
       }
       const score = whole ? wholeScore(a, i, c) : s.scores[i][c - s.start];
@@ -353,16 +354,16 @@ function arithmetic(a, f, t, hide) {
   const b = blockOf(a, t, f);
   const box = el("div", { className: "tl-arith", dataset: { testid: "tiles-arith" } });
   const line = (testid, text) => box.append(el("p", { dataset: { testid } }, text));
-  const shown = b.scores.slice(0, TERMS + 1).map((x) => (x === null ? "hidden" : num(x)));
-  const scores = shown.join(", ") + (b.scores.length > shown.length ? ", …" : "");
-  line("tiles-arith-block", `${quote(a.tokens[f])}, block ${t + 1} (${ends(a, b.s)}): s = ${scores}`);
+  const shown = b.scores.slice(0, TERMS + 1).map((x) => (x === null ? say("arith.hidden") : num(x)));
+  const scores = numberList([...shown, ...(b.scores.length > shown.length ? ["…"] : [])]);
+  line("tiles-arith-block", say("arith.block", { word: a.words[f], block: integer(t + 1), keys: ends(a, b.s), scores }));
   if (!b.seen) {
-    line("tiles-arith-m", `every key of this block comes after ${quote(a.tokens[f])}: the causal mask hides it, so nothing changes (α = 1)`);
+    line("tiles-arith-m", say("arith.masked", { word: a.words[f] }));
     return box;
   }
   line("tiles-arith-m", `m = max(m_old, ${num(b.top)}) = max(${num(b.mOld)}, ${num(b.top)}) = ${num(b.m)}`);
   if (hide) {
-    line("tiles-arith-wait", "α, l and o: answer the question above first.");
+    line("tiles-arith-wait", say("arith.wait"));
     return box;
   }
   const terms = (list) => {
@@ -373,7 +374,7 @@ function arithmetic(a, f, t, hide) {
   line("tiles-arith-alpha", `α = e^(m_old − m) = ${exp(b.mOld, b.m)} = ${num(b.alpha)}`);
   line("tiles-arith-l", `l = α·l_old + Σ e^(s − m) = ${num(b.alpha)} × ${num(b.lOld)} + (${terms(ps.map(([x]) => num(x)))}) = ${num(b.l)}`);
   // each value written out when it is short (the lesson's 2 numbers), else named by its word
-  const v = (j) => (a.d_v <= 2 ? vec(a.v[b.s.start + j]) : `v(${a.tokens[b.s.start + j]})`);
+  const v = (j) => (a.d_v <= 2 ? vec(a.v[b.s.start + j]) : `v(${a.words[b.s.start + j]})`);
   line("tiles-arith-o", `o = α·o_old + Σ e^(s − m)·v = ${num(b.alpha)} × ${vec(b.oOld, 2)} + ${terms(ps.map(([x, j]) => `${num(x)} × ${v(j)}`))} = ${vec(b.o, 2)}`);
   return box;
 }
@@ -383,18 +384,18 @@ function finishTable(a, f) {
   const n = a.tokens.length;
   const [c0, c1] = n > COLS_SHOWN ? around(n, f, COLS_SHOWN) : [0, n];
   const table = el("table", { className: "tl-table", dataset: { testid: "tiles-finish" } });
-  const part = c1 - c0 < n ? ` (keys ${c0 + 1}–${c1} of ${n})` : "";
-  table.append(el("caption", {}, `${quote(a.tokens[f])}: e^(s − m) / l after the blocks, and plain softmax${part}`));
+  const part = c1 - c0 < n ? say("part.of", { parts: say("part.cols", { from: integer(c0 + 1), to: integer(c1) }), n: integer(n) }) : "";
+  table.append(el("caption", {}, say("caption.finish", { word: a.words[f], part })));
   const head = el("tr");
   head.append(el("th", { scope: "col" }, ""));
-  for (let c = c0; c < c1; c++) head.append(el("th", { scope: "col", className: "tl-key" }, a.tokens[c]));
-  head.append(el("th", { scope: "col", className: "tl-run" }, "output"));
+  for (let c = c0; c < c1; c++) head.append(el("th", { scope: "col", className: "tl-key" }, a.words[c]));
+  head.append(el("th", { scope: "col", className: "tl-run" }, say("output")));
   table.append(el("thead"));
   table.lastElementChild.append(head);
   const body = el("tbody");
   for (const [name, w, out, id] of [
-    ["blocks", a.weights[f], a.output[f], "tiles"],
-    ["plain", a.plain.weights[f], a.plain.output[f], "plain"],
+    [say("row.blocks"), a.weights[f], a.output[f], "tiles"],
+    [say("row.plain"), a.plain.weights[f], a.plain.output[f], "plain"],
   ]) {
     const tr = el("tr");
     tr.append(el("th", { scope: "row" }, name));
@@ -404,7 +405,7 @@ function finishTable(a, f) {
   }
   table.append(body);
   const box = el("div", { className: "tl-finish" });
-  const proof = `largest difference over every query: output ${tiny(gap(a.output, a.plain.output))}, weights ${tiny(gap(a.weights, a.plain.weights))}`;
+  const proof = say("proof", { output: tiny(gap(a.output, a.plain.output)), weights: tiny(gap(a.weights, a.plain.weights)) });
   box.append(scrollBox(table), el("p", { className: "tl-proof", dataset: { testid: "tiles-gap" } }, proof));
   return box;
 }
@@ -412,18 +413,18 @@ function finishTable(a, f) {
 /** Numbers held at once: this input and a 4,096-token prompt. */
 function memoryTable(a, source) {
   const table = el("table", { className: "tl-table tl-memory", dataset: { testid: "tiles-memory" } });
-  table.append(el("caption", {}, "Numbers held at once, one head"));
+  table.append(el("caption", {}, say("caption.memory")));
   const head = el("tr");
-  for (const h of ["", source, "4,096 tokens, float32"]) head.append(el("th", { scope: "col" }, h));
+  for (const h of ["", source, say("memory.long", { n: grouped(LONG.tokens) })]) head.append(el("th", { scope: "col" }, h));
   table.append(el("thead"));
   table.lastElementChild.append(head);
   const body = el("tbody");
   const bytes = (x, h) => (h.bytes_per_number === 4 ? ` (${mib(x * 4)})` : "");
   for (const [name, value, id] of [
-    ["n, b", (h) => `${grouped(h.tokens)}, ${grouped(h.block)}`, "nb"],
-    ["scores: n × b", (h) => grouped(h.tile) + bytes(h.tile, h), "tile"],
-    ["plain: n × n", (h) => grouped(h.table) + bytes(h.table, h), "table"],
-    ["m, l and o", (h) => grouped(h.running) + bytes(h.running, h), "running"],
+    ["n, b", (h) => numberList([grouped(h.tokens), grouped(h.block)]), "nb"],
+    [say("memory.tile"), (h) => grouped(h.tile) + bytes(h.tile, h), "tile"],
+    [say("memory.table"), (h) => grouped(h.table) + bytes(h.table, h), "table"],
+    [say("memory.running"), (h) => grouped(h.running) + bytes(h.running, h), "running"],
   ]) {
     const tr = el("tr");
     tr.append(el("th", { scope: "row" }, name));
@@ -484,15 +485,13 @@ class TilesView {
     const hide = stepId === "rescale" && !this.revealed;
     this.drawNav(a, stepId, at);
     const parts = [];
-    if (stepId === "finish") parts.push(withheld ? el("p", {}, HIDDEN) : finishTable(a, f));
-    else if (stepId === "memory") parts.push(memoryTable(a, a.source === "sentence" ? `this sentence (${a.tokens.length} tokens)` : "this example"));
+    if (stepId === "finish") parts.push(withheld ? el("p", {}, hidden()) : finishTable(a, f));
+    else if (stepId === "memory") parts.push(memoryTable(a, say("memory.source", { sentence: String(a.source === "sentence"), n: integer(a.tokens.length) })));
     else parts.push(scoresTable(a, stepId, f, t, { before: hide, withheld }));
     if ((stepId === "read" || stepId === "rescale") && !withheld) parts.push(arithmetic(a, f, t, hide));
     this.figure.replaceChildren(...parts);
     this.held.hidden = stepId === "table";
-    this.held.textContent =
-      `Held at once: ${held(a)} scores and ${grouped(a.held.running)} running numbers (m, l, o); ` +
-      `the plain way: ${a.held.tokens} × ${a.held.tokens} = ${grouped(a.held.table)} scores.`;
+    this.held.textContent = say("held", { held: held(a), running: grouped(a.held.running), n: integer(a.held.tokens), table: grouped(a.held.table) });
     this.drawControls(a, f);
     if (this.grid) this.drawScene(a, stepId, f, stepId === "table" ? null : t, { hide, withheld });
   }
@@ -503,13 +502,13 @@ class TilesView {
     if (this.nav.hidden) return;
     const s = a.steps[at - 1];
     const go = (k) => this.ctx.setParams({ at: `${stepId}:${k}` });
-    const prev = el("button", { type: "button", dataset: { testid: "tiles-prev" }, "aria-label": "The block before" }, "← block");
-    const next = el("button", { type: "button", dataset: { testid: "tiles-next" }, "aria-label": "The next block" }, "block →");
+    const prev = el("button", { type: "button", dataset: { testid: "tiles-prev" }, "aria-label": say("nav.before") }, say("nav.prev"));
+    const next = el("button", { type: "button", dataset: { testid: "tiles-next" }, "aria-label": say("nav.after") }, say("nav.next"));
     prev.disabled = at <= 1;
     next.disabled = at >= T;
     prev.addEventListener("click", () => go(at - 1));
     next.addEventListener("click", () => go(at + 1));
-    const where = el("span", { className: "tl-at", dataset: { testid: "tiles-at" } }, `block ${at} of ${T}: ${ends(a, s)}`);
+    const where = el("span", { className: "tl-at", dataset: { testid: "tiles-at" } }, say("nav.at", { at: integer(at), count: integer(T), keys: ends(a, s) }));
     this.nav.replaceChildren(prev, where, next);
   }
 
@@ -517,21 +516,21 @@ class TilesView {
     const ctx = this.ctx;
     const n = a.tokens.length;
     this.controls.replaceChildren(
-      picker("b", blockChoices(n, a.block).map((x) => [x, String(x)]), a.block, (v) => ctx.setParams({ block: v, at: "" }), "tiles-block"),
-      picker("query", a.tokens.map((w, i) => [i, w]), f, (v) => ctx.setParams({ word: v }), "tiles-word"),
-      picker("mask", [["full", "full"], ["causal", "causal"]], a.mask, (v) => ctx.setParams({ mask: v, at: "" }), "tiles-mask"),
+      picker("b", blockChoices(n, a.block).map((x) => [x, integer(x)]), a.block, (v) => ctx.setParams({ block: v, at: "" }), "tiles-block"),
+      picker(say("pick.query"), a.words.map((w, i) => [i, w]), f, (v) => ctx.setParams({ word: v }), "tiles-word"),
+      picker(say("pick.mask"), ["full", "causal"].map((m) => [m, say("pick.maskName", { mask: m })]), a.mask, (v) => ctx.setParams({ mask: v, at: "" }), "tiles-mask"),
     );
     const parts = [
-      el("span", { className: "tl-source-label" }, "A sentence through all-MiniLM-L6-v2:"),
+      el("span", { className: "tl-source-label" }, say("source", { model: "all-MiniLM-L6-v2" })),
       sentenceBox(ctx.params.text || ANIMAL, (s) => ctx.setParams({ text: s, word: "", at: "", block: "4" }), "tiles-sentence"),
     ];
     if (a.source === "sentence") {
-      const back = el("button", { type: "button", dataset: { testid: "tiles-example" } }, "the cat ate its fish");
+      const back = el("button", { type: "button", dataset: { testid: "tiles-example" } }, t(`example.${EXAMPLE}.title`));
       back.addEventListener("click", () => ctx.setParams({ text: "", word: "", at: "", block: "2" }));
       parts.push(
         back,
-        picker("layer", Array.from({ length: 6 }, (_, i) => [i, String(i)]), a.layer, (v) => ctx.setParams({ layer: v }), "tiles-layer"),
-        picker("head", Array.from({ length: 12 }, (_, i) => [i, String(i)]), a.head, (v) => ctx.setParams({ head: v }), "tiles-head"),
+        picker(say("pick.layer"), Array.from({ length: 6 }, (_, i) => [i, integer(i)]), a.layer, (v) => ctx.setParams({ layer: v }), "tiles-layer"),
+        picker(say("pick.head"), Array.from({ length: 12 }, (_, i) => [i, integer(i)]), a.head, (v) => ctx.setParams({ head: v }), "tiles-head"),
       );
     }
     this.source.replaceChildren(...parts);
@@ -552,18 +551,19 @@ class TilesView {
       }),
     );
     const b = s && !finish ? blockOf(a, t, f) : null;
-    const running = hide || withheld || !b ? null : [a.tokens[f], `m ${num(b.m)}`, `l ${num(b.l)}`, `o ${vec(b.o)}`];
+    const running = hide || withheld || !b ? null : [a.words[f], `m ${num(b.m)}`, `l ${num(b.l)}`, `o ${vec(b.o)}`];
     const inBlock = s ? grouped(n * (s.stop - s.start)) : "";
+    const cells = grouped(n * n);
     const note = !s
-      ? `the whole table: ${grouped(n * n)} scores at once`
+      ? say("scene.whole", { cells })
       : finish
-        ? `every block read, then dropped: o / l is the plain way's output`
+        ? say("scene.finish")
         : stepId === "memory"
-          ? `held now: ${inBlock} scores, not ${grouped(n * n)}`
-          : `only the ${inBlock} scores of this block exist`;
+          ? say("scene.memory", { now: inBlock, cells })
+          : say("scene.block", { now: inBlock });
     const view = {
-      rows: a.tokens,
-      cols: a.tokens,
+      rows: a.words,
+      cols: a.words,
       blocks: s || finish ? a.steps.map((x) => [x.start, x.stop]) : [[0, n]], // the plain table: no blocks
       current: finish ? null : t,
       read: finish ? T : 0,
@@ -571,7 +571,8 @@ class TilesView {
       focus: f,
       running,
       note,
-      compare: finish && !withheld ? { left: a.weights[f], right: a.plain.weights[f], legend: `${a.tokens[f]}: blocks | plain` } : null,
+      compare: finish && !withheld ? { left: a.weights[f], right: a.plain.weights[f], legend: say("scene.compare", { word: a.words[f] }) } : null,
+      blockName: t === null || finish ? "" : say("scene.blockName", { at: integer(t + 1), count: integer(T) }),
     };
     const c = this.ctx.stage.container;
     const aspect = c.clientWidth / Math.max(1, c.clientHeight);
@@ -644,24 +645,28 @@ function code(a, stepId, ctx) {
 
 function numbers(a, stepId, ctx) {
   const items = [
-    { label: "b, keys per block", value: String(a.block), testid: "tiles-b" },
-    { label: "scores at once: n × b", value: grouped(a.held.tile), testid: "tiles-tile" },
-    { label: "the plain table: n × n", value: grouped(a.held.table), testid: "tiles-table-cells" },
+    { label: say("number.b"), value: integer(a.block), testid: "tiles-b" },
+    { label: say("number.tile"), value: grouped(a.held.tile), testid: "tiles-tile" },
+    { label: say("number.table"), value: grouped(a.held.table), testid: "tiles-table-cells" },
   ];
   if (ctx.withheld) return items;
   const f = focusOf(a, ctx, stepId);
   if (stepId === "read" || stepId === "rescale") {
     const t = atOf(a, ctx, stepId) - 1;
-    items.push({ label: `m of ${quote(a.tokens[f])}`, value: num(a.steps[t].m[f]), testid: "tiles-m" });
+    items.push({ label: say("number.m", { word: a.words[f] }), value: num(a.steps[t].m[f]), testid: "tiles-m" });
   }
-  if (stepId === "finish") items.push({ label: "largest |blocks − plain|", value: tiny(gap(a.output, a.plain.output)), testid: "tiles-gap-number" });
+  if (stepId === "finish") items.push({ label: say("number.gap"), value: tiny(gap(a.output, a.plain.output)), testid: "tiles-gap-number" });
   return items;
 }
 
 export default {
   id: "tiles",
-  title: "Attention without the n×n table",
-  summary: "Keys in blocks, a running max m, sum l and output o: the same attention, holding n × b scores instead of n × n.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   // text: a sentence for the model, "" for the lesson's example (not `sentence`: a room's view may not
   // carry an empty one, and the attention view's sentence is its own)
   params: { text: "", block: "2", mask: "full", word: "", at: "", layer: "3", head: "1" },
@@ -681,7 +686,9 @@ export default {
       "/api/attention",
       p.text ? { sentence: p.text, ...model, mask } : { tokens: tiles.tokens, q: tiles.q, k: tiles.k, v: tiles.v, mask },
     );
-    const answer = { ...tiles, plain: { output: plain.output, weights: plain.weights } };
+    // the words shown: the lesson's example in the page's language where it carries it (the same numbers)
+    const words = p.text ? tiles.tokens : exampleWords(EXAMPLE, tiles.tokens);
+    const answer = { ...tiles, words, plain: { output: plain.output, weights: plain.weights } };
     answers.set(key, answer);
     if (answers.size > CACHED) answers.delete(answers.keys().next().value);
     return answer;

@@ -3,13 +3,20 @@
 // only on how far apart two tokens are; grouped-query attention (GQA) lets 9 query heads share 3
 // KV heads (a third of the cache); the attention sink on token 0. The rotations and cache sizes are
 // computed exactly here; the model's own numbers come from the server (POST /api/decoder/today).
+//
+// Its words are in the catalogs (keys "chapter.today.…", chapters/CONTRACT.md "Words in every
+// language"), its numbers written as the page's language writes them.
 
 import * as THREE from "three";
 import { el } from "../dom.js";
+import { decimal, integer, language, listOf, locale, percent, t } from "../i18n.js";
 import { pyNum, pyStr } from "../pycode.js";
 import { DECODER } from "../write/params.js";
 import { cacheBytes, headGroups } from "../write/sampling.js";
-import { predictBox } from "./widgets.js";
+import { numberList, predictBox } from "./widgets.js";
+
+/** This chapter's message `key` (chapter.today.<key>) with `values`. */
+const say = (key, values) => t(`chapter.today.${key}`, values);
 
 const THETA = 100000; // SmolLM2's RoPE base (llama.rope.freq_base in its GGUF file)
 const POSITIONS = 8;
@@ -47,8 +54,13 @@ export function pairScore(m, n, i, d) {
   return q[0] * k[0] + q[1] * k[1];
 }
 
-const f4 = (x) => x.toFixed(4);
-const deg = (a) => `${(((a * 180) / Math.PI) % 360).toFixed(1)}°`;
+/** 4 decimals (English: JavaScript's own form, as the tests read it). */
+const f4 = (x) => (language() === "en" ? x.toFixed(4) : decimal(x, 4));
+const deg = (a) => `${language() === "en" ? (((a * 180) / Math.PI) % 360).toFixed(1) : decimal(((a * 180) / Math.PI) % 360, 1)}°`;
+/** A count of bytes, its thousands grouped as the language groups them (24,576). */
+const grouped = (n) => new Intl.NumberFormat(locale()).format(n);
+/** A pair of numbers, "(0.8, −0.3)". */
+const pair = ([x, y]) => numberList([x, y].map((v) => decimal(v, 0, 3)), "(", ")");
 
 /** The mean weight on token 0 over the query rows 1 … n−1 (row 0 can only see token 0). */
 export function sinkMean(weights) {
@@ -56,96 +68,91 @@ export function sinkMean(weights) {
   return rows.length ? rows.reduce((s, r) => s + r[0], 0) / rows.length : 1;
 }
 
+/** A step's getters for its title and short name, and its Predict question's (read when drawn). */
+const step = ({ id, options, why, ...rest }) => ({
+  id,
+  get title() {
+    return say(`${id}.title`);
+  },
+  get short() {
+    return say(`${id}.short`);
+  },
+  ask: {
+    get q() {
+      return say(`${id}.ask`);
+    },
+    get options() {
+      return options();
+    },
+    answer: rest.answer,
+    why,
+  },
+  ...rest,
+});
+const option = (id, i) => say(`${id}.option.${i}`);
+
 const STEPS = [
-  {
+  step({
     id: "rope",
-    title: "RoPE: positions without a position vector",
-    short: "RoPE",
     figure: "#chapter-stage, [data-testid=today-rope]",
-    ask: {
-      q: "How does the model know where a token is, if no position number is added to it?",
-      options: ["it doesn't", "q and k are turned by an angle that grows with the position", "the tokens are sorted"],
-      answer: 1,
-      why: (a) =>
-        `RoPE (rotary position embedding) splits the ${a.info.d_k} numbers of q and k into ${a.info.d_k / 2} pairs and turns ` +
-        `each pair like a clock hand by an angle: position × a speed. Pair 0 turns 1 radian (57.3°) per position, later ` +
-        `pairs slower and slower: the arrows in the 3D view.`,
-    },
-    text: () =>
-      `Today's models don't add a position vector to the token, yet they still tell “the dog bit the man” from “the man ` +
-      `bit the dog”. The 3D view shows one pair of a query's numbers for the same token at positions 0 to ${POSITIONS - 1}, ` +
-      `one arrow per position, stacked; the table follows three of its pairs. What changes from one position to the ` +
-      `next?`,
-  },
-  {
+    options: () => [0, 1, 2].map((i) => option("rope", i)),
+    answer: 1,
+    why: (a) => say("rope.why", { dk: integer(a.info.d_k), pairs: integer(a.info.d_k / 2) }),
+    text: () => say("rope.text", { last: integer(POSITIONS - 1) }),
+  }),
+  step({
     id: "distance",
-    title: "What the positions do to a score",
-    short: "distance",
     figure: "[data-testid=today-distance], [data-testid=today-model-distance]",
-    ask: {
-      q: "q at position 5 and k at 3, or q at 9 and k at 7: are the scores the same?",
-      options: ["yes", "no"],
-      answer: 0,
-      why: () =>
-        "Turning q by angle A and k by angle B changes their dot product only through A − B: turning both by the same " +
-        "extra angle keeps the angle between them. So q at position m and k at position n score by m − n, how far apart " +
-        "they are, not where they sit. Both pairs are 2 apart: the same score, as the tables show.",
-    },
-    text: (a) =>
-      `The table turns one pair q = (${Q}) and k = (${K}) as if they sat at different positions, and scores them. Below, ` +
-      `a query and a key of the real model (layer ${a.layer}, head ${a.head}) are moved the same way: together, or ` +
-      `further apart. Which moves change the score?`,
-  },
-  {
+    options: () => [0, 1].map((i) => option("distance", i)),
+    answer: 0,
+    why: () => say("distance.why"),
+    text: (a) => say("distance.text", { q: pair(Q), k: pair(K), layer: integer(a.layer), head: integer(a.head) }),
+  }),
+  step({
     id: "gqa",
-    title: "Grouped-query attention",
-    short: "GQA",
     figure: "#chapter-stage, [data-testid=today-gqa]",
-    ask: {
-      q: "SmolLM2 has 9 query heads. How many sets of keys and values does it keep?",
-      options: ["9", "3", "1"],
-      answer: 1,
-      why: (a) =>
-        `Query heads ${headGroups(a.info.heads, a.info.kv_heads)
-          .map((g) => `${g[0]}–${g[g.length - 1]}`)
-          .join(", ")} each share one set of keys and values (${a.info.heads / a.info.kv_heads} queries per KV head). ` +
-        `Each query still makes its own weights, but the cache keeps only ${a.info.kv_heads} heads' keys and values: a ` +
-        `third of the memory, and a third of the reading per token while writing.`,
-    },
-    text: (a) =>
-      `Each layer has ${a.info.heads} query heads, and every query head needs keys and values to compare with and to ` +
-      `mix. The 3D view and the table show which keys and values each query head reads, and what the cache holds.`,
-  },
-  {
+    options: () => [9, 3, 1].map(integer),
+    answer: 1,
+    why: (a) =>
+      say("gqa.why", {
+        groups: listOf(headGroups(a.info.heads, a.info.kv_heads).map((g) => `${integer(g[0])}–${integer(g[g.length - 1])}`)),
+        per: integer(a.info.heads / a.info.kv_heads),
+        kv: integer(a.info.kv_heads),
+      }),
+    text: (a) => say("gqa.text", { heads: integer(a.info.heads) }),
+  }),
+  step({
     id: "sink",
-    title: "The attention sink",
-    short: "sink",
     figure: "#chapter-stage, [data-testid=today-sink]",
-    ask: {
-      q: "Which token do most heads look at most?",
-      options: ["the last one", "the first one", "the longest word"],
-      answer: 1,
-      why: (a, ctx) =>
-        (ctx.withheld
-          ? "The weights show it when they come back. "
-          : `In layer ${a.layer}, head ${a.head}, the queries after the first put on average ${(100 * sinkMean(a.weights)).toFixed(1)}% ` +
-            `of their attention on token 0, “${a.tokens[0]}”; over all ${a.info.layers} layers and ${a.info.heads} heads, ` +
-            `${(100 * a.sink).toFixed(1)}%. `) +
-        "Softmax has to hand out all of a query's attention, so when a head finds nothing useful to look at, it parks the " +
-        "rest on the first token, which every token can see: the attention sink.",
+    options: () => [0, 1, 2].map((i) => option("sink", i)),
+    answer: 1,
+    why: (a, ctx) => {
+      const numbers = ctx.withheld
+        ? say("sink.why.held")
+        : say("sink.why.numbers", {
+            layer: integer(a.layer),
+            head: integer(a.head),
+            share: percent(sinkMean(a.weights)),
+            first: a.tokens[0],
+            layers: integer(a.info.layers),
+            heads: integer(a.info.heads),
+            all: percent(a.sink),
+          });
+      return `${numbers} ${say("sink.why.common")}`;
     },
     text: (a, ctx) =>
-      ctx.withheld ? "The weights are hidden for now: think about your answer first." :
-      `In layer ${a.layer}, head ${a.head}, the 3D view's bars are the last token's weights on each token of ` +
-      `“${ctx.params.sentence}”; the table sets two weights of every query side by side. ` +
-      `Is the tallest bar where you would expect it?`,
-  },
+      ctx.withheld ? say("hidden.think") : say("sink.text", { layer: integer(a.layer), head: integer(a.head), sentence: ctx.params.sentence }),
+  }),
 ];
 
 export default {
   id: "today",
-  title: "Attention in today's models",
-  summary: "RoPE turns q and k by position, 9 query heads share 3 KV heads (GQA), and the attention sink.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: { sentence: "The cat ate its fish because it was hungry.", layer: "5", head: "0" },
   controls: [],
   steps: STEPS,
@@ -164,27 +171,24 @@ export default {
   },
 
   numbers(a, stepId, ctx) {
-    const per = (kv) => cacheBytes({ layers: a.info.layers, kvHeads: kv, d: a.info.d_k, bytes: 4, tokens: 1 });
     if (stepId === "gqa") {
       return [
-        { label: "cache bytes per token, 3 KV heads", value: a.cache_bytes_per_token.toLocaleString("en"), testid: "today-gqa-bytes" },
-        { label: "… if each of the 9 heads kept its own", value: a.cache_bytes_per_token_mha.toLocaleString("en"), testid: "today-mha-bytes" },
+        { label: say("number.gqaBytes", { kv: integer(a.info.kv_heads) }), value: grouped(a.cache_bytes_per_token), testid: "today-gqa-bytes" },
+        { label: say("number.mhaBytes", { heads: integer(a.info.heads) }), value: grouped(a.cache_bytes_per_token_mha), testid: "today-mha-bytes" },
       ];
     }
     if (stepId === "sink" && ctx.withheld) return [];
+    const score2 = { label: say("number.score2"), value: f4(pairScore(5, 3, 0, a.info.d_k)), testid: "today-score-2" };
     if (stepId === "distance") {
-      return [
-        { label: "score at distance 2", value: f4(pairScore(5, 3, 0, a.info.d_k)), testid: "today-score-2" },
-        { label: "model's q·k moved together: spread", value: f4(Math.max(...a.shift_scores) - Math.min(...a.shift_scores)), testid: "today-shift-spread" },
-      ];
+      return [score2, { label: say("number.spread"), value: f4(Math.max(...a.shift_scores) - Math.min(...a.shift_scores)), testid: "today-shift-spread" }];
     }
     if (stepId === "sink") {
       return [
-        { label: "mean weight on token 0, this head", value: sinkMean(a.weights).toFixed(4), testid: "today-sink-mean" },
-        { label: "… over all layers and heads", value: a.sink.toFixed(4), testid: "today-sink-all" },
+        { label: say("number.sinkHead"), value: f4(sinkMean(a.weights)), testid: "today-sink-mean" },
+        { label: say("number.sinkAll"), value: f4(a.sink), testid: "today-sink-all" },
       ];
     }
-    return [{ label: "score at distance 2", value: f4(pairScore(5, 3, 0, a.info.d_k)), testid: "today-score-2" }];
+    return [score2];
   },
 
   code(a, stepId, ctx) {
@@ -249,7 +253,7 @@ class TodayView {
     if (stepId !== this.askedStep) this.drawAsk(step); // a guess stays answered while the step redraws
     this.askedStep = stepId;
     const hidden = stepId === "sink" && this.ctx.withheld;
-    this.table.replaceChildren(hidden ? el("p", {}, "The weights are hidden for now.") : this[`${stepId}Table`](a));
+    this.table.replaceChildren(hidden ? el("p", {}, say("hidden.now")) : this[`${stepId}Table`](a));
     this.clear();
     if (this.stage && !hidden) {
       this[`${stepId}Scene`](a);
@@ -281,9 +285,9 @@ class TodayView {
     const ms = Array.from({ length: POSITIONS }, (_, m) => m);
     return this.table2(
       "today-rope",
-      "How far a pair is turned at position m",
-      ["m", ...ms.map(String)],
-      [0, 8, 16].map((i) => [`pair ${i}`, ...ms.map((m) => deg(ropeAngle(m, i, d)))]),
+      say("rope.caption"),
+      ["m", ...ms.map(integer)],
+      [0, 8, 16].map((i) => [say("rope.pair", { i: integer(i) }), ...ms.map((m) => deg(ropeAngle(m, i, d)))]),
     );
   }
 
@@ -292,15 +296,15 @@ class TodayView {
     box.append(
       this.table2(
         "today-distance",
-        "One pair's score after the turns (pair 0)",
-        ["q at m", "k at n", "m − n", "score"],
-        PAIRS.map(([m, n]) => [String(m), String(n), String(m - n), f4(pairScore(m, n, 0, a.info.d_k))]),
+        say("distance.caption"),
+        [say("distance.qAt"), say("distance.kAt"), "m − n", say("distance.score")],
+        PAIRS.map(([m, n]) => [integer(m), integer(n), integer(m - n), f4(pairScore(m, n, 0, a.info.d_k))]),
       ),
       this.table2(
         "today-model-distance",
-        `The model's own q and k (layer ${a.layer}, head ${a.head})`,
-        ["places", "moved together", "apart"],
-        [0, 1, 3, 7].map((i) => [String(i), f4(a.shift_scores[i]), f4(a.distance_scores[i])]),
+        say("distance.modelCaption", { layer: integer(a.layer), head: integer(a.head) }),
+        [say("distance.places"), say("distance.together"), say("distance.apart")],
+        [0, 1, 3, 7].map((i) => [integer(i), f4(a.shift_scores[i]), f4(a.distance_scores[i])]),
       ),
     );
     return box;
@@ -308,14 +312,15 @@ class TodayView {
 
   gqaTable(a) {
     const per = (kv) => cacheBytes({ layers: a.info.layers, kvHeads: kv, d: a.info.d_k, bytes: 4, tokens: 1 });
+    const all = (n) => say("gqa.all", { n: integer(n) });
     return this.table2(
       "today-gqa",
-      "Which KV head each query head reads, and the cache per token",
-      ["KV head", "query heads", "bytes per token"],
+      say("gqa.caption"),
+      [say("gqa.kvHead"), say("gqa.queryHeads"), say("gqa.bytes")],
       [
-        ...headGroups(a.info.heads, a.info.kv_heads).map((g, i) => [String(i), g.join(", "), ""]),
-        [`all ${a.info.kv_heads}`, `all ${a.info.heads}`, per(a.info.kv_heads).toLocaleString("en")],
-        [`${a.info.heads} (no sharing)`, `all ${a.info.heads}`, per(a.info.heads).toLocaleString("en")],
+        ...headGroups(a.info.heads, a.info.kv_heads).map((g, i) => [integer(i), numberList(g.map(integer)), ""]),
+        [all(a.info.kv_heads), all(a.info.heads), grouped(per(a.info.kv_heads))],
+        [say("gqa.noSharing", { n: integer(a.info.heads) }), all(a.info.heads), grouped(per(a.info.heads))],
       ],
     );
   }
@@ -323,8 +328,8 @@ class TodayView {
   sinkTable(a) {
     return this.table2(
       "today-sink",
-      `Layer ${a.layer}, head ${a.head}: each query's weight on token 0`,
-      ["query", "on token 0", "largest elsewhere"],
+      say("sink.caption", { layer: integer(a.layer), head: integer(a.head) }),
+      [say("sink.query"), say("sink.onFirst"), say("sink.elsewhere")],
       a.weights.map((r, i) => [a.tokens[i], f4(r[0]), i ? f4(Math.max(...r.slice(1, i + 1))) : "—"]),
     );
   }
@@ -342,8 +347,8 @@ class TodayView {
     }
     const axis = new THREE.Line(new THREE.BufferGeometry().setFromPoints([new THREE.Vector3(0, 0, 0.3), new THREE.Vector3(0, 0, -(POSITIONS - 1) * 0.7 - 0.3)]), new THREE.LineBasicMaterial({ color: 0x8d8a80 }));
     this.group.add(axis);
-    this.label("position 0", [2.3, 0.9, 0]);
-    this.label(`position ${POSITIONS - 1}`, [-2.3, -1.4, -(POSITIONS - 1) * 0.7]);
+    this.label(say("scene.position", { m: integer(0) }), [2.3, 0.9, 0]);
+    this.label(say("scene.position", { m: integer(POSITIONS - 1) }), [-2.3, -1.4, -(POSITIONS - 1) * 0.7]);
   }
 
   distanceScene(a) {
@@ -361,7 +366,7 @@ class TodayView {
         const dir = new THREE.Vector3(x, y, 0);
         this.group.add(new THREE.ArrowHelper(dir.clone().normalize(), new THREE.Vector3(0, 0, z), dir.length() * 1.8, colour, 0.3, 0.18));
       }
-      this.label(`q at ${m}, k at ${n}`, [0, -2.3, z]);
+      this.label(say("scene.qk", { m: integer(m), n: integer(n) }), [0, -2.3, z]);
     });
   }
 
@@ -381,9 +386,9 @@ class TodayView {
         this.group.add(q);
         this.group.add(new THREE.Line(new THREE.BufferGeometry().setFromPoints([new THREE.Vector3(qx, 1.0, 0), new THREE.Vector3(kx, -1.25, 0)]), new THREE.LineBasicMaterial({ color: 0x8d8a80 })));
       });
-      this.label(`KV ${gi}`, [kx, -2.2, 0]);
+      this.label(`KV ${integer(gi)}`, [kx, -2.2, 0]);
     });
-    this.label("query heads 0–8", [0, 2.0, 0]);
+    this.label(say("scene.queryHeads", { first: integer(0), last: integer(a.info.heads - 1) }), [0, 2.0, 0]);
   }
 
   sinkScene(a) {
@@ -396,8 +401,8 @@ class TodayView {
       bar.position.set((j - (n - 1) / 2) * w, h / 2, 0);
       this.group.add(bar);
     });
-    this.label(`sink: ${(100 * last[0]).toFixed(0)}%`, [(-(n - 1) / 2) * w, last[0] * 4 + 0.4, 0], "stage-label wr-label-sink");
-    this.label(`the last token's weights`, [0, -0.5, 0]);
+    this.label(say("scene.sink", { share: percent(last[0], 0) }), [(-(n - 1) / 2) * w, last[0] * 4 + 0.4, 0], "stage-label wr-label-sink");
+    this.label(say("scene.lastWeights"), [0, -0.5, 0]);
   }
 
   clear() {

@@ -6,7 +6,7 @@
 
 import { el } from "../dom.js";
 import { fixed3, heatRgb, inkFor, rgbCss } from "../format.js";
-import { decimal, dir, language, listOf, t } from "../i18n.js";
+import { decimal, dir, has, language, t } from "../i18n.js";
 
 export { ANIMAL } from "../model.js";
 
@@ -19,34 +19,53 @@ export const fixed4 = (x) => (language() === "en" ? Number(x).toFixed(4) : decim
 /** A formula kept on one line inside right-to-left text (a line break would scatter its parts); as is elsewhere. */
 export const unbroken = (text) => (dir() === "rtl" ? text.replaceAll(" ", "\u00a0") : text);
 
-/** The lesson's worked example as the models read it (in English, whatever the page's language). */
-export const EXAMPLE_WORDS = ["the", "cat", "ate", "its", "fish"];
-const EXAMPLE_ID = "the-cat-ate-its-fish";
+// ---- the examples' words ---------------------------------------------------------------------
+// A built-in example has an id; its words in a language are the catalog's example.<id>.tokens, one
+// per English word so that each keeps its row of numbers (Spanish "el gato comió su pescado"), and
+// example.<id>.note says, where the language cannot carry them word for word (Arabic), that they
+// stay English. The models always read the English words; only the page shows the others.
 
-/** Whether `words` are `english` (default: the worked example's), as the models read them. */
-export const isExample = (words, english = EXAMPLE_WORDS) => words.length === english.length && words.every((w, i) => w === english[i]);
+/** The lesson's worked example: its id in the catalogs. */
+export const EXAMPLE = "the-cat-ate-its-fish";
+
+/** The English words of the examples the page writes itself, by id (the server's examples come with their tokens). */
+const ENGLISH = {
+  [EXAMPLE]: ["the", "cat", "ate", "its", "fish"],
+  "heads-toy": ["the", "cat", "ate", "fish"], // the heads chapter's small example (app/lesson/heads.py)
+};
+
+/** The English words of example `id` as the models read them (a copy), or null for one the page does not know. */
+export const englishWords = (id) => (ENGLISH[id] ? [...ENGLISH[id]] : null);
+
+const sameWords = (a, b) => a.length === b.length && a.every((w, i) => w === b[i]);
+
+/** Whether `tokens` are not example `id`'s English words, though the page knows them (a typed sentence). */
+const typed = (id, tokens) => Boolean(ENGLISH[id]) && !sameWords(tokens, ENGLISH[id]);
 
 /**
- * The words to show for `words` (what the server computed on): the worked example's words in the
- * page's language where its catalog carries them word for word, one for each English word
- * (example.the-cat-ate-its-fish.tokens: "el gato comió su pescado"), so each keeps its row of
- * numbers; any other words as they are (a typed sentence goes to the server as typed). Another
- * example of English words `english` has its own message `key` of the same kind.
+ * The words to show for `tokens`, computed on example `id`: the example's words in the page's
+ * language where its catalog carries them word for word, else `tokens` as they are (a typed
+ * sentence, even one of the example's length, is never changed).
  */
-export function shownWords(words, { english = EXAMPLE_WORDS, key = `example.${EXAMPLE_ID}.tokens` } = {}) {
-  if (!isExample(words, english)) return words;
-  const mine = t(key).split(" ");
-  return mine.length === words.length ? mine : words;
+export function exampleWords(id, tokens) {
+  const key = `example.${id}.tokens`;
+  if (typed(id, tokens) || !has(key)) return tokens;
+  const own = t(key).split(" ");
+  return own.length === tokens.length ? own : tokens;
 }
 
-/** The words typed in a box, as the server gets them: the example's words in the page's language go as the English ones. */
-export function sentWords(typed) {
-  const words = typed.split(/\s+/).filter(Boolean);
-  return words.join(" ") === shownWords(EXAMPLE_WORDS).join(" ") ? [...EXAMPLE_WORDS] : words;
+/** The line saying that example `id`'s words stay English ("" where the language carries them, or when `tokens` were typed). */
+export function exampleNote(id, tokens = ENGLISH[id] ?? []) {
+  const key = `example.${id}.note`;
+  return has(key) && !typed(id, tokens) ? t(key) : "";
 }
 
-/** The line that says the example's words stay English where the language cannot carry them word for word (Arabic), with a gloss; "" elsewhere. */
-export const exampleNote = (words) => (isExample(words) ? t(`example.${EXAMPLE_ID}.note`) : "");
+/** The words typed in a box, as the server gets them: example `id`'s words as the page shows them go as its English ones. */
+export function sentWords(text, id = EXAMPLE) {
+  const words = text.split(/\s+/).filter(Boolean);
+  const english = ENGLISH[id];
+  return english && sameWords(words, exampleWords(id, english)) ? [...english] : words;
+}
 
 /** The index of a row's largest entry (null entries are skipped). */
 export function argmax(row) {
@@ -60,7 +79,7 @@ export function argmax(row) {
 /** `table` in a box that may scroll sideways on a phone, named by the table's caption. */
 export function scrollBox(table) {
   // keyboard users reach the box with Tab, then scroll it with the arrow keys
-  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("lesson.table") });
+  const box = el("div", { className: "ca-scroll", tabindex: "0", role: "region", "aria-label": table.querySelector("caption")?.textContent ?? t("widget.table") });
   box.append(table);
   return box;
 }
@@ -109,7 +128,7 @@ export function scroller(...children) {
   // focusable, so that a keyboard can scroll it too (WCAG: scrollable regions need keyboard access)
   const div = el("div", { className: "mini-scroll", tabindex: "0", role: "region" });
   div.append(...children);
-  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || t("lesson.table"));
+  div.setAttribute("aria-label", div.querySelector("caption")?.textContent || t("widget.table"));
   return div;
 }
 
@@ -130,9 +149,10 @@ export function picker(label, options, value, onChange, testid) {
 /** A sentence box: Enter or the button sends it. */
 export function sentenceBox(value, onSend, testid) {
   const form = el("form", { className: "chapter-sentence" });
-  const input = el("input", { type: "text", maxlength: "2000", dir: "auto", "aria-label": t("lesson.sentence"), dataset: { testid } });
+  // dir="auto": a sentence reads in its own direction on a right-to-left page (the models read English)
+  const input = el("input", { type: "text", maxlength: "2000", dir: "auto", "aria-label": t("widget.sentence"), dataset: { testid } });
   input.value = value;
-  const go = el("button", { type: "submit" }, t("lesson.run"));
+  const go = el("button", { type: "submit" }, t("widget.run"));
   form.append(input, go);
   form.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -141,10 +161,21 @@ export function sentenceBox(value, onSend, testid) {
   return form;
 }
 
+/**
+ * Numbers already written, as a list ("0.1, 0.2"; "0,1; 0,2" where the decimal sign is a comma), between
+ * `open` and `close` ("[", "]" for a vector). In a right-to-left language such a list still reads left to
+ * right, isolated (U+2066 … U+2069), its numbers parted by a plain comma (an Arabic one would turn their
+ * order round).
+ */
+export function numberList(parts, open = "", close = "") {
+  if (dir() === "rtl") return `\u2066${open}${parts.join(", ")}${close}\u2069`;
+  return `${open}${parts.join(t("format.listSeparator"))}${close}`;
+}
+
 export function vec(row, max = 4) {
   const parts = row.slice(0, max).map(fixed3);
   if (row.length > max) parts.push("…");
-  return `[${listOf(parts)}]`;
+  return numberList(parts, "[", "]");
 }
 
 /** Python lines that read model.safetensors with NumPy alone (the format: 8-byte length, JSON header, raw data). */

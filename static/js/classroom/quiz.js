@@ -10,11 +10,17 @@
 //              counts before the reveal: they would steer whoever votes last), Reveal and End, then the
 //              answer, the counts as bars and the sentence that explains the answer.
 // From "Ask the class" until the reveal every page withholds the weights (withhold.js).
+//
+// Every page writes the question in its own language (quizwords.js: the server sends its sentences as
+// catalog messages with their values), and this panel's own words are the catalog's "quiz.…" messages.
 
 import { el } from "../dom.js";
+import { locale, t } from "../i18n.js";
+import { questionWords } from "./quizwords.js";
 import { withhold } from "./withhold.js";
 
-const quote = (w) => `“${w}”`;
+const quote = (w) => t("format.quote", { text: w });
+const REFUSALS = new Set(["no_quiz", "revealed", "seat_cap"]); // the server's refusals the catalogs word (quiz.refused.<type>)
 
 /** The options a quiz marks right (an index list; a cell question may have several). */
 const rightOf = (quiz) => quiz?.answer?.right ?? [];
@@ -33,7 +39,7 @@ export class QuizPanel {
     this.root = el("section", { className: `cr-quiz cr-quiz-${mode}`, "aria-live": "polite", dataset: { testid: "quiz" } });
     this.root.hidden = true;
     this.question = el("h2", { className: "cr-quiz-question", dataset: { testid: "quiz-question" } });
-    this.options = el("div", { className: "cr-quiz-words", role: "group", "aria-label": "Answers" });
+    this.options = el("div", { className: "cr-quiz-words", role: "group", "aria-label": t("quiz.options") });
     this.result = el("p", { className: "cr-quiz-result", role: "status", dataset: { testid: "quiz-result" } });
     this.explain = el("p", { className: "cr-quiz-explain", dataset: { testid: "quiz-explain" } });
     // a phone shows its verdict first (the sheet may scroll); the projector, the answers first
@@ -41,9 +47,9 @@ export class QuizPanel {
     else this.root.append(this.question, this.options, this.result, this.explain);
     if (mode === "presenter") {
       const actions = el("div", { className: "cr-quiz-actions" });
-      this.revealButton = el("button", { type: "button", dataset: { testid: "quiz-reveal" } }, "Reveal the answer");
+      this.revealButton = el("button", { type: "button", dataset: { testid: "quiz-reveal" } }, t("quiz.reveal"));
       this.revealButton.addEventListener("click", () => reveal());
-      const endButton = el("button", { type: "button", dataset: { testid: "quiz-end" } }, "End the question");
+      const endButton = el("button", { type: "button", dataset: { testid: "quiz-end" } }, t("quiz.end"));
       endButton.addEventListener("click", () => end());
       actions.append(this.revealButton, endButton);
       this.root.append(actions);
@@ -76,7 +82,8 @@ export class QuizPanel {
     this.root.dataset.quiz = quiz.id;
     this.root.dataset.kind = quiz.kind;
     this.root.dataset.revealed = String("answer" in quiz);
-    this.question.textContent = quiz.text;
+    this.words = questionWords(quiz);
+    this.question.textContent = this.words.text;
     this.draw();
     this.changed(quiz);
   }
@@ -84,6 +91,7 @@ export class QuizPanel {
   draw() {
     const quiz = this.quiz;
     if (!quiz) return;
+    const words = this.words;
     const revealed = "answer" in quiz;
     const counts = revealed ? (quiz.counts ?? null) : null;
     const total = counts ? counts.reduce((a, b) => a + b, 0) : 0;
@@ -110,10 +118,10 @@ export class QuizPanel {
       if (canVote) button.addEventListener("click", () => this.tap(j));
       return button;
     };
-    if (quiz.kind === "cell" && quiz.grid) {
-      const { rows, cols } = quiz.grid;
+    if (quiz.kind === "cell" && words.grid) {
+      const { rows, cols } = words.grid;
       const table = el("table", { className: "cr-grid", dataset: { testid: "quiz-grid" } });
-      table.append(el("caption", {}, "Each row: a query. Each column: a key it may look at."));
+      table.append(el("caption", {}, t("quiz.grid")));
       const head = el("tr");
       head.append(el("th", { scope: "col" }, ""), ...cols.map((c) => el("th", { scope: "col" }, c)));
       table.append(head);
@@ -122,28 +130,28 @@ export class QuizPanel {
         tr.append(el("th", { scope: "row" }, r));
         cols.forEach((_, k) => {
           const td = el("td");
-          td.append(option(i * cols.length + k, quiz.options[i * cols.length + k], "cell"));
+          td.append(option(i * cols.length + k, words.options[i * cols.length + k], "cell"));
           tr.append(td);
         });
         table.append(tr);
       });
       this.options.replaceChildren(table);
     } else {
-      this.options.replaceChildren(...quiz.options.map((label, j) => option(j, label)));
+      this.options.replaceChildren(...words.options.map((label, j) => option(j, label)));
     }
-    this.explain.textContent = revealed ? (quiz.answer.explain ?? "") : "";
+    this.explain.textContent = words.explain;
     this.explain.hidden = !revealed;
+    const named = (j) => quote(words.options[j]);
     const answerText = () => {
-      const names = [...right].slice(0, 3).map((j) => quote(quiz.options[j]));
-      return right.size > 3 ? `${names.join(", ")} …` : names.join(" or ");
+      const names = [...right].slice(0, 3).map(named);
+      if (right.size > 3) return t("quiz.more", { list: names.join(t("format.listSeparator")) });
+      return new Intl.ListFormat(locale(), { type: "disjunction" }).format(names); // “a” or “b”
     };
     if (this.mode === "presenter") {
       const of = Math.max(this.followers, this.answered);
       const got = counts ? [...right].reduce((s, j) => s + (counts[j] ?? 0), 0) : 0;
       this.result.dataset.answered = String(revealed ? total : this.answered);
-      this.result.textContent = revealed
-        ? `Answer: ${answerText()}. ${got} of ${total} got it.`
-        : `${this.answered} of ${of} answered.`;
+      this.result.textContent = revealed ? t("quiz.answer", { answer: answerText(), got, total }) : t("quiz.answered", { answered: this.answered, of });
       this.revealButton.disabled = revealed;
       return;
     }
@@ -151,26 +159,26 @@ export class QuizPanel {
       const picked = this.choice;
       const ok = picked !== null && right.has(picked);
       this.result.dataset.verdict = picked === null ? "none" : ok ? "right" : "wrong";
-      this.result.textContent =
-        (picked === null
-          ? `You did not answer. The answer: ${answerText()}.`
+      const verdict =
+        picked === null
+          ? t("quiz.verdict.none", { answer: answerText() })
           : ok
-            ? `Right! ${quote(quiz.options[picked])} it is.`
-            : `Not this time: the answer is ${answerText()} (you picked ${quote(quiz.options[picked])}).`) +
-        (this.note && picked === null ? ` (${this.note})` : "");
+            ? t("quiz.verdict.right", { picked: named(picked) })
+            : t("quiz.verdict.wrong", { answer: answerText(), picked: named(picked) });
+      this.result.textContent = this.note && picked === null ? `${verdict} ${t("quiz.why", { why: this.note })}` : verdict;
       return;
     }
     this.result.dataset.verdict = this.choice !== null ? "counted" : this.pending !== null ? "pending" : this.note ? "refused" : "";
-    if (this.choice !== null) this.result.textContent = `Counted: you picked ${quote(quiz.options[this.choice])}. Wait for the answer…`;
-    else if (this.pending !== null) this.result.textContent = `Sending ${quote(quiz.options[this.pending])}…`;
+    if (this.choice !== null) this.result.textContent = t("quiz.counted", { picked: named(this.choice) });
+    else if (this.pending !== null) this.result.textContent = t("quiz.sending", { picked: named(this.pending) });
     else if (this.note) this.result.textContent = this.note;
-    else this.result.textContent = quiz.kind === "cell" ? "Tap one cell." : "Tap one answer.";
+    else this.result.textContent = t("quiz.tap", { kind: quiz.kind });
   }
 
   tap(j) {
     if (!this.quiz || this.choice !== null || this.pending !== null) return;
     if (!this.voteFn(j, this.quiz.id)) {
-      this.note = "Not connected: try again in a moment.";
+      this.note = t("quiz.refused.offline");
       this.draw();
       return;
     }
@@ -197,7 +205,7 @@ export class QuizPanel {
     }
     if (e.type === "read_only" || e.type === "json") return;
     this.pending = null;
-    this.note = e.msg || "Your answer was not counted.";
+    this.note = refusal(e);
     this.draw();
   }
 
@@ -213,4 +221,15 @@ export class QuizPanel {
     this.followers = n;
     if (this.open) this.draw();
   }
+}
+
+/**
+ * Why the server did not count a vote, in this page's language: its catalog message by the refusal's
+ * type (a vote of this address counted before: "voted" without a choice of this page's), else the
+ * server's own words, else a general one.
+ */
+function refusal(e) {
+  if (REFUSALS.has(e.type)) return t(`quiz.refused.${e.type}`, { most: Number(e.most) || 0 });
+  if (e.type === "voted") return t("quiz.refused.address");
+  return e.msg || t("quiz.refused.other");
 }

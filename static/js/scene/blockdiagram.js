@@ -88,7 +88,7 @@ export class BlockDiagram {
   }
 
   /**
-   * @param columns [{ title, order: [names], labels: { name: "text" } }]
+   * @param columns [{ title, order: [names], labels: { name: "text" }, names: { name: "short name" } (a narrow view's) }]
    * @param current names to light up
    */
   update(columns, current = []) {
@@ -105,7 +105,8 @@ export class BlockDiagram {
       b.label.element.classList.toggle("current", on);
       // on a narrow view (a phone) only the names fit beside each other; the panel lists the numbers
       const compact = this.stage.container.clientWidth < 520;
-      b.label.element.textContent = compact ? b.name : (columns[b.column].labels[b.name] ?? b.name);
+      const column = columns[b.column];
+      b.label.element.textContent = compact ? (column.names?.[b.name] ?? b.name) : (column.labels[b.name] ?? b.name);
     }
     this.stage.requestRender();
   }

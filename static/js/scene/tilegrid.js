@@ -64,7 +64,8 @@ export class TileGrid {
    *   running: the focused query's name and running numbers (lines of text) or null: beside its row, or on
    *     a phone on one line in front of the grid; note: a line in front, or null (not on a phone);
    *   compare: { left, right: one value per key, legend } two thin bars per key in a row in front of the
-   *     grid (the finished row beside the plain one: left cividis, right sky blue), or null }
+   *     grid (the finished row beside the plain one: left cividis, right sky blue), or null;
+   *   blockName: the current block's label in the page's language ("block 2 of 3") }
    */
   update(view, { slide = true } = {}) {
     const previous = this.last;
@@ -187,7 +188,8 @@ export class TileGrid {
     }
     if (view.current !== null && !narrow) {
       const [s, e] = blocks[view.current];
-      this.label(`block ${view.current + 1} of ${blocks.length}`, [x0 + (colX[s] + colX[e - 1]) / 2, 0.05, z0 + depth + 0.3], "stage-label tl-block-name");
+      const name = view.blockName || `block ${view.current + 1} of ${blocks.length}`; // the chapter's words for it
+      this.label(name, [x0 + (colX[s] + colX[e - 1]) / 2, 0.05, z0 + depth + 0.3], "stage-label tl-block-name");
     }
     if (compare && narrow) {
       this.label(compare.legend, [0, 0.05, compareZ + 0.45], "stage-label tl-compare"); // under the bars
