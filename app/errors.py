@@ -12,13 +12,19 @@ raise them without knowing about HTTP. Every client error has one shape:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def detail(loc: Sequence[str | int], msg: str, type_: str) -> dict[str, Any]:
-    """One item of an error answer's "detail" list."""
-    return {"loc": list(loc), "msg": msg, "type": type_}
+def detail(
+    loc: Sequence[str | int], msg: str, type_: str, ctx: Mapping[str, int | str] | None = None
+) -> dict[str, Any]:
+    """One item of an error answer's "detail" list; `ctx` holds the numbers in `msg` (as pydantic's
+    errors do), so that a page can write the same message in its own language (static/i18n: error.<type>)."""
+    item: dict[str, Any] = {"loc": list(loc), "msg": msg, "type": type_}
+    if ctx:
+        item["ctx"] = dict(ctx)
+    return item
 
 
 class ClientError(Exception):
@@ -47,9 +53,17 @@ class InputError(ValueError):
     the answer, `where` the part of the request the field is in ("body", "query").
     """
 
-    def __init__(self, field: str, message: str, type_: str = "value_error", where: str = "body") -> None:
+    def __init__(
+        self,
+        field: str,
+        message: str,
+        type_: str = "value_error",
+        where: str = "body",
+        ctx: Mapping[str, int | str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.field, self.message, self.type, self.where = field, message, type_, where
+        self.ctx = ctx  # the numbers in the message, by name (see detail)
 
 
 class ModelError(Exception):

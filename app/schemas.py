@@ -351,6 +351,7 @@ class ErrorItem(BaseModel):
     loc: list[str | int]
     msg: str
     type: str
+    ctx: dict[str, int | str] | None = None  # the numbers in msg by name, for a page that words it in its language
 
 
 class ErrorResponse(BaseModel):

@@ -177,3 +177,32 @@ def test_every_catalog_and_its_fonts_are_served(client: TestClient) -> None:
     for code in LANGUAGES:
         r = client.get(f"/static/i18n/{code}.json")
         assert r.status_code == 200 and r.json() == read(code)
+
+
+def test_the_errors_a_learner_meets_have_a_type_each_language_words(client: TestClient) -> None:
+    """The server's 422s that a page shows (an empty or too long sentence or prompt, an order that is
+    no permutation) carry a type with a message in every catalog (error.type.<type>, which api.js
+    writes in the page's language) and, in ctx, the numbers that message needs; English stays the
+    server's own words."""
+    english = read(SOURCE)
+    seen: dict[str, Any] = {}
+    asks = [
+        ("/api/attention", {"sentence": "   "}, "sentence", "empty_text", {}),
+        ("/api/attention", {"sentence": "the cat " * 400}, "sentence", "too_many_tokens", {"limit": 512}),
+        ("/api/positions", {"words": ["a", "b", "c"], "order": [0, 0, 2]}, "order", "not_a_permutation", {"last": 2}),
+        ("/api/generate", {"prompt": " "}, "prompt", "empty_text", {}),
+    ]
+    for path, body, field, type_, ctx in asks:
+        r = client.post(path, json=body)
+        assert r.status_code == 422, (path, r.text)
+        (item,) = r.json()["detail"]
+        assert item["loc"] == ["body", field] and item["type"] == type_, item
+        assert ctx.items() <= item.get("ctx", {}).items(), item
+        assert f"error.type.{type_}" in english
+        seen[type_] = item
+    too_long = seen["too_many_tokens"]
+    assert too_long["ctx"]["tokens"] > too_long["ctx"]["limit"]
+    assert f"sentence is {too_long['ctx']['tokens']} tokens" in too_long["msg"]  # the English page shows this
+    for code in LANGUAGES:
+        message = read(code)["error.type.too_many_tokens"]
+        assert "{tokens}" in message and "{limit}" in message, code

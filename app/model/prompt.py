@@ -30,7 +30,7 @@ def prepare(handle: ModelHandle, prompt: str, layer: int | None, head: int, chat
     if head >= s.heads:
         raise InputError("head", f"head must be 0 … {s.heads - 1} ({s.name} has {s.heads} query heads)")
     if not prompt.strip():
-        raise InputError("prompt", "prompt is empty: type at least one word")
+        raise InputError("prompt", "prompt is empty: type at least one word", "empty_text")
     text = prompt
     if chat:
         try:
@@ -41,8 +41,11 @@ def prepare(handle: ModelHandle, prompt: str, layer: int | None, head: int, chat
     limit = min(limits.MAX_PROMPT_TOKENS, s.max_positions - 1)
     if len(encoded) > limit:
         raise InputError(
-            "prompt", f"prompt is {len(encoded)} tokens for {s.name}; the limit is {limit} tokens: shorten it"
+            "prompt",
+            f"prompt is {len(encoded)} tokens for {s.name}; the limit is {limit} tokens: shorten it",
+            "too_many_tokens",
+            ctx={"tokens": len(encoded), "limit": limit},
         )
     if len(encoded) == 0:
-        raise InputError("prompt", f"prompt has no tokens that {s.name} reads")
+        raise InputError("prompt", f"prompt has no tokens that {s.name} reads", "no_tokens")
     return model, encoded, layer

@@ -88,10 +88,12 @@ def encode_sentence(handle: ModelHandle, spec: ModelSpec, sentence: str) -> Enco
     """The sentence's tokens: an InputError for a sentence that is empty or has no token the model
     reads (a ModelError where the model cannot be loaded). The caller checks the length against its limit."""
     if not sentence.strip():
-        raise InputError("sentence", "sentence is empty: type at least one word")
+        raise InputError("sentence", "sentence is empty: type at least one word", "empty_text")
     encoded = handle.encode(sentence)
     if encoded.content == 0:
-        raise InputError("sentence", f"sentence has no tokens that {spec.name} reads (only spaces or controls)")
+        raise InputError(
+            "sentence", f"sentence has no tokens that {spec.name} reads (only spaces or controls)", "no_tokens"
+        )
     return encoded
 
 
@@ -101,6 +103,8 @@ def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int
         raise InputError(
             "sentence",
             f"sentence is {len(encoded)} tokens for {spec.name}; {limit_name} is {max_tokens} tokens: shorten it",
+            "too_many_tokens",
+            ctx={"tokens": len(encoded), "limit": max_tokens},
         )
     return encoded
 
@@ -183,7 +187,8 @@ def _full(
     with np.errstate(over="ignore", invalid="ignore"):
         arrays = select(trace, layer, head, mask, backend)
     if not all(np.isfinite(arrays[name]).all() for name in ("weights", "output")):
-        raise InputError("sentence", "the model's numbers overflowed for this sentence")  # never seen; never a NaN
+        # never seen; never a NaN
+        raise InputError("sentence", "the model's numbers overflowed for this sentence", "overflow")
     fields = {
         **_token_fields(spec, encoded),
         "layer": layer,
@@ -321,7 +326,7 @@ def heads_overview(
     with np.errstate(over="ignore", invalid="ignore"):
         weights = np.round(all_weights(trace, mask, backend), limits.OVERVIEW_DECIMALS)  # (L, H, n, n)
     if not np.isfinite(weights).all():
-        raise InputError("sentence", "the model's numbers overflowed for this sentence")
+        raise InputError("sentence", "the model's numbers overflowed for this sentence", "overflow")
     return {
         **_token_fields(spec, encoded),
         "layers": spec.layers,
@@ -374,7 +379,7 @@ def overview(
     encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
     s = summary_of(handle, sentence, encoded, mask, backend)
     if not (np.isfinite(s.pooled).all() and np.isfinite(s.entropy).all() and np.isfinite(s.distance).all()):
-        raise InputError("sentence", "the model's numbers overflowed for this sentence")
+        raise InputError("sentence", "the model's numbers overflowed for this sentence", "overflow")
     top = np.stack([s.top_query, s.top_key, np.round(s.top_weight * 1000)], axis=-1).astype(np.int64)
     return {
         **_token_fields(spec, encoded),

@@ -218,7 +218,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(InputError)
     async def _input(_: Request, exc: InputError) -> Response:
-        return _answer([detail([exc.where, exc.field], exc.message, exc.type)], 422)
+        return _answer([detail([exc.where, exc.field], exc.message, exc.type, exc.ctx)], 422)
 
     @app.exception_handler(ClientError)
     async def _client(_: Request, exc: ClientError) -> Response:

@@ -13,16 +13,33 @@
 import { CAUSAL_STAGES, COMPARE_MAX, FULL_STAGES, asInfo, causalFrom, causalMasked, fewestRows, frameAsJson, fullFrom, oneHead, scaledFrom, wordGroups } from "./model.js";
 import { isLong, longFrom, ROW_STAGES, SUMMARY_STAGES } from "./lod.js";
 
-import { t } from "./i18n.js";
+import { SOURCE_LANGUAGE, has, language, t } from "./i18n.js";
 
-/** An API error as { field, msg } items; field is "q", "k", "v", "tokens" or "body". */
+/**
+ * The server's message `d` ({ loc, msg, type, ctx }) as the page's language says it: English is the
+ * server's own words; another language has a message per error type a learner can meet (error.type.<type>
+ * in the catalogs, filled with the error's field and its ctx numbers), else the server's words.
+ */
+function errorText(d, field) {
+  const key = `error.type.${d.type}`;
+  if (language() === SOURCE_LANGUAGE || typeof d.type !== "string" || !has(key)) return String(d.msg ?? "invalid input");
+  const values = { field };
+  for (const [name, value] of Object.entries(d.ctx ?? {})) if (typeof value === "number" || typeof value === "string") values[name] = value;
+  try {
+    return t(key, values);
+  } catch {
+    return String(d.msg ?? "invalid input"); // a value the message needs is missing: the server's words, not nothing
+  }
+}
+
+/** An API error as { field, type, msg } items; field is "q", "k", "v", "tokens", "sentence", … or "body". */
 function errorItems(status, body) {
   const detail = body && Array.isArray(body.detail) ? body.detail : null;
-  if (!detail) return [{ field: "body", msg: t("error.status", { status }) }];
+  if (!detail) return [{ field: "body", type: "status", msg: t("error.status", { status }) }];
   return detail.map((d) => {
     const loc = Array.isArray(d.loc) ? d.loc : [];
     const field = loc[0] === "body" && typeof loc[1] === "string" ? loc[1] : "body";
-    return { field, msg: String(d.msg ?? "invalid input") };
+    return { field, type: String(d.type ?? ""), msg: errorText(d, field) };
   });
 }
 

@@ -170,6 +170,16 @@ export function integer(n) {
   return current.code === SOURCE_LANGUAGE ? String(n) : numberFormat(0, 0).format(n);
 }
 
+/** A whole number grouped as the language groups thousands ("46,080", "46.080", "46,080"), for bytes and sizes. */
+export function grouped(n) {
+  let f = numberFormats.get("grouped");
+  if (!f) {
+    f = new Intl.NumberFormat(locale(), { maximumFractionDigits: 0 });
+    numberFormats.set("grouped", f);
+  }
+  return f.format(n);
+}
+
 /** A share (0.895) as a percentage with `digits` decimals, as the language writes one ("89,5 %", "٨٩٫٥٪"). */
 export function percent(x, digits = 1) {
   const id = `%${digits}`;

@@ -159,7 +159,8 @@ def test_a_following_page_draws_each_token_from_the_view_without_asking(browser:
             expect(panel).to_have_attribute("data-at", str(count - 1))
             shown = follower.page.eval_on_selector_all('[data-testid^="write-token-"]', SHOWN_IDS)
             assert shown == ids[:count], (shown, ids)
-            expect(follower.page.get_by_test_id("write-status")).to_contain_text(f"writing: {count} tokens so far")
+            so_far = f"writing: {count} token{'s' * (count != 1)} so far"
+            expect(follower.page.get_by_test_id("write-status")).to_contain_text(so_far)
             # the model's numbers come when the writing ends: no candidates while following
             assert follower.page.locator('[data-testid^="write-cand-"]').count() == 0
         assert asked == [], asked

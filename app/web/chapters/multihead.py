@@ -137,7 +137,9 @@ def _multihead_answer(req: MultiheadRequest, tokens: list[str], backend: Backend
         mh = multihead(req.x, req.w_q, req.w_k, req.w_v, req.w_o, req.mask, backend)
     finite = [mh.heads[s] for s in HEAD_STAGES if s != "masked"] + [mh.concat, mh.output]
     if not all(np.isfinite(a).all() for a in finite):
-        raise InputError("x", "the numbers overflow float64 (scores or outputs beyond ±1.8e308): use smaller values")
+        raise InputError(
+            "x", "the numbers overflow float64 (scores or outputs beyond ±1.8e308): use smaller values", "overflow"
+        )
     return json_bytes({"tokens": tokens, "mask": req.mask, "heads": mh.heads, "concat": mh.concat, "output": mh.output})
 
 

@@ -134,5 +134,5 @@ async def post_positions(request: Request) -> Response:
         order = req.order
         if sorted(order) != list(range(n)):
             raise InputError("order", f"order must hold each of 0 … {n - 1} exactly once (a permutation of the "
-                             f"{n} words), got {order}")  # fmt: skip
+                             f"{n} words), got {order}", "not_a_permutation", ctx={"last": n - 1})  # fmt: skip
     return json_response(await anyio.to_thread.run_sync(_positions, request, req, order, limiter=SLOTS))

@@ -66,7 +66,12 @@ def prepare(handle: ModelHandle, sentence: str, layer: int) -> tuple[ModelSpec, 
     encoded = encode_sentence(handle, spec, sentence)
     limit = min(spec.max_tokens, MAX_LESSON_TOKENS)
     if len(encoded) > limit:
-        raise InputError("sentence", f"sentence is {len(encoded)} tokens for {spec.name}; this view takes {limit}")
+        raise InputError(
+            "sentence",
+            f"sentence is {len(encoded)} tokens for {spec.name}; this view takes {limit}",
+            "too_many_tokens",
+            ctx={"tokens": len(encoded), "limit": limit},
+        )
     return spec, encoded
 
 
@@ -108,7 +113,7 @@ def run_layer(handle: ModelHandle, sentence: str, layer: int, backend: Backend) 
 
 def finite(*arrays: np.ndarray) -> None:
     if not all(np.isfinite(a).all() for a in arrays):
-        raise InputError("sentence", "the model's numbers overflowed for this sentence")
+        raise InputError("sentence", "the model's numbers overflowed for this sentence", "overflow")
 
 
 async def layer_answer(request: Request, compute: Callable[[ModelHandle, str, int, Backend], bytes]) -> Response:

@@ -155,7 +155,9 @@ def _answer(fields: dict[str, Any], q: np.ndarray, k: np.ndarray, v: np.ndarray,
         t = tiles.steps(q, k, v, block, mask)
         weights = tiles.finished_weights(t)
     if not (np.isfinite(t.output).all() and np.isfinite(t.running.m).all() and np.isfinite(weights).all()):
-        raise InputError("q", "the numbers overflow float64 (scores or outputs beyond ±1.8e308): use smaller values")
+        raise InputError(
+            "q", "the numbers overflow float64 (scores or outputs beyond ±1.8e308): use smaller values", "overflow"
+        )
     return json_bytes({
         **fields, "mask": mask, "block": block, "d_k": q.shape[1], "d_v": v.shape[1], "q": q, "k": k, "v": v,
         "blocks": tiles.blocks(n, block), "steps": [_step(s) for s in t.steps], "output": t.output,
@@ -200,7 +202,12 @@ def _sentence(request: Request, req: TilesRequest, backend: Backend) -> bytes:
     sentence = req.sentence or ""
     encoded = service.encode_sentence(handle, spec, sentence)
     if len(encoded) > (limit := min(spec.max_tokens, MAX_TILES_TOKENS)):
-        raise InputError("sentence", f"sentence is {len(encoded)} tokens for {spec.name}; this view takes {limit}")
+        raise InputError(
+            "sentence",
+            f"sentence is {len(encoded)} tokens for {spec.name}; this view takes {limit}",
+            "too_many_tokens",
+            ctx={"tokens": len(encoded), "limit": limit},
+        )
     layer, head = req.layer or 0, req.head or 0
     given, arrays = service.sentence_attention(handle, sentence, layer, head, req.mask, req.mask is not None, backend)
     fields = {

@@ -10,139 +10,116 @@
 //
 // This file is the chapter: its steps, load, numbers and code. The panel is write/panel.js, the
 // stream write/stream.js, the parameters as numbers write/params.js, what is kept between loads
-// write/answers.js.
+// write/answers.js. Its words are in the catalogs (chapter.writing.…; the panel's write.…), read when
+// drawn (chapters/CONTRACT.md); the prompt and the written tokens are the model's (English), as typed.
 
+import { fixed3 } from "../format.js";
+import { grouped, integer, t } from "../i18n.js";
 import { pyNum, pyStr } from "../pycode.js";
 import { decoderInfo, keepAnswer, keptAnswer } from "../write/answers.js";
-import { WritePanel } from "../write/panel.js";
+import { WritePanel, sizeOf } from "../write/panel.js";
 import { MAX_TOKENS, atOf, int, requestOf, settingsOf, shownOf } from "../write/params.js";
-import { cacheBytes, megabytes, visible } from "../write/sampling.js";
+import { cacheBytes, visible } from "../write/sampling.js";
+import { quote, unbroken } from "./widgets.js";
+
+/** This chapter's message `key` (chapter.writing.<key>) with `values`. */
+const say = (key, values) => t(`chapter.writing.${key}`, values);
+
+/** Bytes of one token's cache, at 4 bytes a number. */
+const perToken = (info) => cacheBytes({ layers: info.layers, kvHeads: info.kv_heads, d: info.d_k, bytes: 4, tokens: 1 });
+
+/**
+ * Step `id` of this chapter: its title, short name and Predict question (`options` answers, the
+ * right one `answer`; `values` fill the question) read from the catalogs when drawn.
+ */
+function step(id, { figure, options, answer, values, text }) {
+  return {
+    id,
+    figure,
+    get title() {
+      return say(`${id}.title`);
+    },
+    get short() {
+      return say(`${id}.short`);
+    },
+    ask: {
+      get q() {
+        return say(`${id}.q`, values?.());
+      },
+      get options() {
+        return Array.from({ length: options }, (_, i) => say(`${id}.o${i}`));
+      },
+      answer,
+      why: (a) => say(`${id}.why`, values?.(a)),
+    },
+    text,
+  };
+}
+
+/** What the first step says of the writing so far: the tokens written, or the prompt read, or nothing yet. */
+function soFar(a) {
+  if (a.tokens.length) return say("write.written", { written: a.tokens.length });
+  if (a.next) return say("write.read", { n: a.prompt_tokens.length });
+  return say("write.none");
+}
 
 const STEPS = [
-  {
-    id: "write",
-    title: "A decoder writes one token at a time",
-    short: "write",
+  step("write", {
     figure: "[data-testid=write-text], [data-testid=write-cands]",
-    ask: {
-      q: "To write ten tokens, how many times does the model run?",
-      options: ["once", "ten times", "a hundred times"],
-      answer: 1,
-      why: () =>
-        "One run gives only the next token. It is stuck on the end of the text, and the model runs again on the longer " +
-        "text: once per new token, so ten runs for ten tokens.",
-    },
-    text: (a) =>
-      `This is SmolLM2, a small real language model (${a.info.layers} layers, ${a.info.heads} heads). Type the start of a text ` +
-      `and press Write. The model reads everything so far and gives every possible next token a probability; ` +
-      `one of them is chosen and stuck on the end. ` +
-      (a.tokens.length
-        ? `It has written ${a.tokens.length} tokens; click one to see how it was chosen.`
-        : a.next
-          ? `It has read the prompt: ${a.prompt_tokens.length} tokens, one row each in the cache (the 3D view); the bars are its ` +
-            `ten likeliest next tokens. Nothing is written yet.`
-          : "Nothing is written yet."),
-  },
-  {
-    id: "causal",
-    title: "Causal attention in a decoder",
-    short: "causal",
+    options: 3,
+    answer: 1,
+    text: (a) => `${say("write.text", { layers: a.info.layers, heads: a.info.heads })} ${soFar(a)}`,
+  }),
+  step("causal", {
     figure: "#chapter-stage",
-    ask: {
-      q: "Can the newest token's query look at a token that comes after it?",
-      options: ["yes", "no"],
-      answer: 1,
-      why: () =>
-        "There is nothing after it to look at: when a token is chosen, the tokens after it don't exist yet. " +
-        "In a decoder the causal mask is simply the cache itself.",
-    },
+    options: 2,
+    answer: 1,
     text: (a, ctx) => {
       const shown = shownOf(a, ctx.params);
-      if (!shown) return "Write something first: then the 3D view shows the newest token's query (orange) reaching back into the keys of every token before it.";
-      const { t, cache, next } = shown;
-      const choosing = next
-        ? `To choose the first token after the prompt, the query of its last token (“${visible(cache[cache.length - 1])}”, orange)`
-        : `To choose token ${atOf(a, ctx.params) + 1} (“${visible(t.token)}”), the query of the newest token (orange)`;
-      return (
-        `${choosing} reaches back to the keys of all ${t.kv_len} tokens read so far; a thicker line means more attention. ` +
-        `Where could it look besides?`
-      );
+      if (!shown) return say("causal.none");
+      const { t: tok, cache, next } = shown;
+      if (next) return say("causal.next", { token: quote(visible(cache[cache.length - 1])), n: tok.kv_len });
+      return say("causal.text", { i: atOf(a, ctx.params) + 1, token: quote(visible(tok.token)), n: tok.kv_len });
     },
-  },
-  {
-    id: "cache",
-    title: "The KV cache: what each new token costs",
-    short: "cache",
+  }),
+  step("cache", {
     figure: "#chapter-stage",
-    ask: {
-      q: "When token 100 is written, do the keys of the first 99 tokens need computing again?",
-      options: ["yes, all of them", "no, they are kept"],
-      answer: 1,
-      why: () =>
-        "A token's key and value never change once computed, because it can't see the tokens after it. So the model " +
-        "keeps them: that is the KV cache. Without it, step t would redo all t tokens against each other, about t² of work.",
-    },
+    options: 2,
+    answer: 1,
     text: (a, ctx) => {
       const at = Math.max(0, atOf(a, ctx.params));
       const kv = a.tokens.length ? a.tokens[at].kv_len : (a.prompt_tokens?.length ?? 0);
-      return (
-        `The 3D view shows the KV cache: one row of keys (blue) and one of values (green) per token read so far, ${kv} rows ` +
-        `now. Each new token computes its own q, k and v, adds its k and v as a new row, then compares its q with the t keys ` +
-        `in the cache: t dot products.`
-      );
+      return say("cache.text", { kv });
     },
-  },
-  {
-    id: "size",
-    title: "How big the cache gets",
-    short: "size",
+  }),
+  step("size", {
     figure: "[data-testid=write-size]",
-    ask: {
-      q: "For 8,192 tokens, is this small model's cache closer to 4 MB, 40 MB or 400 MB?",
-      options: ["4 MB", "40 MB", "400 MB"],
-      answer: 2,
-      why: (a) => {
-        const per = cacheBytes({ layers: a.info.layers, kvHeads: a.info.kv_heads, d: a.info.d_k, bytes: 4, tokens: 1 });
-        return `${per.toLocaleString("en")} bytes × 8,192 tokens = ${megabytes(per * 8192)} at 4 bytes a number: the table's last row.`;
-      },
-    },
+    options: 3,
+    answer: 2,
+    // the question's 8,192 tokens; the answer also says what they take at 4 bytes a number
+    values: (a) => ({ tokens: 8192, ...(a ? { per: perToken(a.info), mb: sizeOf(perToken(a.info) * 8192) } : {}) }),
     text: (a) => {
-      const per = cacheBytes({ layers: a.info.layers, kvHeads: a.info.kv_heads, d: a.info.d_k, bytes: 4, tokens: 1 });
-      return (
-        `Each token keeps a key and a value (2) in each of ${a.info.layers} layers, for each of ${a.info.kv_heads} KV heads, ` +
-        `${a.info.d_k} numbers each, 4 bytes per number here: 2 × ${a.info.layers} × ${a.info.kv_heads} × ${a.info.d_k} × 4 = ` +
-        `${per.toLocaleString("en")} bytes per token, and memory grows with every token written. Guess below: then the ` +
-        `table multiplies it out.`
-      );
+      const i = a.info;
+      const formula = unbroken(`2 × ${integer(i.layers)} × ${integer(i.kv_heads)} × ${integer(i.d_k)} × 4 = ${grouped(perToken(i))}`);
+      return say("size.text", { layers: i.layers, kv: i.kv_heads, d: i.d_k, formula });
     },
-  },
-  {
-    id: "candidates",
-    title: "The next-token candidates",
-    short: "candidates",
+  }),
+  step("candidates", {
     figure: "[data-testid=write-cands]",
-    ask: {
-      q: "With temperature 0, which candidate gets written?",
-      options: ["a random one", "the likeliest", "the shortest"],
-      answer: 1,
-      why: () =>
-        "Temperature 0 always takes the top candidate (greedy), so the same prompt writes the same text every time. " +
-        "Set the temperature to 0 and watch the orange bars: one of them takes it all.",
-    },
-    text: (a, ctx) =>
-      shownOf(a, ctx.params)
-        ? `The grey bar is the model's probability for each of its ten likeliest next tokens. The orange bar is the chance of ` +
-          `being picked: a higher temperature flattens the chances, a lower one sharpens them; top-k keeps only the k likeliest; ` +
-          `top-p keeps the likeliest until their chances add up to p. Move the sliders: the orange bars follow (among these ten).`
-        : `Write something first: then a grey bar shows the model's probability for each of its ten likeliest next tokens, and ` +
-          `an orange bar the chance of being picked under the temperature, top-k and top-p set below.`,
-  },
+    options: 3,
+    answer: 1,
+    text: (a, ctx) => (shownOf(a, ctx.params) ? say("candidates.text") : say("candidates.none")),
+  }),
 ];
 
 export default {
   id: "writing",
-  title: "Writing one token at a time",
-  summary: "A real decoder (SmolLM2) writes token by token: causal attention, the KV cache, next-token candidates.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: { prompt: "The capital of France is", n: "0", at: "", used: "0,0,1", temp: "0", topk: "0", topp: "1", layer: "5", head: "0", live: "" },
   controls: [],
   steps: STEPS,
@@ -174,14 +151,13 @@ export default {
     const shown = shownOf(a, ctx.params);
     const out = [];
     if (shown && !ctx.withheld) {
-      const { t, next } = shown;
-      const chosen = t.candidates.find((c) => c.id === t.id)?.p.toFixed(3) ?? "—";
-      out.push({ label: "tokens in the cache", value: String(t.kv_len), testid: "write-kv-len" });
-      out.push({ label: "attention on token 0", value: t.attention[0].toFixed(3), testid: "write-sink-weight" });
-      out.push({ label: next ? "the next token's probability" : "chosen token's probability", value: chosen, testid: "write-chosen-p" });
+      const { t: tok, next } = shown;
+      const chosen = tok.candidates.find((c) => c.id === tok.id);
+      out.push({ label: say("number.kvLen"), value: integer(tok.kv_len), testid: "write-kv-len" });
+      out.push({ label: say("number.sink"), value: fixed3(tok.attention[0]), testid: "write-sink-weight" });
+      out.push({ label: say(next ? "number.next" : "number.chosen"), value: chosen ? fixed3(chosen.p) : "—", testid: "write-chosen-p" });
     }
-    const per = cacheBytes({ layers: a.info.layers, kvHeads: a.info.kv_heads, d: a.info.d_k, bytes: 4, tokens: 1 });
-    out.push({ label: "cache bytes per token (float32)", value: per.toLocaleString("en"), testid: "write-bytes-per-token" });
+    out.push({ label: say("number.perToken"), value: grouped(perToken(a.info)), testid: "write-bytes-per-token" });
     return out;
   },
 

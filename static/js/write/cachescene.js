@@ -4,6 +4,7 @@
 // row to reach: the causal mask is the cache itself. Token 0's row is marked: the attention sink.
 
 import * as THREE from "three";
+import { t } from "../i18n.js";
 
 const COLUMN = 6; // the whole cache is drawn this tall, however many rows it has
 const ROW = 0.3; // a row's height while few rows fit
@@ -83,11 +84,11 @@ export class CacheScene {
         );
         this.group.add(line);
       }
-      this.group.add(this.stage.label("query", [Q_X - 0.9, last, 0], "stage-label wr-label-q"));
+      this.group.add(this.stage.label(t("write.scene.query"), [Q_X - 0.9, last, 0], "stage-label wr-label-q"));
     }
-    this.group.add(this.stage.label("keys", [K_X, 0.55, 0], "stage-label wr-label"));
-    this.group.add(this.stage.label("values", [V_X, 0.55, 0], "stage-label wr-label"));
-    if (sink && rows > 2) this.group.add(this.stage.label("sink", [Q_X + 0.6, 0, 0], "stage-label wr-label-sink"));
+    this.group.add(this.stage.label(t("write.scene.keys"), [K_X, 0.55, 0], "stage-label wr-label"));
+    this.group.add(this.stage.label(t("write.scene.values"), [V_X, 0.55, 0], "stage-label wr-label"));
+    if (sink && rows > 2) this.group.add(this.stage.label(t("write.scene.sink"), [Q_X + 0.6, 0, 0], "stage-label wr-label-sink"));
     this.stage.look([0, -COLUMN / 2 + 0.5, 13], [0, Math.min(-COLUMN / 2, last / 2) + 0.3, 0]);
     this.stage.reframe();
   }

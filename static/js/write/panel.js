@@ -5,18 +5,26 @@
 // to the room first (the chapter parameter `live`: no model runs for the class), then is drawn
 // here, and the whole answer is kept (answers.js) under the parameters set at the end. Before
 // anything is written it shows the prompt the model has read (its tokens, the cache's rows) and the
-// token it would write next (its query's attention, the candidates).
+// token it would write next (its query's attention, the candidates). Its words are the catalogs'
+// write.… messages, in the page's language.
 
 import { el } from "../dom.js";
-import { predictBox } from "../chapters/widgets.js";
+import { predictBox, quote } from "../chapters/widgets.js";
+import { decimal, grouped, percent, t } from "../i18n.js";
 import { keepAnswer } from "./answers.js";
 import { CacheScene } from "./cachescene.js";
 import { decodeLive, encodeLive } from "./live.js";
 import { MAX_TOKENS, atOf, int, lookAt, num, requestOf } from "./params.js";
-import { cacheBytes, chances, headGroups, megabytes, visible } from "./sampling.js";
+import { cacheBytes, chances, headGroups, visible } from "./sampling.js";
 import { addLine, emptyAnswer, streamWriting } from "./stream.js";
 
-const pct = (p) => `${(100 * p).toFixed(1)}%`;
+/** A bar's width as CSS reads it (never in the page's language). */
+const width = (p) => `${(100 * p).toFixed(1)}%`;
+/** A share as the page's language writes it ("12.3%", "12,3 %"). */
+const pct = (p) => percent(p, 1);
+
+/** `bytes` in megabytes, one decimal at most ("377.5 MB"), as the page's language writes them. */
+export const sizeOf = (bytes) => t("chapter.writing.mb", { n: decimal(bytes / 1e6, 0, 1) });
 
 /** The Write panel and the 3D cache: built once per visit, redrawn by update(). */
 export class WritePanel {
@@ -33,11 +41,11 @@ export class WritePanel {
     this.ask = el("div", { className: "wr-ask", dataset: { testid: "write-ask" } });
     this.status = el("p", { className: "wr-status", role: "status", dataset: { testid: "write-status" } });
     const form = el("form", { className: "wr-form", dataset: { testid: "write-form" } });
-    this.prompt = el("input", { type: "text", maxlength: "40000", "aria-label": "Prompt: the start of a text", dataset: { testid: "write-prompt" } });
-    this.count = el("input", { type: "number", min: "1", max: String(MAX_TOKENS), value: "16", "aria-label": "tokens to write", dataset: { testid: "write-count" } });
-    this.go = el("button", { type: "submit", dataset: { testid: "write-go" } }, "Write");
-    this.one = el("button", { type: "button", dataset: { testid: "write-one" } }, "One token");
-    this.stop = el("button", { type: "button", dataset: { testid: "write-stop" }, disabled: "" }, "Stop");
+    this.prompt = el("input", { type: "text", maxlength: "40000", dir: "auto", "aria-label": t("write.prompt"), dataset: { testid: "write-prompt" } });
+    this.count = el("input", { type: "number", min: "1", max: String(MAX_TOKENS), value: "16", "aria-label": t("write.count"), dataset: { testid: "write-count" } });
+    this.go = el("button", { type: "submit", dataset: { testid: "write-go" } }, t("write.go"));
+    this.one = el("button", { type: "button", dataset: { testid: "write-one" } }, t("write.one"));
+    this.stop = el("button", { type: "button", dataset: { testid: "write-stop" }, disabled: "" }, t("write.stop"));
     form.append(this.prompt, el("span", { className: "wr-buttons" }), this.go, this.count, this.one, this.stop);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -47,41 +55,41 @@ export class WritePanel {
     this.stop.addEventListener("click", () => this.controller?.abort());
 
     const nav = el("div", { className: "wr-nav" });
-    this.back = el("button", { type: "button", "aria-label": "previous written token", dataset: { testid: "write-prev" } }, "‹");
-    this.fwd = el("button", { type: "button", "aria-label": "next written token", dataset: { testid: "write-next" } }, "›");
+    this.back = el("button", { type: "button", "aria-label": t("write.prev"), dataset: { testid: "write-prev" } }, "‹");
+    this.fwd = el("button", { type: "button", "aria-label": t("write.next"), dataset: { testid: "write-next" } }, "›");
     this.text = el("p", { className: "wr-text", dataset: { testid: "write-text" } });
     nav.append(this.back, this.text, this.fwd);
     this.back.addEventListener("click", () => this.goTo(this.at() - 1));
     this.fwd.addEventListener("click", () => this.goTo(this.at() + 1));
 
-    this.cands = el("ol", { className: "wr-cands", dataset: { testid: "write-cands" }, "aria-label": "The ten likeliest next tokens" });
+    this.cands = el("ol", { className: "wr-cands", dataset: { testid: "write-cands" }, "aria-label": t("write.cands") });
     this.size = el("table", { className: "wr-size", dataset: { testid: "write-size" } });
 
     const knobs = el("div", { className: "wr-knobs" });
-    this.temp = el("input", { type: "range", min: "0", max: "2", step: "0.1", "aria-label": "temperature", dataset: { testid: "write-temp" } });
-    this.topk = el("input", { type: "number", min: "0", max: "10", step: "1", "aria-label": "top-k (0: all ten)", dataset: { testid: "write-topk" } });
+    this.temp = el("input", { type: "range", min: "0", max: "2", step: "0.1", "aria-label": t("write.temperature"), dataset: { testid: "write-temp" } });
+    this.topk = el("input", { type: "number", min: "0", max: "10", step: "1", "aria-label": t("write.topkLabel"), dataset: { testid: "write-topk" } });
     this.topp = el("input", { type: "range", min: "0.05", max: "1", step: "0.05", "aria-label": "top-p", dataset: { testid: "write-topp" } });
     this.knobText = el("span", { className: "wr-knob-text", dataset: { testid: "write-knobs" } });
-    knobs.append(el("label", {}, "temperature "), this.temp, el("label", {}, " top-k "), this.topk, el("label", {}, " top-p "), this.topp, this.knobText);
+    knobs.append(el("label", {}, `${t("write.temperature")} `), this.temp, el("label", {}, " top-k "), this.topk, el("label", {}, " top-p "), this.topp, this.knobText);
     for (const input of [this.temp, this.topk, this.topp]) {
       input.addEventListener("input", () => this.drawBars());
       input.addEventListener("change", () => ctx.setParams({ temp: this.temp.value, topk: String(int(this.topk.value, 0)), topp: this.topp.value }));
     }
 
     const picks = el("div", { className: "wr-picks" });
-    this.layer = el("select", { "aria-label": "layer", dataset: { testid: "write-layer" } });
-    this.head = el("select", { "aria-label": "query head, grouped by the KV head it reads", dataset: { testid: "write-head" } });
-    picks.append(el("label", {}, "Layer "), this.layer, el("label", {}, " Head "), this.head);
+    this.layer = el("select", { "aria-label": t("write.layerLabel"), dataset: { testid: "write-layer" } });
+    this.head = el("select", { "aria-label": t("write.headLabel"), dataset: { testid: "write-head" } });
+    picks.append(el("label", {}, `${t("write.layer")} `), this.layer, el("label", {}, ` ${t("write.head")} `), this.head);
     this.layer.addEventListener("change", () => ctx.setParams({ layer: this.layer.value }));
     this.head.addEventListener("change", () => ctx.setParams({ head: this.head.value }));
 
     this.cacheTitle = el("p", { className: "wr-cache-title" });
-    this.cache = el("ol", { className: "wr-cache", dataset: { testid: "write-cache" }, "aria-label": "The KV cache: one row per token read, with the attention of the newest query" });
+    this.cache = el("ol", { className: "wr-cache", dataset: { testid: "write-cache" }, "aria-label": t("write.cacheLabel") });
     this.sinkNote = el("p", { className: "wr-sink", dataset: { testid: "write-sink" } });
     p.append(this.ask, this.status, form, nav, this.cands, knobs, picks, this.size, this.cacheTitle, this.cache, this.sinkNote);
     this.prompt.value = ctx.params.prompt;
     this.askedStep = null;
-    this.status.textContent = "Getting the decoder ready (the very first time it unpacks its weights: up to half a minute)…";
+    this.say("getting");
   }
 
   at() {
@@ -101,7 +109,7 @@ export class WritePanel {
     const used = fresh || !int(ctx.params.n, 0) ? `${num(this.temp.value, 0)},${int(this.topk.value, 0)},${num(this.topp.value, 1)}` : ctx.params.used;
     const params = { ...ctx.params, prompt: this.prompt.value, used };
     if (!params.prompt.trim()) {
-      this.status.textContent = "Type the start of a text first: the model goes on from it.";
+      this.say("empty");
       return;
     }
     const controller = new AbortController();
@@ -111,9 +119,9 @@ export class WritePanel {
     const request = requestOf(params, n);
     this.busy(true);
     const started = performance.now();
-    this.status.textContent = this.answer.info.loaded ? "Writing…" : "Loading the decoder's weights (the first time takes a few seconds)…";
+    this.say(this.answer.info.loaded ? "writing" : "loading");
     const tick = setInterval(() => {
-      if (!live.prompt_tokens) this.status.textContent = `Loading the decoder's weights… ${((performance.now() - started) / 1000).toFixed(0)} s`;
+      if (!live.prompt_tokens) this.say("loadingFor", { s: Math.round((performance.now() - started) / 1000) });
     }, 1000);
     let reason = "stopped";
     try {
@@ -129,7 +137,7 @@ export class WritePanel {
       });
     } catch (err) {
       if (err.name !== "AbortError") {
-        this.status.textContent = `Could not write: ${err.message}`;
+        this.say("failed", { error: err.message });
         reason = "error";
       }
     } finally {
@@ -147,7 +155,7 @@ export class WritePanel {
       this.draw(this.answer, this.at());
       return;
     }
-    this.status.textContent = reason === "eos" ? `Wrote ${written} tokens, then the model ended the text.` : reason === "stopped" ? `Stopped after ${written} tokens.` : `Wrote ${written} tokens.`;
+    this.say(reason === "eos" ? "eos" : reason === "stopped" ? "stopped" : "done", { n: written });
     const next = { ...params, n: String(written), at: String(written - 1) };
     keepAnswer(next, live);
     await ctx.setParams({ prompt: next.prompt, used, n: next.n, at: next.at, live: "" });
@@ -160,9 +168,15 @@ export class WritePanel {
     this.drawing = requestAnimationFrame(() => {
       this.drawing = 0;
       if (this.live !== live) return; // the writing ended (or another began) meanwhile
-      this.status.textContent = `Writing… ${live.tokens.length} of ${n}`;
+      this.say("progress", { i: live.tokens.length, n });
       this.draw(live, live.tokens.length - 1);
     });
+  }
+
+  /** The status line: message write.status.<kind> with `values`, or none (null); `statusOf` remembers which. */
+  say(kind, values) {
+    this.statusOf = kind;
+    this.status.textContent = kind ? t(`write.status.${kind}`, values) : "";
   }
 
   busy(on) {
@@ -175,7 +189,7 @@ export class WritePanel {
   update(answer, stepId) {
     this.answer = answer;
     const ctx = this.ctx;
-    if (!this.live && this.status.textContent.startsWith("Getting")) this.status.textContent = "";
+    if (!this.live && this.statusOf === "getting") this.say(null);
     if (document.activeElement !== this.prompt && !this.live) this.prompt.value = ctx.params.prompt;
     this.temp.value = ctx.params.temp;
     this.topk.value = ctx.params.topk;
@@ -198,15 +212,15 @@ export class WritePanel {
     const ctx = this.ctx;
     const n = f.tokens.length;
     this.text.replaceChildren(el("span", { className: "wr-prompt" }, f.prompt));
-    f.tokens.forEach((t, i) => this.text.append(el("span", { className: "wr-tok", dataset: { testid: `write-token-${i}`, id: String(t.id) } }, visible(t.token))));
+    f.tokens.forEach((tok, i) => this.text.append(el("span", { className: "wr-tok", dataset: { testid: `write-token-${i}`, id: String(tok.id) } }, visible(tok.token))));
     this.back.disabled = true;
     this.fwd.disabled = true;
     this.showToken(this.text.lastElementChild);
     Object.assign(ctx.panel.dataset, { written: String(n), at: String(n - 1), following: "true", kvLen: String(f.promptTokens + n) });
     this.shown = null;
     this.drawBars();
-    this.status.textContent = `The teacher's page is writing: ${n} tokens so far.`;
-    this.cacheTitle.textContent = `The KV cache holds ${f.promptTokens + n} rows so far (the numbers come when the writing ends).`;
+    this.say("following", { n });
+    this.cacheTitle.textContent = t("write.cache.live", { rows: f.promptTokens + n });
     this.cache.replaceChildren();
     this.sinkNote.textContent = "";
     this.scene?.update({ rows: f.promptTokens + n, weights: null, sink: false });
@@ -245,8 +259,8 @@ export class WritePanel {
       this.layer.replaceChildren(...Array.from({ length: info.layers }, (_, i) => el("option", { value: String(i) }, String(i))));
       this.head.replaceChildren(
         ...headGroups(info.heads, info.kv_heads).map((group, g) => {
-          const og = el("optgroup", { label: `KV head ${g}: query heads ${group[0]}–${group[group.length - 1]} share its keys and values` });
-          for (const h of group) og.append(el("option", { value: String(h) }, `${h} (reads KV head ${g})`));
+          const og = el("optgroup", { label: t("write.headGroup", { g, first: group[0], last: group[group.length - 1] }) });
+          for (const h of group) og.append(el("option", { value: String(h) }, t("write.headOption", { h, g })));
           return og;
         }),
       );
@@ -259,22 +273,23 @@ export class WritePanel {
     const asked = this.sizeAsked(); // its numbers would answer the question: "?" until the guess
     const row = (tokens) => {
       const tr = el("tr");
-      tr.append(el("th", { scope: "row" }, `${tokens.toLocaleString("en")} tokens`));
+      tr.append(el("th", { scope: "row" }, t("write.size.tokens", { n: tokens })));
       for (const bytes of [4, 2]) {
         const b = cacheBytes({ layers: info.layers, kvHeads: info.kv_heads, d: info.d_k, bytes, tokens });
-        tr.append(el("td", { dataset: { testid: `write-size-${tokens}-${bytes}`, bytes: String(b) } }, asked ? "? B" : `${b.toLocaleString("en")} B (${megabytes(b)})`));
+        tr.append(el("td", { dataset: { testid: `write-size-${tokens}-${bytes}`, bytes: String(b) } }, asked ? "? B" : t("write.size.bytes", { bytes: grouped(b), mb: sizeOf(b) })));
       }
       return tr;
     };
     const head = el("tr");
-    head.append(el("th", {}, "KV cache"), el("th", { scope: "col" }, "4 bytes a number (this server)"), el("th", { scope: "col" }, "2 bytes a number"));
-    this.size.replaceChildren(el("caption", {}, `2 × ${info.layers} layers × ${info.kv_heads} KV heads × ${info.d_k} × bytes × tokens`), head, row(1024), row(8192));
+    head.append(el("th", {}, t("write.size.corner")), el("th", { scope: "col" }, t("write.size.four")), el("th", { scope: "col" }, t("write.size.two")));
+    const caption = t("write.size.caption", { layers: info.layers, kv: info.kv_heads, d: info.d_k });
+    this.size.replaceChildren(el("caption", {}, caption), head, row(1024), row(8192));
   }
 
   /** The written text, the candidates, the 3D cache and its rows, for written token `at` of `a`. */
   draw(a, at) {
     const ctx = this.ctx;
-    if (ctx.panel.dataset.following === "true" && this.status.textContent.startsWith("The teacher's page")) this.status.textContent = "";
+    if (ctx.panel.dataset.following === "true" && this.statusOf === "following") this.say(null);
     delete ctx.panel.dataset.following;
     this.text.replaceChildren();
     if (a.prompt_tokens) {
@@ -283,8 +298,8 @@ export class WritePanel {
       read.append(...a.prompt_tokens.map((tok) => el("span", { className: "wr-ptok" }, tok)));
       this.text.append(read);
     } else this.text.append(el("span", { className: "wr-prompt" }, this.prompt.value));
-    a.tokens.forEach((t, i) => {
-      const b = el("button", { type: "button", className: "wr-tok", "aria-pressed": String(i === at), dataset: { testid: `write-token-${i}`, id: String(t.id) } }, visible(t.token));
+    a.tokens.forEach((tok, i) => {
+      const b = el("button", { type: "button", className: "wr-tok", "aria-pressed": String(i === at), dataset: { testid: `write-token-${i}`, id: String(tok.id) } }, visible(tok.token));
       b.addEventListener("click", () => this.goTo(i));
       this.text.append(b);
     });
@@ -294,13 +309,13 @@ export class WritePanel {
     ctx.panel.dataset.written = String(a.tokens.length);
     ctx.panel.dataset.at = String(at);
     const look = lookAt(a, at);
-    const t = look?.t ?? null;
-    this.shown = t;
+    const tok = look?.t ?? null;
+    this.shown = tok;
     this.drawBars();
     const withheld = !!ctx.withheld;
-    if (!t) {
+    if (!tok) {
       const rows = a.prompt_tokens?.length ?? 0;
-      this.cacheTitle.textContent = "The KV cache fills as the model reads the prompt and writes.";
+      this.cacheTitle.textContent = t("write.cache.empty");
       this.cache.replaceChildren();
       this.sinkNote.textContent = "";
       this.scene?.update({ rows, weights: null, sink: false });
@@ -308,13 +323,14 @@ export class WritePanel {
       return;
     }
     const tokens = look.cache;
-    const weights = withheld ? null : t.attention;
-    ctx.panel.dataset.kvLen = String(t.kv_len);
-    const when = look.next ? "after reading the prompt" : `when token ${at + 1} was chosen`;
-    const query = look.next ? "its last token's query" : "the query";
+    const weights = withheld ? null : tok.attention;
+    ctx.panel.dataset.kvLen = String(tok.kv_len);
+    const rows = { rows: tok.kv_len, head: tok.head, layer: tok.layer };
     this.cacheTitle.textContent = withheld
-      ? `The KV cache: ${t.kv_len} rows (the weights are hidden for now).`
-      : `The KV cache ${when}: ${t.kv_len} rows, and how much ${query} of head ${t.head} in layer ${t.layer} looks at each.`;
+      ? t("write.cache.hidden", { rows: tok.kv_len })
+      : look.next
+        ? t("write.cache.next", rows)
+        : t("write.cache.at", { ...rows, i: at + 1 });
     this.cache.replaceChildren(
       ...tokens.map((tok, j) => {
         const w = weights ? weights[j] : null;
@@ -327,32 +343,33 @@ export class WritePanel {
         return li;
       }),
     );
-    const sink = !!weights && weights.indexOf(Math.max(...weights)) === 0 && t.kv_len > 2;
+    const sink = !!weights && weights.indexOf(Math.max(...weights)) === 0 && tok.kv_len > 2;
     this.cache.firstElementChild?.classList.toggle("wr-row-sink", sink);
     this.sinkNote.textContent = sink
-      ? `Token 0 (“${visible(tokens[0])}”) gets ${pct(weights[0])} of this query's attention although it means little here: the attention sink. Softmax must give out all its attention, so a head with nothing useful to look at parks it on the first token, which every token can see.`
+      ? t("write.sink", { token: quote(visible(tokens[0])), p: pct(weights[0]) })
       : "";
-    this.scene?.update({ rows: t.kv_len, weights, sink });
+    this.scene?.update({ rows: tok.kv_len, weights, sink });
   }
 
   /** The ten candidates: the model's probability (grey) and the chance of being drawn under the knobs (orange). */
   drawBars() {
-    const t = this.shown;
+    const tok = this.shown;
     const s = { temperature: num(this.temp.value, 0), topK: int(this.topk.value, 0), topP: num(this.topp.value, 1) };
-    this.knobText.textContent = ` ${s.temperature === 0 ? "greedy" : `T ${s.temperature.toFixed(1)}`}, k ${s.topK || "all"}, p ${s.topP.toFixed(2)}`;
-    if (!t || this.ctx.withheld) {
+    const temperature = s.temperature === 0 ? t("write.knobs.greedy") : `T ${decimal(s.temperature, 1)}`;
+    this.knobText.textContent = ` ${temperature}, k ${s.topK || t("write.knobs.all")}, p ${decimal(s.topP, 2)}`;
+    if (!tok || this.ctx.withheld) {
       this.cands.replaceChildren();
       return;
     }
-    const chance = chances(t.candidates, s);
+    const chance = chances(tok.candidates, s);
     this.cands.replaceChildren(
-      ...t.candidates.map((c, i) => {
-        const li = el("li", { className: c.id === t.id ? "wr-cand wr-chosen" : "wr-cand", dataset: { testid: `write-cand-${i}`, id: String(c.id), p: String(c.p), chance: String(chance[i]) } });
+      ...tok.candidates.map((c, i) => {
+        const li = el("li", { className: c.id === tok.id ? "wr-cand wr-chosen" : "wr-cand", dataset: { testid: `write-cand-${i}`, id: String(c.id), p: String(c.p), chance: String(chance[i]) } });
         const bars = el("span", { className: "wr-bars" });
         const pBar = el("span", { className: "wr-bar-p" });
-        pBar.style.width = pct(c.p);
+        pBar.style.width = width(c.p);
         const cBar = el("span", { className: "wr-bar-c" });
-        cBar.style.width = pct(chance[i]);
+        cBar.style.width = width(chance[i]);
         bars.append(pBar, cBar);
         li.append(el("span", { className: "wr-cand-tok" }, visible(c.token)), bars, el("span", { className: "wr-cand-p" }, `${pct(c.p)} → ${pct(chance[i])}`));
         return li;

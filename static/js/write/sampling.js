@@ -47,8 +47,3 @@ export function headGroups(heads, kvHeads) {
 export function visible(token) {
   return token.replace(/\n/g, "↵").replace(/\t/g, "⇥") || "∅";
 }
-
-/** A number of bytes for people: "47.2 MB". */
-export function megabytes(bytes) {
-  return `${(bytes / 1e6).toLocaleString("en", { maximumFractionDigits: 1 })} MB`;
-}
