@@ -4,6 +4,7 @@
 // nothing) and the decoder's entry of GET /api/models (its layers, heads, …).
 
 import { ApiError, apiGet } from "../api.js";
+import { t } from "../i18n.js";
 import { DECODER, keyOf } from "./params.js";
 
 const answers = new Map(); // keyOf(params) → a written answer ({ info, prompt_tokens, tokens, … })
@@ -33,7 +34,7 @@ export function decoderInfo() {
   decoder.asking ??= apiGet("/api/models")
     .then((all) => {
       const info = all.models.find((m) => m.id === DECODER);
-      if (!info) throw new ApiError(503, [{ field: "model", msg: "this server has no decoder model" }]);
+      if (!info) throw new ApiError(503, [{ field: "model", type: "no_decoder", msg: t("write.noDecoder") }]);
       Object.assign(decoder, { info, at: performance.now() });
       return info;
     })
