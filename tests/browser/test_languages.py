@@ -43,9 +43,10 @@ PANELS = [
     "#export-bar", "#editor", "#error-banner", "#withheld-note",
 ]  # fmt: skip
 # The visible words of those panels, without what is not a sentence of ours: code, the example's
-# tokens and anything quoted (a word the text names), the 3D view's labels.
+# tokens (the Write chapter's prompt and written text: the model's own) and anything quoted (a word the
+# text names), the 3D view's labels.
 VISIBLE_WORDS = """(panels) => {
-  const skip = 'code, pre, kbd, .tok, .arith-key, .label, option:not(:checked), th[scope="row"], [aria-hidden="true"]';
+  const skip = 'code, pre, kbd, .tok, .wr-prompt, .wr-tok, .arith-key, .label, option:not(:checked), th[scope="row"], [aria-hidden="true"]';
   const out = [];
   for (const root of document.querySelectorAll(panels.join(','))) {
     if (!root.getClientRects().length) continue;
