@@ -1,5 +1,5 @@
-"""Take the pictures of docs/languages.md: the masks chapter in Spanish, Chinese and Arabic, and a chapter of
-the model's block and of the tiles in Chinese and Arabic (not a test).
+"""Take the pictures of docs/languages.md: the masks chapter in Spanish, Chinese and Arabic, and the chapters
+block (Chinese), tiles and scaling (Arabic), writing (Spanish) and rnn (a Chinese phone) (not a test).
 
     .venv/bin/python -m tests.browser.language_screenshots docs/screenshots [NAME…]
 
@@ -26,6 +26,9 @@ SHOTS: list[tuple[str, str, str, tuple[int, int]]] = [
     ("languages-ar-phone", "ar-EG", f"{VIEW}&step=causal&focus=1", (390, 844)),
     ("languages-zh-block-1280", "zh-CN", "?chapter=block&step=add", (1280, 720)),
     ("languages-ar-tiles-1280", "ar-EG", "?chapter=tiles&step=read", (1280, 720)),
+    ("languages-es-writing-1280", "es-ES", "?chapter=writing&step=candidates&n=6", (1280, 720)),
+    ("languages-ar-scaling-1280", "ar-EG", "?chapter=scaling&step=unscaled", (1280, 720)),
+    ("languages-zh-rnn-phone", "zh-CN", "?chapter=rnn&step=fade", (390, 844)),
 ]
 
 
