@@ -250,6 +250,12 @@ def test_the_menu_keeps_the_readers_choice(watched: Watched) -> None:
     w.page.keyboard.press("ArrowRight")
     w.wait_ready(step="causal")
     assert "lang=es" in w.page.url
+    # the server's refusal in the page's words: an order that is no permutation (its type and ctx, api.js)
+    w.expect_console_error("status of 422")
+    w.page.goto(f"{w.base}/?chapter=positions&step=plain&order=0%200%201%202%203&lang=es")
+    banner = w.page.locator("#chapter-error:not([hidden])")
+    banner.wait_for(timeout=30_000)
+    assert say("es", "error.type.not_a_permutation").replace("{last}", "4") in banner.inner_text()
 
 
 def test_fonts_are_subset_and_licensed() -> None:
