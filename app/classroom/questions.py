@@ -963,7 +963,19 @@ def inside_head_off(view: View, models: Models) -> Asked:
     each = "; ".join(f"{o}: {100 * before:.1f}% → {100 * p:.1f}%" for o, p in zip(options, after, strict=True))
     explain = f"{options[right[0]]}. {each}. One head can matter a lot while most matter little."
     hides = [f"{100 * p:.1f}%" for p in after]
-    return Asked("word", text, options, right, top, explain, hides=hides)
+    # the same in each page's language: each contender's change, "layer L, head H: before → after"
+    said = say("quiz.inside.headOff.text", prompt=Word(prompt), token=Word(shown_token(token)))
+    heads: list[Say | Word] = [
+        say("quiz.inside.headOff.option", layer=Num(la, 0, "int"), head=Num(he, 0, "int")) for la, he in CONTENDERS
+    ]
+    best = CONTENDERS[right[0]]
+    values: dict[str, Value] = {"lb": Num(best[0], 0, "int"), "kb": Num(best[1], 0, "int")}
+    values["before"] = Num(before, 1, "percent")
+    for i, ((la, he), p) in enumerate(zip(CONTENDERS, after, strict=True)):
+        values |= {f"l{i}": Num(la, 0, "int"), f"k{i}": Num(he, 0, "int"), f"a{i}": Num(p, 1, "percent")}
+    explained = say("quiz.inside.headOff.explain", **values)
+    words = Words(said, heads, explained)
+    return Asked("word", text, options, right, top, explain, hides=hides, words=words)
 
 
 def inside_lens_layer(view: View, models: Models) -> Asked:
@@ -985,7 +997,25 @@ def inside_lens_layer(view: View, models: Models) -> Asked:
     )
     where = "the embedding" if first < 0 else f"layer {first}"
     explain = f"At {where} of {layers} (0 … {layers - 1}): before it, other tokens are the top guess."
-    return _range(text, first, bins, explain, [])  # ("layer 29" is on the page anyway: the heads' grid)
+    # the same in each page's language; the bins' labels carry their layers' numbers
+    n = {"third": Num(third, 0, "int"), "twoThirds": Num(2 * third, 0, "int"), "layers": Num(layers, 0, "int")}
+    said = say("quiz.inside.lens.text", token=Word(shown_token(token)), prompt=Word(prompt))
+    labels: list[Say | Word] = [
+        say("quiz.inside.lens.bin.0", last=Num(third - 1, 0, "int")),
+        say("quiz.inside.lens.bin.1", first=n["third"], last=Num(2 * third - 1, 0, "int")),
+        say("quiz.inside.lens.bin.2", first=n["twoThirds"], last=Num(layers - 3, 0, "int")),
+        say("quiz.inside.lens.bin.3", first=Num(layers - 2, 0, "int"), last=Num(layers - 1, 0, "int")),
+    ]
+    explained = say(
+        "quiz.inside.lens.explain",
+        where="embedding" if first < 0 else "layer",
+        layer=Num(max(first, 0), 0, "int"),
+        layers=n["layers"],
+        last=Num(layers - 1, 0, "int"),
+    )
+    words = Words(said, labels, explained)
+    # ("layer 29" is on the page anyway: the heads' grid)
+    return Asked("range", text, [b[2] for b in bins], [_bin(first, bins)], float(first), explain, words=words)
 
 
 register(

@@ -53,7 +53,8 @@ def test_which_head_takes_the_most_from_the_next_word(models: Any, smollm: Any, 
     assert asked.value == pytest.approx(max(drops), abs=1e-5)
     assert "“ Paris”" in asked.text and f"{100 * p[best]:.1f}%" in asked.explain
     assert all(h in asked.explain for h in asked.hides) and len(asked.hides) == 3
-    assert asked.public().keys() == {"kind", "text", "options"}
+    assert asked.public().keys() == {"kind", "text", "options", "say"}  # say: its messages, the reveal's not yet
+    assert "explain" not in asked.public()["say"]
 
 
 def test_the_first_layer_with_the_answer_on_top(models: Any, smollm: Any, hf_smollm: Any) -> None:

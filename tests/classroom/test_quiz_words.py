@@ -58,6 +58,13 @@ class FakeModels:
     def next_tokens(self, prompt: str, written: int, sampling: Any) -> list[tuple[str, float]]:
         return [(" Paris", 0.4567), (" the", 0.2), (" a", 0.1), ("\n", 0.05), (" Lyon", 0.01)]
 
+    def lens(self, prompt: str) -> tuple[int, str, int]:
+        return 12, " Paris", 30
+
+    def next_word_without(self, prompt: str, heads: list[tuple[int, int]]) -> tuple[str, float, float]:
+        drop = {(0, 6): 0.05, (23, 4): 0.2, (27, 1): 0.01}[heads[0]]
+        return " Paris", 0.4567, 0.4567 - drop
+
 
 # each question on a view it is asked about: its chapter's defaults, and a typed sentence where it reads one
 VIEWS: list[tuple[str, dict[str, str]]] = [
@@ -77,6 +84,8 @@ VIEWS: list[tuple[str, dict[str, str]]] = [
     ("today.sink", {"chapter": "today", "step": "sink"}),
     ("tiles.rescale", {"chapter": "tiles", "step": "rescale"}),
     ("tiles.rescale", {"chapter": "tiles", "step": "rescale", "block": "1", "word": "4", "at": "rescale:5"}),
+    ("inside.head-off", {"chapter": "inside", "step": "rollout"}),
+    ("inside.lens", {"chapter": "inside", "step": "off"}),
 ]
 
 
@@ -179,3 +188,10 @@ def test_no_answer_before_the_reveal_in_any_language() -> None:
             assert hidden not in shown, (qid, hidden)
         value = asked.value
         assert not re.search(rf'"num": {re.escape(repr(value))}[,}}]', shown), (qid, value)
+
+
+def test_every_question_is_asked_here_and_has_its_words() -> None:
+    """A question added to app.classroom.questions without its messages would reach every page in English."""
+    assert {qid for qid, _ in VIEWS} == set(questions.QUESTIONS)
+    for qid, asked in asked_all():
+        assert asked.words is not None, qid
