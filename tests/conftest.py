@@ -37,7 +37,8 @@ SPREAD = {
         "browser/test_projector", "browser/test_layout", "browser/test_lesson", "browser/test_chapters_fit",
         "browser/test_model_mode", "browser/test_withhold", "browser/test_chapter_block", "browser/test_page",
         "browser/test_axe", "browser/test_exports", "browser/test_lesson_page", "browser/test_chapters_axe",
-        "browser/test_chapter_heads", "browser/test_write", "test_lan", "test_openapi",
+        "browser/test_chapter_heads", "browser/test_write", "browser/test_languages_lesson", "test_lan",
+        "test_openapi",
     )
 }  # fmt: skip
 # transformers' references of SmolLM2 (tests/model/llama_fixtures.py: 15 s of CPU and more) and MiniLM
