@@ -113,6 +113,9 @@ def test_a_printable_handout(watched: Watched, lesson_server: str, tmp_path: Pat
     w.page.wait_for_selector("[data-testid=lesson-handout][data-notes=true]", timeout=30_000)
     w.wait_ready(step="mix")  # the page is back on the teacher's view
     assert w.page.get_by_test_id("handout-note").all_inner_texts() == [v["note"] for v in THREE["views"]]
+    # its words from the catalogs (each language's in static/i18n)
+    assert w.page.locator(".lesson-handout h1").inner_text() == f"{THREE['title']} (the teacher's handout, with notes)"
+    assert w.page.locator(".lesson-handout h2").first.inner_text().startswith("View 1 of 3 · ")
     w.page.get_by_test_id("handout-close").click()
     w.page.get_by_test_id("lesson-handout-make").click()
     w.page.wait_for_selector("[data-testid=lesson-handout][data-notes=false]", timeout=30_000)
