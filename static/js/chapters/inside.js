@@ -11,7 +11,8 @@ import { pyMatrix, pyStr, pyStrings } from "../pycode.js";
 import { BarGrid } from "../scene/bargrid.js";
 import { LayerStack, spacing } from "../scene/layerstack.js";
 import { BarColumn } from "../scene/barcolumn.js";
-import { ANIMAL, picker, predictBox, quote, scrollBox, sentenceBox } from "./widgets.js";
+import { decimal, integer, language, listOf, locale, percent, t } from "../i18n.js";
+import { ANIMAL, picker, predictBox, scrollBox, sentenceBox } from "./widgets.js";
 
 export const ENCODER = "all-minilm-l6-v2";
 export const DECODER = "smollm2-135m";
@@ -25,16 +26,19 @@ const CONTENDERS = [
   [23, 4],
   [27, 1],
 ];
+// the code panel's comment while the lens is withheld: code stays Python (and English), as every code panel
 const LENS_HIDDEN = "Every layer's guess is hidden for now: think about your answer first.";
-const MODES = [
-  ["sentences", "two sentences"],
-  ["models", "two models"],
-  ["masks", "full vs causal"],
-  ["ablation", "heads on vs off"],
-];
+const MODES = ["sentences", "models", "masks", "ablation"]; // the compare step's modes (their names: chapter.inside.mode.…)
 
-const pct = (p) => `${(100 * p).toFixed(1)}%`;
-const signed = (d) => `${d >= 0 ? "+" : "−"}${Math.abs(d).toFixed(3)}`;
+// The chapter's words are in the catalogs (static/i18n/<lang>.json, keys "chapter.inside.…"), read when
+// drawn (chapters/CONTRACT.md: "Words in every language"); numbers in the language's own digits and signs,
+// English's exactly as before.
+const say = (key, values) => t(`chapter.inside.${key}`, values);
+const quote = (w) => t("format.quote", { text: w });
+const english = () => language() === "en";
+const pct = (p) => (english() ? `${(100 * p).toFixed(1)}%` : percent(p, 1));
+const dec = (x, digits) => (english() ? x.toFixed(digits) : decimal(x, digits));
+const signed = (d) => `${d >= 0 ? "+" : "−"}${dec(Math.abs(d), 3)}`;
 const word = (t) => t.replace(/^##/, "").trim() || "␣";
 const int = (s, d) => (String(s).trim() !== "" && Number.isInteger(Number(s)) ? Number(s) : d);
 
@@ -69,11 +73,7 @@ function flowCount(f) {
 /** The line that says why a long sentence's flow shows no table per layer (the server leaves them out). */
 function flowNoTables(f) {
   const n = f.tokens.length;
-  return (
-    `This sentence has ${n} tokens. A table for every word of every layer would take ${n * n} maximum flows per layer, ` +
-    `too slow past ${f.flow_table_tokens} tokens, so only the paths from ${quote(word(f.tokens[f.focus]))} are worked out: ` +
-    `${n} flows per layer.`
-  );
+  return say("flow.noTables", { n: integer(n), flows: integer(n * n), most: integer(f.flow_table_tokens), word: quote(word(f.tokens[f.focus])) });
 }
 
 /** Shannon entropy (bits) of a row of shares: how spread out it is. */
@@ -117,60 +117,66 @@ async function part(promise) {
 const STEPS = [
   {
     id: "rollout",
-    title: "Follow one word down through the layers",
-    short: "rollout",
+    get title() {
+      return say("rollout.title");
+    },
+    get short() {
+      return say("rollout.short");
+    },
     figure: "#chapter-stage, [data-testid=inside-rollout-table]",
     ask: (a) => {
       const { three, best } = contenders(a.rollout);
       const t = a.rollout.tokens;
       return {
-        q: `After all ${a.rollout.layers.length} layers, which word has ${quote(word(t[a.rollout.focus]))} taken the most from (apart from itself)?`,
+        q: say("rollout.q", { layers: integer(a.rollout.layers.length), word: quote(word(t[a.rollout.focus])) }),
         options: three.map((k) => word(t[k])),
         answer: three.indexOf(best),
         why: () =>
-          `Rollout follows every path at once: ${quote(word(t[a.rollout.focus]))} takes ${pct(a.rollout.focus_paths.through[0][best])} ` +
-          `of itself from ${quote(word(t[best]))} once the ${a.rollout.layers.length} layers are multiplied together. ` +
-          `One head of one layer can say something quite different: the sum over all paths is what reaches the top.`,
+          say("rollout.why", {
+            word: quote(word(t[a.rollout.focus])),
+            share: pct(a.rollout.focus_paths.through[0][best]),
+            best: quote(word(t[best])),
+            layers: integer(a.rollout.layers.length),
+          }),
       };
     },
     text: (a) => {
       const r = a.rollout;
       const L = r.layers.length;
-      return (
-        `Every layer blends each word with the others (and keeps half of it as it was), so layer 2 blends blends. ` +
-        `Rollout multiplies the ${L} layers' mixing tables: the rows of balls are the input and the layers, the orange ` +
-        `paths carry ${quote(word(r.tokens[r.focus]))} from the top down to the words it is made of.`
-      );
+      return say("rollout.text", { layers: integer(L), word: quote(word(r.tokens[r.focus])) });
     },
   },
   {
     id: "flow",
-    title: "Flow: the narrowest pipe decides",
-    short: "flow",
+    get title() {
+      return say("flow.title");
+    },
+    get short() {
+      return say("flow.short");
+    },
     figure: "#chapter-stage, [data-testid=inside-flow-table]",
     ask: (a) => ({
-      q: `Flow counts only what fits through the narrowest pipes. Compared with rollout, does it spread ${quote(word(a.rollout.tokens[a.rollout.focus]))} over more of the words, or fewer?`,
-      options: ["over more words", "over fewer words"],
+      q: say("flow.q", { word: quote(word(a.rollout.tokens[a.rollout.focus])) }),
+      options: [say("flow.more"), say("flow.fewer")],
       answer: a.flow.error ? 0 : entropy(a.flow.focus_paths.through[0]) >= entropy(a.rollout.focus_paths.through[0]) ? 0 : 1,
       why: () =>
         a.flow.error
           ? a.flow.error
-          : `Spread, measured as entropy: rollout ${entropy(a.rollout.focus_paths.through[0]).toFixed(2)} bits, flow ` +
-            `${entropy(a.flow.focus_paths.through[0]).toFixed(2)} bits (more bits: more spread). Rollout multiplies shares, ` +
-            `so small ones shrink fast; flow asks how much can get through, and a word reached by many thin paths still gets its share.`,
+          : say("flow.why", { rollout: dec(entropy(a.rollout.focus_paths.through[0]), 2), flow: dec(entropy(a.flow.focus_paths.through[0]), 2) }),
     }),
     text: (a) =>
       a.flow.error
-        ? `Flow could not be computed for this sentence: ${a.flow.error}`
-        : `Think of each layer's mixing shares as pipes, as wide as the share. Flow asks: how much of ` +
-          `${quote(word(a.rollout.tokens[a.rollout.focus]))} at the top can reach each input word, when every pipe can carry only ` +
-          `its width? That is a maximum-flow problem, solved once for each word and layer (${flowCount(a.flow)} of them here). ` +
-          `The table sets flow beside rollout for the input words.`,
+        ? say("flow.error", { reason: a.flow.error })
+        : say("flow.text", { word: quote(word(a.rollout.tokens[a.rollout.focus])), count: integer(flowCount(a.flow)) }),
   },
   {
     id: "off",
-    title: "Switch a head off",
-    short: "heads off",
+    get title() {
+      return say("off.title");
+    },
+    get short() {
+      return say("off.short");
+    },
     figure: "[data-testid=inside-candidates]",
     ask: (a) => {
       if (!a.contenders || a.contenders.some((c) => c.error)) return null;
@@ -178,33 +184,34 @@ const STEPS = [
       const best = drops.indexOf(Math.max(...drops));
       const winner = a.contenders[0].candidates.before[0].token;
       return {
-        q: `Which of these heads, switched off alone, takes the most away from the model's next word, ${quote(winner.trim())}?`,
-        options: CONTENDERS.map(([l, h]) => `layer ${l}, head ${h}`),
+        q: say("off.q", { word: quote(winner.trim()) }),
+        options: CONTENDERS.map(([l, h]) => say("off.option", { layer: integer(l), head: integer(h) })),
         answer: best,
         why: () =>
-          CONTENDERS.map(([l, h], i) => `layer ${l} head ${h}: ${signed(-drops[i])}`).join("; ") +
-          `. One head of the ${a.off.layers * a.off.heads_per_layer} can matter a lot while most matter little: the model spreads its work unevenly.`,
+          say("off.why", {
+            list: CONTENDERS.map(([l, h], i) => say("off.change", { layer: integer(l), head: integer(h), change: signed(-drops[i]) })).join("; "),
+            heads: integer(a.off.layers * a.off.heads_per_layer),
+          }),
       };
     },
     text: (a) => {
-      if (a.off.error) return `The decoder could not be used: ${a.off.error}`;
+      if (a.off.error) return say("decoderError", { reason: a.off.error });
       const before = a.off.candidates.before[0];
       const after = a.off.candidates.after[0];
       const off = a.off.heads.length;
       return off
-        ? `${off > 1 ? `${off} heads are switched off: their outputs are` : "1 head is switched off: its output is"} set to zero before the output projection, ` +
-            `and the rest of the model runs as usual. The next word was ${quote(before.token.trim())} at ${pct(before.p)}; now it is ` +
-            `${quote(after.token.trim())} at ${pct(after.p)}. Click a head in the grid to switch it on or off; the bars show the ten ` +
-            `likeliest next words before and after.`
-        : `Each square of the grid is one head of ${short(a.off.model)}. Click one to switch it off: its output becomes zero before the ` +
-            `output projection, and the model runs on without it. Now the next word after ${quote(a.off.prompt)} is ` +
-            `${quote(before.token.trim())} at ${pct(before.p)}.`;
+        ? say("off.textOff", { off, before: quote(before.token.trim()), p: pct(before.p), after: quote(after.token.trim()), pAfter: pct(after.p) })
+        : say("off.text", { model: short(a.off.model), prompt: quote(a.off.prompt), word: quote(before.token.trim()), p: pct(before.p) });
     },
   },
   {
     id: "lens",
-    title: "Every layer's guess",
-    short: "lens",
+    get title() {
+      return say("lens.title");
+    },
+    get short() {
+      return say("lens.short");
+    },
     figure: "#chapter-stage, [data-testid=inside-lens-table]",
     ask: (a) => {
       if (a.lens.error) return null;
@@ -215,33 +222,42 @@ const STEPS = [
         [20, 29],
       ];
       return {
-        q: `At which layer does the model first put ${quote(a.lens.answer.token.trim())} on top?`,
-        options: ["in the first ten layers", "in layers 10–19", "in layers 20–29"],
+        q: say("lens.q", { word: quote(a.lens.answer.token.trim()) }),
+        options: [say("lens.early"), say("lens.middle"), say("lens.late")],
         answer: bands.findIndex(([lo, hi]) => first >= lo && first <= hi),
         why: (_, ctx) =>
           ctx?.withheld
-            ? "Every layer's guess shows when the class has answered."
-            : `At layer ${first}. Before it, the top guesses are ${a.lens.layers
-            .slice(0, a.lens.layers.length)
-            .filter((r) => r.layer < first)
-            .slice(-3)
-            .map((r) => quote(r.top[0].token.trim()))
-            .join(", ")}: the stream holds other words until the later layers move it.`,
+            ? say("lens.whyLater")
+            : say("lens.why", {
+                layer: integer(first),
+                guesses: listOf(
+                  a.lens.layers
+                    .filter((r) => r.layer < first)
+                    .slice(-3)
+                    .map((r) => quote(r.top[0].token.trim())),
+                ),
+              }),
       };
     },
     text: (a, ctx) =>
       a.lens.error
-        ? `The decoder could not be used: ${a.lens.error}`
+        ? say("decoderError", { reason: a.lens.error })
         : ctx?.withheld
-          ? LENS_HIDDEN
-          : `The model turns its numbers into a word only at the end: a score for each of its ${a.lens.vocab.toLocaleString("en")} ` +
-          `tokens. The logit lens does the same to what every layer hands on: beside the stack, each layer's best guess for ` +
-          `the word after ${quote(a.lens.prompt)}, its bar that guess's chance, the marked row where ${quote(a.lens.answer.token.trim())} first wins.`,
+          ? say("lens.hidden")
+          : say("lens.text", {
+              vocab: a.lens.vocab.toLocaleString(english() ? "en" : locale()),
+              prompt: quote(a.lens.prompt),
+              word: quote(a.lens.answer.token.trim()),
+            }),
   },
   {
     id: "compare",
-    title: "Side by side",
-    short: "compare",
+    get title() {
+      return say("compare.title");
+    },
+    get short() {
+      return say("compare.short");
+    },
     figure: "#chapter-stage, [data-testid=inside-compare-diff]",
     ask: (a) => {
       const c = a.compare;
@@ -250,24 +266,19 @@ const STEPS = [
       const street = names.findIndex((n) => n.toLowerCase() === "street");
       if (street < 0) return null;
       return {
-        q: `With ${quote(c.bWord)} instead of ${quote(c.aWord)}, does ${quote(c.focusName)} take more from ${quote("street")} or less?`,
-        options: [`more from “street”`, `less from “street”`],
+        q: say("compare.q", { b: quote(c.bWord), a: quote(c.aWord), focus: quote(c.focusName), street: quote("street") }),
+        options: [say("compare.more", { street: quote("street") }), say("compare.less", { street: quote("street") })],
         answer: c.diff.delta[street] >= 0 ? 0 : 1,
         why: () =>
-          `${signed(c.diff.delta[street])}: from ${pct(c.left.rows[0][street])} to ${pct(c.right.rows[0][street])}. People read ` +
-          `“it” as the animal when it is tired and as the street when it is wide; whether the model's attention follows is what the table shows.`,
+          say("compare.why", { change: signed(c.diff.delta[street]), from: pct(c.left.rows[0][street]), to: pct(c.right.rows[0][street]), it: quote("it") }),
       };
     },
     text: (a) => {
       const c = a.compare;
-      if (c.error) return `The second view could not be computed: ${c.error}`;
-      const top = c.diff ? c.diff.top.map(({ i, j, d }) => `${quote(c.cellName(i, j))} ${signed(d)}`).join(", ") : "";
-      return (
-        `Left ${c.leftTitle}, right ${c.rightTitle}, both following ${quote(c.focusName)}. ` +
-        (c.diff
-          ? `The change is right − left, cell by cell; the biggest: ${top}.`
-          : `The two do not line up cell by cell (${c.why}), so they stand side by side only.`)
-      );
+      if (c.error) return say("compare.error", { reason: c.error });
+      const sides = { left: c.leftTitle, right: c.rightTitle, focus: quote(c.focusName) };
+      if (!c.diff) return say("compare.textApart", { ...sides, why: c.why });
+      return say("compare.text", { ...sides, top: listOf(c.diff.top.map(({ i, j, d }) => `${quote(c.cellName(i, j))} ${signed(d)}`)) });
     },
   },
 ];
@@ -278,8 +289,12 @@ function pOf(list, id) {
 
 export default {
   id: "inside",
-  title: "Look inside",
-  summary: "Follow a word through every layer, switch heads off, read each layer's guess, compare two views.",
+  get title() {
+    return say("title");
+  },
+  get summary() {
+    return say("summary");
+  },
   params: {
     sentence: ANIMAL,
     model: ENCODER,
@@ -322,24 +337,24 @@ export default {
       const m = stepId === "flow" && !a.flow.error ? a.flow : r;
       const { best } = contenders(m);
       return [
-        { label: `${m.method}: ${quote(word(r.tokens[r.focus]))} from ${quote(word(r.tokens[best]))}`, value: fixed3(m.focus_paths.through[0][best]), testid: "inside-share" },
-        { label: `… from itself`, value: fixed3(m.focus_paths.through[0][r.focus]), testid: "inside-self" },
+        { label: say("number.share", { method: m.method, word: quote(word(r.tokens[r.focus])), best: quote(word(r.tokens[best])) }), value: fixed3(m.focus_paths.through[0][best]), testid: "inside-share" },
+        { label: say("number.self"), value: fixed3(m.focus_paths.through[0][r.focus]), testid: "inside-self" },
       ];
     }
     if (stepId === "off" && !a.off.error) {
       const b = a.off.candidates.before[0];
       return [
-        { label: `p(${quote(b.token.trim())}) before`, value: pct(b.p), testid: "inside-p-before" },
-        { label: `… after`, value: pct(pOf(a.off.candidates.after, b.id)), testid: "inside-p-after" },
-        { label: "smallest cosine, before · after", value: Math.min(...a.off.cosine).toFixed(4), testid: "inside-cosine" },
+        { label: say("number.before", { word: quote(b.token.trim()) }), value: pct(b.p), testid: "inside-p-before" },
+        { label: say("number.after"), value: pct(pOf(a.off.candidates.after, b.id)), testid: "inside-p-after" },
+        { label: say("number.cosine"), value: dec(Math.min(...a.off.cosine), 4), testid: "inside-cosine" },
       ];
     }
     if (stepId === "lens" && !a.lens.error && !ctx?.withheld) {
-      return [{ label: `first layer with ${quote(a.lens.answer.token.trim())} on top`, value: String(a.lens.first_top), testid: "inside-first-top" }];
+      return [{ label: say("number.firstTop", { word: quote(a.lens.answer.token.trim()) }), value: integer(a.lens.first_top), testid: "inside-first-top" }];
     }
     if (stepId === "compare" && a.compare.diff) {
       const t = a.compare.diff.top[0];
-      return [{ label: `largest change: ${quote(a.compare.cellName(t.i, t.j))}`, value: signed(t.d), testid: "inside-largest-change" }];
+      return [{ label: say("number.largest", { cell: quote(a.compare.cellName(t.i, t.j)) }), value: signed(t.d), testid: "inside-largest-change" }];
     }
     return [];
   },
@@ -356,7 +371,7 @@ export default {
 
 /** The compare step's second view and what lines the two up. */
 async function compareAnswer(ctx, p, base, focus, heads, vhead) {
-  const mode = MODES.some(([m]) => m === p.mode) ? p.mode : "sentences";
+  const mode = MODES.includes(p.mode) ? p.mode : "sentences";
   const left = await ask(ctx, "/api/rollout", { ...base, focus });
   if (mode === "ablation") {
     const last = base.model === DECODER ? 29 : 5;
@@ -365,7 +380,7 @@ async function compareAnswer(ctx, p, base, focus, heads, vhead) {
     const diff = rowDifference(ab.weights.before[focus], ab.weights.after[focus], focus);
     return {
       mode, ablation: ab, diff, names, focusName: word(left.tokens[focus]), focus,
-      leftTitle: "all heads on", rightTitle: heads.length ? `${heads.length} head${heads.length > 1 ? "s" : ""} off` : "no head off yet",
+      leftTitle: say("compare.allOn"), rightTitle: heads.length ? say("compare.headsOff", { n: heads.length }) : say("compare.noneOff"),
       cellName: (_, j) => names[j],
     }; // fmt
   }
@@ -373,10 +388,10 @@ async function compareAnswer(ctx, p, base, focus, heads, vhead) {
   let leftTitle = "";
   let rightTitle = "";
   if (mode === "masks") {
-    if (base.model === DECODER) return { error: "a decoder's attention is causal by nature: pick all-MiniLM-L6-v2 for full vs causal", mode };
+    if (base.model === DECODER) return { error: say("compare.decoderCausal"), mode };
     right = await ask(ctx, "/api/rollout", { ...base, focus, mask: "causal" });
-    leftTitle = "full mask";
-    rightTitle = "causal mask";
+    leftTitle = say("compare.fullMask");
+    rightTitle = say("compare.causalMask");
   } else {
     const other = mode === "models" ? { model: base.model === DECODER ? ENCODER : DECODER, sentence: p.sentence } : { model: base.model, sentence: p.b };
     const probe = await ask(ctx, "/api/rollout", other);
@@ -399,7 +414,7 @@ async function compareAnswer(ctx, p, base, focus, heads, vhead) {
   return {
     mode, leftAnswer: left, rightAnswer: right, left: l, right: r, byWord,
     diff: diff && { ...diff, top: diff.top.map(({ j, d }) => ({ i: 0, j, d })) },
-    why: byWord ? "their words differ in number" : "",
+    why: byWord ? say("compare.whyApart") : "",
     focusName: word(left.tokens[focus]), focus, leftTitle, rightTitle,
     aWord: changed >= 0 ? l.names[changed] : "", bWord: changed >= 0 ? r.names[changed] : "",
     cellName: (_, j) => l.names[j] === r.names[j] ? l.names[j] : `${l.names[j]}/${r.names[j]}`,
@@ -417,7 +432,7 @@ function firstDifference(a, b) {
   const y = b.split(/\s+/);
   let i = 0;
   while (i < Math.min(x.length, y.length) - 1 && x[i] === y[i]) i += 1;
-  return [`“…${x.slice(i, i + 2).join(" ")}”`, `“…${y.slice(i, i + 2).join(" ")}”`];
+  return [quote(`…${x.slice(i, i + 2).join(" ")}`), quote(`…${y.slice(i, i + 2).join(" ")}`)];
 }
 
 function rolloutCode(r) {
@@ -534,7 +549,7 @@ function largest(values, keep = []) {
   return [...chosen].sort((i, j) => i - j);
 }
 
-const outOf = (rows, n, what) => (rows ? ` (the ${rows.length} of ${n} ${what} it takes most from)` : "");
+const outOf = (rows, n) => (rows ? say("table.outOf", { rows: integer(rows.length), n: integer(n) }) : "");
 
 /** The layers a table shows as columns: the input, then up to five layers spread evenly below the last. */
 function shownLayers(L) {
@@ -599,7 +614,7 @@ class InsideView {
     if (stepId === "off" || stepId === "lens") {
       return [sentenceBox(a.params.prompt, (s) => set({ prompt: s }), "inside-prompt")];
     }
-    const mode = picker("compare", MODES, a.compare.mode ?? "sentences", (v) => set({ mode: v }), "inside-mode");
+    const mode = picker("compare", MODES.map((m) => [m, say(`mode.${m}`)]), a.compare.mode ?? "sentences", (v) => set({ mode: v }), "inside-mode");
     const items = [mode, focusPicker];
     if ((a.compare.mode ?? "sentences") === "sentences") items.unshift(sentenceBox(a.params.b, (s) => set({ b: s }), "inside-b"));
     return items;
@@ -612,11 +627,11 @@ class InsideView {
     const L = r.layers.length;
     const through = r.focus_paths.through;
     // row l of `through` is after l layers: after layer l − 1, as the overview numbers the layers from 0
-    const columns = shownLayers(L).map((l) => ({ title: l === 0 ? "input" : `after ${l - 1}`, values: through[l] }));
+    const columns = shownLayers(L).map((l) => ({ title: l === 0 ? say("table.input") : say("table.after", { layer: integer(l - 1) }), values: through[l] }));
     const rows = largest(through[0], [r.focus]);
     return [
       columnsTable(r.tokens.map(word), columns, {
-        caption: `How much of ${quote(word(r.tokens[r.focus]))} passes through each token${outOf(rows, r.tokens.length, "tokens")}, after layer 0, 1, …; “input”: after all ${L}`,
+        caption: say("table.rollout", { word: quote(word(r.tokens[r.focus])), outOf: outOf(rows, r.tokens.length), input: quote(say("table.input")), layers: integer(L) }),
         testid: "inside-rollout-table",
         rows,
       }),
@@ -630,8 +645,8 @@ class InsideView {
     const o = r.focus_paths.through[0];
     const note = a.flow.layers ? [] : [el("p", { className: "inside-note", dataset: { testid: "inside-flow-note" } }, flowNoTables(a.flow))];
     return [
-      columnsTable(r.tokens.map(word), [{ title: "flow", values: f }, { title: "rollout", values: o }, { title: "flow − rollout", values: f.map((x, k) => x - o[k]) }], {
-        caption: `What ${quote(word(r.tokens[r.focus]))} takes from each input token${outOf(largest(f, [r.focus]), r.tokens.length, "tokens")}`,
+      columnsTable(r.tokens.map(word), [{ title: say("table.flow"), values: f }, { title: say("table.rolloutColumn"), values: o }, { title: say("table.flowMinusRollout"), values: f.map((x, k) => x - o[k]) }], {
+        caption: say("table.flowCaption", { word: quote(word(r.tokens[r.focus])), outOf: outOf(largest(f, [r.focus]), r.tokens.length) }),
         testid: "inside-flow-table",
         diverging: [2],
         rows: largest(f, [r.focus]),
@@ -643,12 +658,12 @@ class InsideView {
   offPanel(a) {
     if (a.off.error) return [el("p", { className: "caveat" }, a.off.error)];
     const off = new Set(a.off.heads.map(([l, h]) => `${l}.${h}`));
-    const grid = el("div", { className: "inside-heads", role: "group", "aria-label": "Heads: click to switch one off or on", dataset: { testid: "inside-heads" } });
+    const grid = el("div", { className: "inside-heads", role: "group", "aria-label": say("heads.label"), dataset: { testid: "inside-heads" } });
     grid.style.setProperty("--heads", String(a.off.heads_per_layer));
     for (let l = 0; l < a.off.layers; l++) {
       for (let h = 0; h < a.off.heads_per_layer; h++) {
         const key = `${l}.${h}`;
-        const b = el("button", { type: "button", "aria-pressed": String(off.has(key)), "aria-label": `layer ${l} head ${h}`, title: `layer ${l} head ${h}`, dataset: { testid: `inside-head-${l}-${h}` } });
+        const b = el("button", { type: "button", "aria-pressed": String(off.has(key)), "aria-label": say("heads.head", { layer: integer(l), head: integer(h) }), title: say("heads.head", { layer: integer(l), head: integer(h) }), dataset: { testid: `inside-head-${l}-${h}` } });
         b.addEventListener("click", () => {
           const next = off.has(key) ? [...off].filter((k) => k !== key) : [...off, key];
           this.ctx.setParams({ heads: next.join(" ") });
@@ -661,18 +676,18 @@ class InsideView {
       return [c.token, c.p, pOf(a.off.candidates.after, c.id), after.token, after.p];
     });
     const t = el("table", { className: "ca-table", dataset: { testid: "inside-candidates" } });
-    t.append(el("caption", {}, `The ten likeliest next tokens, before and after (${a.off.heads.length} head${a.off.heads.length === 1 ? "" : "s"} off)`));
+    t.append(el("caption", {}, say("heads.caption", { n: a.off.heads.length })));
     const head = el("tr");
-    for (const h of ["before", "p", "p after", "after", "p"]) head.append(el("th", { scope: "col" }, h));
+    for (const h of ["before", "p", "pAfter", "after", "p"].map((k) => say(`heads.column.${k}`))) head.append(el("th", { scope: "col" }, h));
     t.append(head);
     rows.forEach((r, i) => {
       const tr = el("tr", { dataset: { testid: `inside-candidate-${i}` } });
       tr.append(el("td", {}, quote(r[0])), el("td", {}, pct(r[1])), el("td", {}, pct(r[2])), el("td", {}, quote(r[3])), el("td", {}, pct(r[4])));
       t.append(tr);
     });
-    const note = el("p", { className: "inside-note", dataset: { testid: "inside-off" } }, `switched off: ${a.off.heads.map(([l, h]) => `layer ${l} head ${h}`).join(", ") || "none"}`);
+    const note = el("p", { className: "inside-note", dataset: { testid: "inside-off" } }, a.off.heads.length ? say("heads.off", { heads: listOf(a.off.heads.map(([l, h]) => say("heads.head", { layer: integer(l), head: integer(h) }))) }) : say("heads.offNone"));
     const heads = el("div", { className: "inside-grid" });
-    heads.append(el("p", { className: "inside-note" }, `${a.off.layers} layers (rows) × ${a.off.heads_per_layer} heads`), grid);
+    heads.append(el("p", { className: "inside-note" }, say("heads.size", { layers: integer(a.off.layers), heads: integer(a.off.heads_per_layer) })), grid);
     const row = el("div", { className: "inside-pair" });
     row.append(scrollBox(t), heads);
     return [row, note];
@@ -689,14 +704,14 @@ class InsideView {
       shown = [shown[0], ...(late.includes(marked) ? late : [marked, ...late.slice(1)])];
     }
     const t = el("table", { className: "ca-table inside-lens", dataset: { testid: "inside-lens-table" } });
-    t.append(el("caption", {}, `Each layer's best guess for the word after ${quote(a.lens.prompt)}, where it changes`));
+    t.append(el("caption", {}, say("lens.caption", { prompt: quote(a.lens.prompt) })));
     const head = el("tr");
-    for (const h of ["after", "guess", "p", "2nd"]) head.append(el("th", { scope: "col" }, h));
+    for (const h of ["after", "guess", "p", "second"].map((k) => say(`lens.column.${k}`))) head.append(el("th", { scope: "col" }, h));
     t.append(head);
     for (const r of [...shown].reverse()) {
       const tr = el("tr", { dataset: { testid: `inside-lens-${r.layer}` } });
       if (r.layer === a.lens.first_top) tr.classList.add("inside-first");
-      tr.append(el("th", { scope: "row" }, r.layer < 0 ? "embedding" : `layer ${r.layer}`));
+      tr.append(el("th", { scope: "row" }, r.layer < 0 ? say("lens.embedding") : say("lens.layer", { layer: integer(r.layer) })));
       tr.append(el("td", {}, quote(word(r.top[0].token))), el("td", {}, pct(r.top[0].p)), el("td", {}, quote(word(r.top[1].token))));
       t.append(tr);
     }
@@ -713,8 +728,8 @@ class InsideView {
       const after = c.ablation.weights.after[f];
       const marks = c.diff.top.filter(({ i }) => i === f).map(({ j }) => [j, 2]);
       return [
-        columnsTable(c.names, [{ title: "all on", values: before }, { title: c.rightTitle, values: after }, { title: "change", values: c.diff.delta }], {
-          caption: `Layer ${c.ablation.layer}, head ${c.ablation.head}: where ${quote(c.focusName)} looks`,
+        columnsTable(c.names, [{ title: say("compare.allOnColumn"), values: before }, { title: c.rightTitle, values: after }, { title: say("compare.change"), values: c.diff.delta }], {
+          caption: say("compare.headCaption", { layer: integer(c.ablation.layer), head: integer(c.ablation.head), focus: quote(c.focusName) }),
           testid: "inside-compare-diff",
           diverging: [2],
           marks,
@@ -727,15 +742,15 @@ class InsideView {
     if (!c.diff) {
       const both = el("div", { className: "inside-pair" });
       both.append(
-        columnsTable(c.left.names, [{ title: c.leftTitle, values: left }], { caption: `${quote(c.focusName)} takes from…`, testid: "inside-compare-left" }),
-        columnsTable(c.right.names, [{ title: c.rightTitle, values: right }], { caption: "… and here", testid: "inside-compare-right" }),
+        columnsTable(c.left.names, [{ title: c.leftTitle, values: left }], { caption: say("compare.leftCaption", { focus: quote(c.focusName) }), testid: "inside-compare-left" }),
+        columnsTable(c.right.names, [{ title: c.rightTitle, values: right }], { caption: say("compare.rightCaption"), testid: "inside-compare-right" }),
       );
       return [both];
     }
     const names = c.left.names.map((_, j) => c.cellName(0, j));
     return [
-      columnsTable(names, [{ title: c.leftTitle, values: left }, { title: c.rightTitle, values: right }, { title: "change", values: c.diff.delta }], {
-        caption: `What ${quote(c.focusName)} takes from each ${c.byWord ? "word" : "token"} after all the layers${largest(left) ? ` (the ${ROWS} that change most)` : ""}`,
+      columnsTable(names, [{ title: c.leftTitle, values: left }, { title: c.rightTitle, values: right }, { title: say("compare.change"), values: c.diff.delta }], {
+        caption: say(largest(left) ? "compare.captionTop" : "compare.caption", { focus: quote(c.focusName), byWord: String(c.byWord), rows: integer(ROWS) }),
         testid: "inside-compare-diff",
         diverging: [2],
         marks: c.diff.top.map(({ j }) => [j, 2]),
@@ -767,7 +782,7 @@ class InsideView {
     const c = a.off.candidates;
     const rows = (list) => [...list].reverse().map((x) => ({ value: x.p, text: `${word(x.token)} ${pct(x.p)}`, key: x.id }));
     const span = { width: 13, height: 5 };
-    for (const [x0, list, title] of [[-6, c.before, "before"], [0.5, c.after, "after"]]) {
+    for (const [x0, list, title] of [[-6, c.before, say("heads.column.before")], [0.5, c.after, say("heads.column.after")]]) {
       const col = new BarColumn(this.stage);
       col.span = span;
       col.update(rows(list), { x0, dy: 0.45, title });
@@ -784,7 +799,7 @@ class InsideView {
     s.span = { width: tokens.length * dx + 9, height: L * dy + 2 }; // the stack, the column and its words
     s.update({ tokens, layers: L, focus: a.lens.position });
     const col = new BarColumn(this.stage);
-    const rows = a.lens.layers.map((r) => ({ value: r.top[0].p, text: `${r.layer < 0 ? "emb." : r.layer}: ${word(r.top[0].token)}`, key: r.top[0].id }));
+    const rows = a.lens.layers.map((r) => ({ value: r.top[0].p, text: `${r.layer < 0 ? say("lens.emb") : integer(r.layer)}: ${word(r.top[0].token)}`, key: r.top[0].id }));
     const marked = a.lens.layers.findIndex((r) => r.layer === a.lens.first_top);
     col.span = s.span;
     col.update(rows, { x0: -2.5 + s.size.width / 2 + 0.6, dy, marked });

@@ -7,21 +7,16 @@
 // panel lets them answer once; a closed room says so and stops.
 
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { applyViewState, onViewChange } from "../pageview.js";
 import { QuizPanel } from "./quiz.js";
 import { keepFollowedRoom, keepSeat, seatFor } from "./session.js";
 import { RoomSocket } from "./socket.js";
 import { withhold } from "./withhold.js";
 
-const STATUS_TEXT = {
-  connecting: "connecting…",
-  live: "live",
-  retrying: "connection lost: reconnecting…",
-  waiting: "waiting for your teacher's page to open the room again…",
-  closed: "closed",
-};
-const AWAY_TEXT = "waiting for your teacher's page (you see the last view it sent)";
-const BEHIND_TEXT = "catching up with your teacher…"; // still drawing an older view after a reconnection
+// the bar's words are in the catalogs (classroom.follow.…), read when drawn: the page's own language
+const STATUS_KEYS = new Set(["connecting", "live", "retrying", "waiting", "closed"]);
+const say = (key, values) => t(`classroom.follow.${key}`, values);
 const TOUCHED_MS = 1500; // a view change this soon after the student's own tap or key is theirs
 
 /** The room's state without the projector's screen switch (not part of a view). */
@@ -52,7 +47,7 @@ export class Follower {
     this.touched = -Infinity; // when the student last tapped or typed in the page (never yet)
     document.body.classList.add("cr-follower");
     const status = el("span", { className: "cr-status", role: "status", dataset: { testid: "follow-status" } });
-    const label = el("span", { className: "cr-room" }, `Room ${code}`);
+    const label = el("span", { className: "cr-room" }, say("room", { code }));
     this.toggle = el("button", { type: "button", className: "cr-follow-toggle", dataset: { testid: "follow-toggle" } });
     this.toggle.addEventListener("click", () => this.setFollowing(!this.following));
     this.box = el("div", { className: "cr-follow", dataset: { testid: "follow-bar", following: "true" } });
@@ -61,7 +56,7 @@ export class Follower {
     this.closedNote = el("p", { className: "cr-closed", role: "alert", dataset: { testid: "room-closed" } });
     this.closedNote.hidden = true;
     this.hiddenNote = el("p", { className: "cr-hidden-note", role: "status", dataset: { testid: "numbers-hidden-note" } });
-    this.hiddenNote.textContent = "Your teacher has hidden the numbers: think first, then they come back.";
+    this.hiddenNote.textContent = say("hidden");
     this.hiddenNote.hidden = true;
     this.quiz = new QuizPanel({
       mode: "follower",
@@ -72,7 +67,7 @@ export class Follower {
     document.querySelector("#main")?.prepend(this.hiddenNote);
     document.querySelector("#main")?.prepend(this.quiz.root);
     this.blank = el("div", { className: "cr-blank cr-blank-follower", role: "status", dataset: { testid: "follower-blank" } });
-    this.blank.append(el("p", {}, "Eyes on your teacher: the screen is paused."));
+    this.blank.append(el("p", {}, say("blank")));
     this.blank.hidden = true;
     document.body.append(this.blank);
     this.watchTouches();
@@ -114,7 +109,7 @@ export class Follower {
     const open = this.quiz.open;
     if (open && !this.following) this.setFollowing(true);
     this.toggle.disabled = open || this.connection === "closed";
-    this.toggle.title = open ? "During a question your page stays with your teacher" : "";
+    this.toggle.title = open ? say("stayDuringQuestion") : "";
   }
 
   onStatus(status, detail) {
@@ -122,7 +117,7 @@ export class Follower {
     this.connectionDetail = detail;
     this.renderStatus();
     if (status === "closed") {
-      this.closedNote.textContent = `This room is closed: ${detail}. The page stays as it was; you can keep exploring.`;
+      this.closedNote.textContent = say("closed", { reason: detail });
       this.closedNote.hidden = false;
       this.toggle.disabled = true;
       this.setScreen(null);
@@ -139,11 +134,13 @@ export class Follower {
     const status = this.connection ?? "connecting";
     const detail = this.connectionDetail;
     const away = status === "live" && this.presenters === 0;
-    let shown = STATUS_TEXT[status] ?? status;
-    if (status === "live" && !this.following) shown = "exploring on your own";
-    else if (away) shown = AWAY_TEXT;
-    else if (status === "live" && this.behind) shown = BEHIND_TEXT;
-    else if (status === "retrying" && detail) shown = detail.endsWith("reconnecting") ? `${detail}…` : `${shown} (${detail})`;
+    let shown = STATUS_KEYS.has(status) ? say(`status.${status}`) : status;
+    if (status === "live" && !this.following) shown = say("exploring");
+    else if (away) shown = say("away");
+    else if (status === "live" && this.behind) shown = say("behind"); // an older view still drawing after a reconnection
+    else if (status === "retrying" && detail) {
+      shown = detail.endsWith("reconnecting") ? say("lostStore") : say("retryingWhy", { status: shown, reason: detail });
+    }
     this.status.textContent = `● ${shown}`;
     this.box.dataset.status = status;
     this.box.dataset.teacher = away ? "away" : "here";
@@ -212,7 +209,7 @@ export class Follower {
 
   renderToggle() {
     this.box.dataset.following = String(this.following);
-    this.toggle.textContent = this.following ? "Explore on my own" : "Back to the teacher";
+    this.toggle.textContent = say(this.following ? "explore" : "backToTeacher");
     this.toggle.setAttribute("aria-pressed", String(!this.following));
     document.body.classList.toggle("cr-exploring", !this.following);
     this.renderStatus();

@@ -3,6 +3,7 @@
 // (a plain GET of /?room=CODE); with it, a code that names no room is answered in the box itself.
 
 import { call } from "../api.js";
+import { t } from "../i18n.js";
 import { normalCode } from "./session.js";
 
 /** Wire the join form (templates/index.html), or take it away where it has no use. */
@@ -27,11 +28,11 @@ export function joinBox({ shown }) {
       input.setAttribute("aria-invalid", "true");
       input.focus();
     };
-    if (!code) return refuse("Type the room's code: the projector shows it under the QR code.");
+    if (!code) return refuse(t("classroom.join.noCode"));
     try {
       await call("GET", `/api/rooms/${encodeURIComponent(code)}`);
     } catch (err) {
-      if (err.status === 404) return refuse(`There is no room ${code}: check the code on the projector.`);
+      if (err.status === 404) return refuse(t("classroom.join.noRoom", { code }));
       if (err.status !== undefined && err.status !== 503) return refuse(err.message);
       // the server is busy or its room store away: go anyway, the room's page waits for it
     }

@@ -4,9 +4,13 @@
 // another teacher), the server refuses (412) and the editor says so, keeping these edits on screen
 // until the teacher picks: reload the saved lesson (these edits go) or overwrite it with these.
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { applyViewState, viewState } from "../pageview.js";
 import { viewSummary } from "./lesson-views.js";
 import { viewOnly } from "./session.js";
+
+/** A word of the lesson editor (classroom.editor.…), read when drawn. */
+const say = (key, values) => t(`classroom.editor.${key}`, values);
 
 /** The views with view i moved by delta places (unchanged when it would leave the list). */
 export function moveView(views, i, delta) {
@@ -30,7 +34,7 @@ export class LessonEditor {
     this.onSave = onSave;
     this.onReload = onReload;
     this.onClose = onClose;
-    this.root = el("section", { className: "cr-editor", "aria-label": "Edit the lesson", dataset: { testid: "lesson-editor" } });
+    this.root = el("section", { className: "cr-editor", "aria-label": say("label"), dataset: { testid: "lesson-editor" } });
     this.root.hidden = true;
     host.append(this.root);
     this.lesson = null;
@@ -63,7 +67,7 @@ export class LessonEditor {
 
   draw() {
     const { views } = this.lesson;
-    const title = el("input", { type: "text", maxlength: "200", "aria-label": "Lesson title", dataset: { testid: "lesson-edit-title" } });
+    const title = el("input", { type: "text", maxlength: "200", "aria-label": t("classroom.lessons.titleLabel"), dataset: { testid: "lesson-edit-title" } });
     title.value = this.lesson.title;
     title.addEventListener("input", () => (this.lesson.title = title.value));
     const list = el("ol", { className: "cr-editor-views", dataset: { testid: "lesson-edit-views" } });
@@ -71,8 +75,8 @@ export class LessonEditor {
       const note = el("input", {
         type: "text",
         maxlength: "2000",
-        placeholder: "a note for this view",
-        "aria-label": `Note of view ${i + 1}`,
+        placeholder: t("classroom.lessons.notePlaceholder"),
+        "aria-label": say("note", { n: i + 1 }),
         dataset: { testid: "lesson-edit-note" },
       });
       note.value = view.note;
@@ -84,14 +88,14 @@ export class LessonEditor {
       const row = el("li", { className: "cr-editor-view", dataset: { testid: "lesson-edit-view" } });
       const tools = el("span", { className: "cr-editor-tools" });
       tools.append(
-          this.button("Show", "lesson-edit-show", `Show view ${i + 1}`, () => applyViewState(view.state)),
-          this.button("Use this view", "lesson-edit-capture", `Put the page's view in place of view ${i + 1}`, () => {
+          this.button(say("show"), "lesson-edit-show", say("showTitle", { n: i + 1 }), () => applyViewState(view.state)),
+          this.button(say("capture"), "lesson-edit-capture", say("captureTitle", { n: i + 1 }), () => {
             view.state = viewOnly(viewState());
             this.draw();
           }),
-          this.button("↑", "lesson-edit-up", `Move view ${i + 1} up`, () => move(-1), i === 0),
-          this.button("↓", "lesson-edit-down", `Move view ${i + 1} down`, () => move(1), i === views.length - 1),
-          this.button("✕", "lesson-edit-remove", `Remove view ${i + 1}`, () => {
+          this.button("↑", "lesson-edit-up", say("upTitle", { n: i + 1 }), () => move(-1), i === 0),
+          this.button("↓", "lesson-edit-down", say("downTitle", { n: i + 1 }), () => move(1), i === views.length - 1),
+          this.button("✕", "lesson-edit-remove", say("removeTitle", { n: i + 1 }), () => {
             this.lesson.views = views.filter((_, j) => j !== i);
             this.draw();
           }, views.length === 1),
@@ -99,13 +103,13 @@ export class LessonEditor {
       row.append(el("span", { className: "cr-editor-what", dataset: { testid: "lesson-edit-what" } }, viewSummary(view.state)), note, tools);
       list.append(row);
     });
-    const save = this.button("Save changes", "lesson-edit-save", "Save the changes to this lesson", () => this.save(save));
-    const cancel = this.button("Cancel", "lesson-edit-cancel", "Close without saving", () => this.close());
+    const save = this.button(say("save"), "lesson-edit-save", say("saveTitle"), () => this.save(save));
+    const cancel = this.button(say("cancel"), "lesson-edit-cancel", say("cancelTitle"), () => this.close());
     const buttons = el("p", { className: "cr-lessons-row" });
     buttons.append(save, cancel);
     this.conflictBox = el("div", { className: "cr-editor-conflict", role: "alert", dataset: { testid: "lesson-conflict" } });
     this.conflictBox.hidden = true;
-    this.root.replaceChildren(el("h3", {}, "Edit the lesson"), title, list, this.conflictBox, buttons);
+    this.root.replaceChildren(el("h3", {}, say("label")), title, list, this.conflictBox, buttons);
   }
 
   async save(button) {
@@ -122,18 +126,18 @@ export class LessonEditor {
 
   /** The lesson was saved elsewhere since it was opened here (it is at version `current` now). */
   conflict(current) {
-    const reload = this.button("Reload", "lesson-conflict-reload", "Reload: open the lesson as it was saved elsewhere (your edits here are dropped)", async () => {
+    const reload = this.button(say("reload"), "lesson-conflict-reload", say("reloadTitle"), async () => {
       try {
         this.open(await this.onReload(this.lesson.id));
       } catch {
         /* the lessons' status line says why */
       }
     });
-    const overwrite = this.button("Overwrite", "lesson-conflict-overwrite", "Overwrite: save your edits over the other version", () => {
+    const overwrite = this.button(say("overwrite"), "lesson-conflict-overwrite", say("overwriteTitle"), () => {
       this.lesson.version = current;
       return this.save(overwrite);
     }, current === null);
-    const text = el("p", {}, "Changed in another tab since you opened it: reload it (your edits here are dropped) or overwrite it with yours.");
+    const text = el("p", {}, say("conflict"));
     const choice = el("p", { className: "cr-lessons-row" });
     choice.append(reload, overwrite);
     this.conflictBox.replaceChildren(text, choice);

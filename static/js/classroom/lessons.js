@@ -5,6 +5,7 @@
 
 import { call } from "../api.js";
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { applyViewState, viewState } from "../pageview.js";
 import { keepDraft, readDraft } from "./draft.js";
 import { LessonEditor } from "./lesson-editor.js";
@@ -12,49 +13,53 @@ import { buildHandout, showHandout } from "./lesson-handout.js";
 import { offlineLesson } from "./lesson-offline.js";
 import { teacherToken, viewOnly } from "./session.js";
 
+/** A line of the Lessons menu (classroom.lessons.…): its words are in the catalogs, read when drawn. */
+const say = (key, values) => t(`classroom.lessons.${key}`, values);
+const quote = (text) => t("format.quote", { text });
+
 export class Lessons {
   constructor(bar) {
     this.recording = null; // { title, views: [{ state, note }] } while recording
     this.playing = null; // { lesson, index }
     const details = el("details", { className: "cr-lessons", dataset: { testid: "lessons" } });
-    details.append(el("summary", {}, "Lessons"));
+    details.append(el("summary", {}, say("summary")));
     const panel = el("div", { className: "cr-lessons-panel" });
-    this.list = el("select", { "aria-label": "Saved lessons", dataset: { testid: "lesson-select" } });
-    const play = this.button("Play", "lesson-play", () => this.play());
-    const exportButton = this.button("Export", "lesson-export", () => this.exportSelected());
-    const remove = this.button("Delete", "lesson-delete", () => this.remove());
-    const edit = this.button("Edit", "lesson-edit", () => this.edit());
-    const up = this.button("↑", "lesson-move-up", () => this.move(-1), "Move the lesson up the list");
-    const down = this.button("↓", "lesson-move-down", () => this.move(1), "Move the lesson down the list");
-    const handout = this.button("Handout", "lesson-handout-make", () => this.handout({ notes: false }), "Handout for students: a printable page of each view's picture and numbers (no notes)");
-    const notesHandout = this.button("With notes", "lesson-handout-notes", () => this.handout({ notes: true }), "With notes: your own handout, the same with each view's note (it may hold the answers)");
-    const offline = this.button("Offline file", "lesson-offline", () => this.offline(), "Offline file for students: the whole lesson as one .html file that opens without the server (no notes)");
+    this.list = el("select", { "aria-label": say("saved"), dataset: { testid: "lesson-select" } });
+    const play = this.button(say("play"), "lesson-play", () => this.play());
+    const exportButton = this.button(say("export"), "lesson-export", () => this.exportSelected());
+    const remove = this.button(say("delete"), "lesson-delete", () => this.remove());
+    const edit = this.button(say("edit"), "lesson-edit", () => this.edit());
+    const up = this.button("↑", "lesson-move-up", () => this.move(-1), say("up"));
+    const down = this.button("↓", "lesson-move-down", () => this.move(1), say("down"));
+    const handout = this.button(say("handout"), "lesson-handout-make", () => this.handout({ notes: false }), say("handoutTitle"));
+    const notesHandout = this.button(say("withNotes"), "lesson-handout-notes", () => this.handout({ notes: true }), say("withNotesTitle"));
+    const offline = this.button(say("offline"), "lesson-offline", () => this.offline(), say("offlineTitle"));
     const file = el("input", { type: "file", accept: "application/json,.json", dataset: { testid: "lesson-import" } });
     file.addEventListener("change", () => this.importFile(file));
-    const importLabel = el("label", { className: "cr-import" }, "Import a lesson file ");
+    const importLabel = el("label", { className: "cr-import" }, `${say("import")} `);
     importLabel.append(file);
     this.note = el("input", {
       type: "text",
-      placeholder: "a note for this view",
-      "aria-label": "A note for this view",
+      placeholder: say("notePlaceholder"),
+      "aria-label": say("noteLabel"),
       maxlength: "2000",
       dataset: { testid: "lesson-note" },
     });
     this.title = el("input", {
       type: "text",
-      placeholder: "lesson title",
-      "aria-label": "Lesson title",
+      placeholder: say("titlePlaceholder"),
+      "aria-label": say("titleLabel"),
       maxlength: "200",
       dataset: { testid: "lesson-title" },
     });
-    const add = this.button("Record this view", "lesson-add", () => this.add());
-    const save = this.button("Save the lesson", "lesson-save", () => this.save());
-    this.discardButton = this.button("Discard the draft", "lesson-discard", () => this.discard());
+    const add = this.button(say("add"), "lesson-add", () => this.add());
+    const save = this.button(say("save"), "lesson-save", () => this.save());
+    this.discardButton = this.button(say("discard"), "lesson-discard", () => this.discard());
     this.status = el("p", { className: "cr-lessons-status", role: "status", dataset: { testid: "lesson-status" } });
     panel.append(
       el("p", { className: "cr-lessons-row" }),
       importLabel,
-      el("h3", {}, "Record"),
+      el("h3", {}, say("record")),
       this.note,
       add,
       this.title,
@@ -92,24 +97,24 @@ export class Lessons {
   keep() {
     if (!this.recording) return;
     this.recording.title = this.title.value;
-    if (!keepDraft(this.recording)) this.say("This browser keeps nothing: save the lesson before you reload.");
+    if (!keepDraft(this.recording)) this.say(say("notKept"));
   }
 
   drawDraft() {
     const n = this.recording?.views.length ?? 0;
     this.discardButton.hidden = n === 0;
     this.details.dataset.draft = String(n);
-    if (n) this.say(`${n} view${n === 1 ? "" : "s"} recorded: a draft kept in this browser until you save it.`);
+    if (n) this.say(say("draft", { n }));
   }
 
   discard() {
     const n = this.recording?.views.length ?? 0;
-    if (!n || !window.confirm(`Discard the ${n} recorded view${n === 1 ? "" : "s"}?`)) return;
+    if (!n || !window.confirm(say("discardConfirm", { n }))) return;
     this.recording = null;
     keepDraft(null);
     this.title.value = "";
     this.drawDraft();
-    this.say("The draft is discarded.");
+    this.say(say("discarded"));
   }
 
   button(text, testid, onClick, label = null) {
@@ -127,7 +132,7 @@ export class Lessons {
       const lessons = await call("GET", "/api/lessons?limit=1000", { secret: teacherToken() });
       const keep = this.list.value;
       this.list.replaceChildren(
-        ...lessons.map((l) => el("option", { value: String(l.id) }, `${l.title} (${l.views} views)`)),
+        ...lessons.map((l) => el("option", { value: String(l.id) }, say("option", { title: l.title, n: l.views }))),
       );
       if (keep) this.list.value = keep;
     } catch (e) {
@@ -144,7 +149,7 @@ export class Lessons {
   }
 
   async save() {
-    if (!this.recording?.views.length) return this.say("Record a view first.");
+    if (!this.recording?.views.length) return this.say(say("recordFirst"));
     const title = this.title.value.trim() || "A lesson";
     try {
       const { id } = await call("POST", "/api/lessons", { body: { title, views: this.recording.views }, secret: teacherToken() });
@@ -154,7 +159,7 @@ export class Lessons {
       this.title.value = "";
       await this.refresh();
       this.list.value = String(id);
-      this.say(`Saved as lesson ${id}.`);
+      this.say(say("savedAs", { id }));
     } catch (e) {
       this.say(e.message);
     }
@@ -195,7 +200,7 @@ export class Lessons {
     if (!this.playing) return;
     const { lesson, index } = this.playing;
     const view = lesson.views[index];
-    const stop = this.button("Stop", "lesson-stop", () => this.stop());
+    const stop = this.button(say("stop"), "lesson-stop", () => this.stop());
     const parts = [el("strong", {}, `${lesson.title} · ${index + 1} / ${lesson.views.length}`)];
     const projector = document.body.classList.contains("cr-presenting");
     if (!projector && view.note) parts.push(el("span", { className: "cr-note", dataset: { testid: "lesson-view-note" } }, view.note));
@@ -250,9 +255,9 @@ export class Lessons {
       });
       await this.refresh();
       this.list.value = String(id);
-      this.say(`Imported as lesson ${id}.`);
+      this.say(say("imported", { id }));
     } catch (e) {
-      this.say(`Not imported: ${e.message}`);
+      this.say(say("notImported", { reason: e.message }));
     }
   }
 
@@ -269,7 +274,7 @@ export class Lessons {
       this.list.value = String(id);
       this.say(`Lesson ${id} saved (${views.length} view${views.length === 1 ? "" : "s"}).`);
     } catch (e) {
-      this.say(e.status === 412 ? "Not saved: this lesson was changed in another tab. Reload it or overwrite it." : `Not saved: ${e.message}`);
+      this.say(e.status === 412 ? say("conflict") : say("notSaved", { reason: e.message }));
       throw e;
     }
   }
@@ -286,7 +291,7 @@ export class Lessons {
       await call("PUT", "/api/lessons/order", { body: { ids: ids.map(Number) }, secret: teacherToken() });
       await this.refresh();
       this.list.value = id;
-      this.say("Moved.");
+      this.say(say("moved"));
     } catch (e) {
       this.say(e.message);
     }
@@ -298,10 +303,10 @@ export class Lessons {
     if (!lesson) return;
     this.stop();
     try {
-      const result = await make(lesson, (i) => this.say(`View ${i + 1} of ${lesson.views.length}…`));
+      const result = await make(lesson, (i) => this.say(say("progress", { i: i + 1, n: lesson.views.length })));
       this.say(done(lesson, result));
     } catch (e) {
-      this.say(`Could not make it: ${e.message}`);
+      this.say(say("failed", { reason: e.message }));
     }
   }
 
@@ -310,23 +315,23 @@ export class Lessons {
       (lesson, progress) => buildHandout(lesson, progress, { notes }),
       (lesson, handout) => {
         showHandout(handout);
-        return notes ? `Your handout of “${lesson.title}”, with its notes, is ready to print.` : `The students' handout of “${lesson.title}” is ready to print.`;
+        return say(notes ? "handoutNotesReady" : "handoutReady", { title: quote(lesson.title) });
       },
     );
   }
 
   offline() {
-    return this.walk(offlineLesson, (lesson, n) => `Saved “${lesson.title}” as one file (${n} views) that opens offline.`);
+    return this.walk(offlineLesson, (lesson, n) => say("offlineReady", { title: quote(lesson.title), n }));
   }
 
   async remove() {
     if (!this.list.value) return;
-    const name = this.list.selectedOptions[0]?.textContent ?? "this lesson";
-    if (!window.confirm(`Delete “${name}”? This can't be undone.`)) return;
+    const name = this.list.selectedOptions[0]?.textContent ?? say("thisLesson");
+    if (!window.confirm(say("deleteConfirm", { name: quote(name) }))) return;
     try {
       await call("DELETE", `/api/lessons/${this.list.value}`, { secret: teacherToken() });
       await this.refresh();
-      this.say("Deleted.");
+      this.say(say("deleted"));
     } catch (e) {
       this.say(e.message);
     }

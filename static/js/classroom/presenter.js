@@ -15,6 +15,7 @@
 
 import { isTextField } from "../keys.js";
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { applyViewState, onViewChange, presenting, reframe, viewState } from "../pageview.js";
 import { call } from "../api.js";
 import { fitPanels, PANELS } from "./fit.js";
@@ -30,20 +31,14 @@ const $ = (id) => document.getElementById(id);
 const MIN_PUT_GAP_MS = 60; // ≤ 16 changes a second reach the server (its limit is 20)
 const RETRY_MS = 500; // a view the server could not take now is sent again this often
 // what the join panel says of the room's link (drawLink)
-const LINK_TEXT = {
-  live: "● live: the class sees this view",
-  unsent: "● the class has not got this view yet: sending it again…",
-  waiting: "● the room store restarted empty: opening this room again…",
-  closed: "● closed",
-  connecting: "● connecting…",
-};
-const RECONNECTING = (detail) => `● reconnecting${detail ? ` (${detail})` : ""}: the class still sees the last view it got`;
+// (its words and every other line of this bar are in the catalogs: classroom.present.…)
+const LINK_KEYS = new Set(["live", "unsent", "waiting", "closed", "connecting"]);
+const say = (key, values) => t(`classroom.present.${key}`, values);
 const EMPTY_ROOM_WAIT_MS = 1200; // an emptied room: how long a window waits for another window's newer view
 const FIT_WHILE_WRITING_MS = 500; // the projector's panels laid out again at most this often while Write streams
 export const CHANNEL = "a3d-teacher"; // the teacher's windows on one computer find each other here
 const NAV_KEYS = new Set(["PageDown", "PageUp", "ArrowLeft", "ArrowRight"]);
 const NAV_CLICKS = "#prev-step, #next-step, #next-chapter, #step-list button, #contents a, [data-testid=lesson-play], [data-testid=teacher-next], [data-testid=teacher-back]";
-const WAIT = "The class is answering: reveal the answer (or end the question) before moving on.";
 
 /** A view state as one comparable string (keys sorted, every value a string, as the server keeps it). */
 export function canonical(state) {
@@ -77,15 +72,15 @@ export class Presenter {
     this.roomViews = 0; // views the room has sent since (each window's, echoed to all)
     this.wake = null; // ends send()'s wait between two tries
     this.fittedAt = -Infinity;
-    this.button = el("button", { type: "button", className: "cr-present", dataset: { testid: "present" } }, "Present");
+    this.button = el("button", { type: "button", className: "cr-present", dataset: { testid: "present" } }, say("present"));
     this.button.setAttribute("aria-pressed", "false");
     this.button.addEventListener("click", () => this.setPresenting(!this.presenting, { openTeacher: true }));
     this.button.hidden = !teacherToken() && !teacher; // a student's page has nothing to present (the teacher link brings the token)
-    this.teacherButton = el("button", { type: "button", dataset: { testid: "open-teacher" } }, "Teacher's window");
-    this.teacherButton.title = "Your own window: the notes, the next step, the answers coming in and the controls (never on the projector)";
+    this.teacherButton = el("button", { type: "button", dataset: { testid: "open-teacher" } }, say("teacherWindow"));
+    this.teacherButton.title = say("teacherWindowTitle");
     this.teacherButton.addEventListener("click", () => this.openTeacher());
     this.teacherButton.hidden = true;
-    this.askButton = el("button", { type: "button", dataset: { testid: "quiz-ask" } }, "Ask the class");
+    this.askButton = el("button", { type: "button", dataset: { testid: "quiz-ask" } }, say("ask"));
     this.askButton.addEventListener("click", () => this.ask());
     this.askWhy = el("span", { className: "cr-ask-why", id: `cr-ask-why-${teacher ? "t" : "p"}`, dataset: { testid: "quiz-ask-why" } });
     this.askButton.setAttribute("aria-describedby", this.askWhy.id);
@@ -99,7 +94,7 @@ export class Presenter {
     bar.append(this.roomTools, this.message);
     document.querySelector(".topbar")?.append(this.where);
 
-    this.join = el("aside", { className: "cr-join", "aria-label": "Join the class", dataset: { testid: "join-panel" } });
+    this.join = el("aside", { className: "cr-join", "aria-label": say("joinLabel"), dataset: { testid: "join-panel" } });
     this.join.hidden = true;
     document.querySelector("#app")?.append(this.join);
     this.blank = el("div", { className: "cr-blank", dataset: { testid: "blank" } });
@@ -138,7 +133,7 @@ export class Presenter {
         this.questions = list;
         this.updateAsk();
       })
-      .catch((e) => this.say(`The questions did not load: ${e.message}`));
+      .catch((e) => this.say(say("questionsFailed", { reason: e.message })));
     this.updateAsk();
   }
 
@@ -189,7 +184,7 @@ export class Presenter {
     const chapter = ($("chapter-name")?.textContent || params.chapter || "").trim();
     const title = document.querySelector(params.chapter === "steps" || params.chapter === "masks" ? "#step-title" : "#chapter-title");
     const parts = [chapter, (title?.textContent || params.step || "").trim()];
-    if (params.chapter === "steps" || params.chapter === "masks") parts.push(`${params.mask ?? "full"} mask`);
+    if (params.chapter === "steps" || params.chapter === "masks") parts.push(say("mask", { mask: params.mask ?? "full" }));
     this.where.textContent = parts.filter(Boolean).join(" · ");
   }
 
@@ -210,7 +205,7 @@ export class Presenter {
     presenting(on); // the view draws what a projector can show (attention/derive.js)
     document.body.classList.toggle("cr-presenting", on);
     document.documentElement.classList.toggle("cr-presenting-root", on);
-    this.button.textContent = on ? "Exit presenting" : "Present";
+    this.button.textContent = on ? say("exit") : say("present");
     this.button.setAttribute("aria-pressed", String(on));
     this.teacherButton.hidden = !on;
     if (on) this.button.hidden = false; // /?present=1 without the token: the way out, and a page that says why
@@ -228,7 +223,7 @@ export class Presenter {
   /** The teacher's window: this page without the projector, with the notes and the controls. */
   openTeacher() {
     const opened = window.open("/?teacher=1", "a3d-teacher", "popup=yes,width=1100,height=800");
-    if (!opened) this.say("The browser kept the teacher's window closed: press “Teacher's window” to open it.");
+    if (!opened) this.say(say("popupBlocked"));
     return opened;
   }
 
@@ -249,7 +244,7 @@ export class Presenter {
   async open(adopt = false) {
     const token = teacherToken();
     if (!token) {
-      this.say("Open the teacher link (/?token=…) to let the class follow.");
+      this.say(say("needToken"));
       return;
     }
     const kept = presenterRoom();
@@ -263,7 +258,7 @@ export class Presenter {
       this.start({ code: created.code, key: created.presenter_key, join_url: created.join_url });
       this.send(viewState()); // the room's first view, before the teacher's window (opening now) joins
     } catch (e) {
-      this.say(e.status === 403 ? "This teacher link is not this server's (was it restarted with another token?)" : e.message);
+      this.say(e.status === 403 ? say("wrongToken") : e.message);
     }
   }
 
@@ -280,7 +275,7 @@ export class Presenter {
       onMessage: (m) => this.heard(m),
       onStatus: (status, detail) => this.connection(status, detail),
     });
-    this.say(`Room ${room.code} is open.`);
+    this.say(say("opened", { code: room.code }));
     this.drawJoin();
     this.updateAsk();
     this.tellWindows();
@@ -297,7 +292,7 @@ export class Presenter {
     if (status === "closed" && this.room) {
       const code = this.room.code;
       this.closed();
-      this.say(`Room ${code} was closed${detail ? `: ${detail}` : ""}. Present opens a new one.`);
+      this.say(detail ? say("closedWhy", { code, reason: detail }) : say("closed", { code }));
     }
     this.emit("room", this.room);
   }
@@ -309,12 +304,12 @@ export class Presenter {
     this.reopening = true;
     try {
       await call("PUT", `/api/rooms/${room.code}`, { body: { presenter_key: room.key }, secret: teacherToken() ?? "" });
-      this.say(`Room ${room.code} is open again: the class carries on.`);
+      this.say(say("reopened", { code: room.code }));
       this.socket?.poke();
     } catch (e) {
       if (e.status === 409 || e.status === 403 || e.status === 401) {
         this.closed();
-        this.say(`Room ${room.code} can't be opened again (${e.message}). Present opens a new one.`);
+        this.say(say("reopenFailed", { code: room.code, reason: e.message }));
       } // else: the server is away still; the socket's next try asks again
     } finally {
       this.reopening = false;
@@ -444,12 +439,12 @@ export class Presenter {
   drawJoin() {
     if (!this.presenting) return;
     if (!this.room) {
-      this.join.replaceChildren(el("p", { className: "cr-join-hint" }, this.message.textContent || "No room is open."));
+      this.join.replaceChildren(el("p", { className: "cr-join-hint" }, this.message.textContent || say("noRoom")));
       return;
     }
     const shown = this.room.join_url.replace(/^https?:\/\//, "");
     const local = /^https?:\/\/(127\.|localhost|\[::1\])/.test(this.room.join_url);
-    const qr = el("img", { className: "cr-qr", src: `/api/rooms/${this.room.code}/qr.svg`, alt: `QR code of ${shown}` });
+    const qr = el("img", { className: "cr-qr", src: `/api/rooms/${this.room.code}/qr.svg`, alt: say("qrAlt", { address: shown }) });
     qr.dataset.testid = "join-qr";
     this.count = el("p", { className: "cr-count", dataset: { testid: "follower-count" } });
     const address = el("p", { className: "cr-address", dataset: { testid: "join-address" } });
@@ -457,8 +452,8 @@ export class Presenter {
     address.append(el("span", {}, shown.slice(0, cut)), el("wbr"), el("span", {}, shown.slice(cut)));
     const code = el("p", { className: "cr-code", dataset: { testid: "join-code" } }, this.room.code);
     this.link = el("p", { className: "cr-link", role: "status", dataset: { testid: "presenter-status" } });
-    const parts = [qr, el("p", { className: "cr-join-title" }, "Join on your phone"), address, code, this.count, this.link];
-    if (local) parts.push(el("p", { className: "cr-warn" }, "Students cannot reach this: start with --host 0.0.0.0"));
+    const parts = [qr, el("p", { className: "cr-join-title" }, say("joinTitle")), address, code, this.count, this.link];
+    if (local) parts.push(el("p", { className: "cr-warn" }, say("localOnly")));
     this.fold = el("button", { type: "button", className: "cr-fold", dataset: { testid: "join-fold" } });
     this.fold.addEventListener("click", () => this.setFolded(!this.folded));
     this.join.replaceChildren(this.fold, ...parts);
@@ -473,9 +468,9 @@ export class Presenter {
     this.join.classList.toggle("cr-folded", on);
     this.join.dataset.folded = String(on);
     if (this.fold) {
-      this.fold.textContent = on ? "QR" : "Hide QR";
+      this.fold.textContent = on ? say("showQr") : say("hideQr");
       this.fold.setAttribute("aria-expanded", String(!on));
-      this.fold.title = on ? "Show the QR code and the address again" : "Fold the join panel (the code stays)";
+      this.fold.title = on ? say("showQrTitle") : say("hideQrTitle");
     }
     this.scheduleFit();
     this.reframe();
@@ -484,7 +479,7 @@ export class Presenter {
   drawCount() {
     if (!this.count) return;
     const n = this.followers ?? 0;
-    this.count.textContent = `${n} following`;
+    this.count.textContent = say("following", { n });
     this.count.dataset.count = String(n);
     if (this.fold) this.fold.hidden = n === 0; // foldable once students have joined
   }
@@ -540,7 +535,7 @@ export class Presenter {
             wait = RETRY_MS;
           } else {
             this.lastRoom = null; // not the room's view: the next change is sent
-            this.say(`The class did not get this view: ${e.message}`);
+            this.say(say("notSent", { reason: e.message }));
           }
         }
         this.drawLink();
@@ -574,7 +569,7 @@ export class Presenter {
     if (!this.link) return;
     const { status, detail } = this.linkStatus ?? { status: "connecting" };
     const key = status === "live" && this.unsent ? "unsent" : status;
-    this.link.textContent = LINK_TEXT[key] ?? RECONNECTING(detail);
+    this.link.textContent = LINK_KEYS.has(key) ? say(`link.${key}`) : detail ? say("link.reconnectingWhy", { reason: detail }) : say("link.reconnecting");
     this.link.dataset.status = key;
   }
 
@@ -608,12 +603,12 @@ export class Presenter {
   updateAsk(params = viewState()) {
     const q = this.question(params);
     let why = "";
-    if (!this.room) why = "Open a room first (Present).";
-    else if (this.quiz.open) why = "A question is open: reveal the answer or end it first.";
+    if (!this.room) why = say("askNoRoom");
+    else if (this.quiz.open) why = say("askOpen");
     else if (!q) why = whyNone(this.questions, { chapter: params.chapter ?? "steps", step: params.step });
     this.askButton.disabled = Boolean(why);
     this.askButton.dataset.question = q?.id ?? "";
-    this.askButton.title = q ? `Ask the class: ${q.title}` : why;
+    this.askButton.title = q ? say("askTitle", { title: q.title }) : why;
     this.askWhy.textContent = why;
     this.askWhy.hidden = !why;
     this.emit("quiz", this.quiz.quiz);
@@ -659,7 +654,7 @@ export class Presenter {
     try {
       await call("PUT", `/api/rooms/${this.room.code}/deck`, { body: deck ?? { lesson: null }, secret: this.room.key });
     } catch (e) {
-      this.say(`The teacher's window did not hear of the lesson: ${e.message}`);
+      this.say(say("deckFailed", { reason: e.message }));
     }
   }
 
@@ -669,7 +664,7 @@ export class Presenter {
       if (!this.quiz.open) return;
       e.preventDefault();
       e.stopImmediatePropagation();
-      this.say(WAIT);
+      this.say(say("wait"));
       this.emit("quiz", this.quiz.quiz);
     };
     window.addEventListener(

@@ -10,6 +10,10 @@
 
 import { CHAPTERS } from "../chapters/index.js";
 import { call } from "../api.js";
+import { language, locale, t } from "../i18n.js";
+
+/** "4 (softmax) or 5 (mix)": English's own " or " (as before), other languages' Intl "or" list. */
+const orList = (names) => (language() === "en" ? names.join(" or ") : new Intl.ListFormat(locale(), { type: "disjunction" }).format(names));
 
 const asked = { catalogue: null }; // the catalogue's request, once (it does not change while the server runs)
 
@@ -42,13 +46,13 @@ export function chapterSteps(chapter) {
 
 /** "No question at this step: ask at step 4 (softmax) or 5 (mix)." */
 export function whyNone(list, view) {
-  if (!list) return "The questions are loading…";
+  if (!list) return t("classroom.questions.loading");
   const here = list.filter((q) => q.chapter === view?.chapter);
-  if (!here.length) return "This chapter has no question yet.";
+  if (!here.length) return t("classroom.questions.none");
   const steps = chapterSteps(view.chapter) ?? [];
   const names = [...new Set(here.flatMap((q) => q.steps))].map((id) => {
     const i = steps.findIndex((s) => s.id === id);
-    return i >= 0 ? `${i + 1} (${steps[i].short})` : id;
+    return i >= 0 ? t("classroom.questions.step", { n: i + 1, short: steps[i].short }) : id;
   });
-  return `No question at this step: this chapter asks at step ${names.join(" or ")}.`;
+  return t("classroom.questions.elsewhere", { steps: orList(names) });
 }

@@ -8,12 +8,16 @@
 
 import { CHAPTERS } from "../chapters/index.js";
 import { el } from "../dom.js";
+import { decimal, integer, language, t } from "../i18n.js";
 
-const pct = (x) => (x === null || x === undefined ? "—" : `${Math.round(x)}%`);
-const seconds = (s) => (s === null || s === undefined ? "—" : `${s.toFixed(s < 10 ? 1 : 0)} s`);
+/** A message of the report (classroom.report.…): its words are in the catalogs, read when drawn. */
+const say = (key, values) => t(`classroom.report.${key}`, values);
+
+const pct = (x) => (x === null || x === undefined ? "—" : say("percent", { n: integer(Math.round(x)) }));
+const seconds = (s) => (s === null || s === undefined ? "—" : say("seconds", { s: language() === "en" ? s.toFixed(s < 10 ? 1 : 0) : decimal(s, s < 10 ? 1 : 0) }));
 const chapterName = (id) => {
   const i = CHAPTERS.findIndex((c) => c.id === id);
-  return i >= 0 ? `${i + 1}. ${CHAPTERS[i].title}` : id;
+  return i >= 0 ? say("chapter", { n: i + 1, title: CHAPTERS[i].title }) : id;
 };
 
 function cells(tag, values) {
@@ -22,27 +26,27 @@ function cells(tag, values) {
   return tr;
 }
 
-const HEAD = ["#", "chapter · step", "question", "in room", "answered", "right", "most common wrong", "time", "pre / post"];
+const HEAD = ["number", "where", "question", "inRoom", "answered", "right", "wrong", "time", "prePost"]; // keys of classroom.report.head.…
 
 function rowCells(r) {
-  const change = r.pre_post === "post" && r.change !== null ? `post: ${r.change >= 0 ? "+" : ""}${Math.round(r.change)} points` : r.pre_post;
+  const change = r.pre_post === "post" && r.change !== null ? say("post", { sign: r.change >= 0 ? "+" : "", n: Math.round(r.change) }) : r.pre_post ? say(`prePost.${r.pre_post}`) : r.pre_post;
   const wrong = r.common_wrong ? `${r.common_wrong} (${r.common_wrong_count})` : "—";
   return [
     r.number,
-    `${chapterName(r.chapter)} · ${r.step}`,
+    say("where", { chapter: chapterName(r.chapter), step: r.step }),
     r.text,
     r.in_room,
     r.answered,
-    `${pct(r.percent_right)}${r.revealed ? "" : " (not revealed)"}`,
+    r.revealed ? pct(r.percent_right) : say("notRevealed", { percent: pct(r.percent_right) }),
     wrong,
     seconds(r.median_seconds),
     change || "",
   ];
 }
 
-export function totalsText(t) {
-  if (!t.questions) return "No question has ended yet.";
-  return `${t.questions} question${t.questions === 1 ? "" : "s"}, ${t.answers} answers, ${pct(t.percent_right)} right.`;
+export function totalsText(totals) {
+  if (!totals.questions) return say("none");
+  return say("totals", { questions: totals.questions, answers: totals.answers, percent: pct(totals.percent_right) });
 }
 
 /** The pairs of the same question asked before and after (pre → post). */
@@ -59,7 +63,7 @@ export function prePost(rows) {
 export function reportTable(rows, totals) {
   const table = el("table", { className: "cr-summary-table", dataset: { testid: "class-report-table" } });
   const thead = el("thead");
-  thead.append(cells("th", HEAD));
+  thead.append(cells("th", HEAD.map((k) => say(`head.${k}`))));
   const tbody = el("tbody");
   for (const r of rows) {
     const tr = cells("td", rowCells(r));
@@ -69,7 +73,7 @@ export function reportTable(rows, totals) {
   table.append(thead, tbody);
   const parts = [table, el("p", { dataset: { testid: "class-report-total" } }, totalsText(totals))];
   for (const { pre, post } of prePost(rows)) {
-    const line = `Before and after: “${post.text}” ${pct(pre.percent_right)} → ${pct(post.percent_right)} right (questions ${pre.number} and ${post.number}).`;
+    const line = say("prePostLine", { text: post.text, pre: pct(pre.percent_right), post: pct(post.percent_right), a: pre.number, b: post.number });
     parts.push(el("p", { className: "cr-prepost", dataset: { testid: "class-report-prepost" } }, line));
   }
   return parts;
@@ -79,18 +83,18 @@ export function reportTable(rows, totals) {
 export function printableReport(title, report) {
   const root = el("article", { className: "lesson-handout class-report", dataset: { testid: "class-report-print" } });
   root.append(el("h1", {}, title));
-  const when = report.started ? `Started ${report.started.replace("T", " ").replace("+00:00", " UTC")}` : "";
+  const when = report.started ? say("started", { when: report.started.replace("T", " ").replace("+00:00", " UTC") }) : "";
   if (when) root.append(el("p", {}, when));
   root.append(...reportTable(report.rows, report.totals));
   for (const r of report.rows) {
     const section = el("section", { className: "handout-view" });
     section.append(el("h2", {}, `${r.number}. ${r.text}`));
-    section.append(el("p", {}, `${chapterName(r.chapter)} · step ${r.step} · ${r.answered} of ${r.in_room} answered · ${pct(r.percent_right)} right`));
+    section.append(el("p", {}, say("questionLine", { chapter: chapterName(r.chapter), step: r.step, answered: r.answered, inRoom: r.in_room, percent: pct(r.percent_right) })));
     const list = el("table", { className: "handout-numbers" });
-    list.append(cells("th", ["answer", "votes", ""]));
+    list.append(cells("th", [say("answer"), say("votes"), ""]));
     r.options.forEach((o, j) => {
       if (r.kind === "cell" && !r.counts[j] && !r.right.includes(j)) return; // a grid: the cells that matter
-      list.append(cells("td", [o, r.counts[j], r.right.includes(j) ? "right" : ""]));
+      list.append(cells("td", [o, r.counts[j], r.right.includes(j) ? say("rightMark") : ""]));
     });
     section.append(list);
     if (r.explain) section.append(el("p", { className: "handout-note" }, r.explain));

@@ -7,10 +7,14 @@
 //   new RoomMenu({ room() → { code, key } | null, say(text), closed() })   .root is the <details>
 
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { call, getBlob } from "../api.js";
 import { showHandout } from "./lesson-handout.js";
 import { printableReport, reportTable } from "./report.js";
 import { teacherToken } from "./session.js";
+
+/** A line of the Room menu (classroom.room.…): its words are in the catalogs, read when drawn. */
+const word = (key, values) => t(`classroom.room.${key}`, values);
 
 export class RoomMenu {
   constructor({ room, say, closed }) {
@@ -18,7 +22,7 @@ export class RoomMenu {
     this.say = say;
     this.closed = closed;
     const details = el("details", { className: "cr-room-menu", dataset: { testid: "room-menu" } });
-    details.append(el("summary", {}, "Room"));
+    details.append(el("summary", {}, word("summary")));
     const panel = el("div", { className: "cr-room-panel" });
     const button = (text, testid, fn) => {
       const b = el("button", { type: "button", dataset: { testid } }, text);
@@ -27,18 +31,18 @@ export class RoomMenu {
     };
     this.summaryBox = el("div", { className: "cr-summary", dataset: { testid: "quiz-summary" } });
     const csvRow = el("p", { className: "cr-lessons-row" });
-    csvRow.append(button("Download CSV", "quiz-csv", () => this.download()), button("Printable page", "report-print", () => this.print()));
+    csvRow.append(button(word("csv"), "quiz-csv", () => this.download()), button(word("print"), "report-print", () => this.print()));
     this.keptBox = el("div", { className: "cr-summary", dataset: { testid: "reports-kept" } });
     const roomRow = el("p", { className: "cr-lessons-row" });
-    roomRow.append(button("Reset the room", "room-reset", () => this.reset()), button("Close the room", "room-close", () => this.close()));
-    const help = "Reset: no question running, a new class report (students stay; the report so far is kept). Close: every student's page is told the room has closed.";
+    roomRow.append(button(word("reset"), "room-reset", () => this.reset()), button(word("close"), "room-close", () => this.close()));
+    const help = word("help");
     panel.append(
-      el("h3", {}, "The class report"),
+      el("h3", {}, word("reportTitle")),
       this.summaryBox,
       csvRow,
-      el("h3", {}, "Earlier classes"),
+      el("h3", {}, word("earlier")),
       this.keptBox,
-      el("h3", {}, "The room"),
+      el("h3", {}, word("roomTitle")),
       el("p", { className: "cr-room-help" }, help),
       roomRow,
     );
@@ -61,7 +65,7 @@ export class RoomMenu {
       return;
     }
     if (!this.report.rows.length) {
-      this.summaryBox.replaceChildren(el("p", { dataset: { testid: "quiz-summary-empty" } }, "No question has ended yet."));
+      this.summaryBox.replaceChildren(el("p", { dataset: { testid: "quiz-summary-empty" } }, t("classroom.report.none")));
       return;
     }
     this.summaryBox.replaceChildren(...reportTable(this.report.rows, this.report.totals));
@@ -70,7 +74,7 @@ export class RoomMenu {
   /** The reports kept in the database (earlier classes, also of closed rooms), newest first. */
   async drawKept() {
     if (!teacherToken()) {
-      this.keptBox.replaceChildren(el("p", {}, "Open the teacher link to see the reports of earlier classes."));
+      this.keptBox.replaceChildren(el("p", {}, word("needToken")));
       return;
     }
     let kept;
@@ -81,21 +85,21 @@ export class RoomMenu {
       return;
     }
     if (!kept.length) {
-      this.keptBox.replaceChildren(el("p", {}, "None yet: a class's report is kept as soon as its first question ends."));
+      this.keptBox.replaceChildren(el("p", {}, word("noneKept")));
       return;
     }
     const list = el("ul", { className: "cr-kept" });
     for (const r of kept.slice(0, 20)) {
       const li = el("li", { dataset: { testid: `report-kept-${r.id}` } });
-      const what = r.lesson_title ? `“${r.lesson_title}”` : "no saved lesson";
-      li.append(el("span", {}, `${r.started.slice(0, 16).replace("T", " ")} · room ${r.room} · ${what} · ${r.questions} question${r.questions === 1 ? "" : "s"} `));
-      const csv = el("button", { type: "button", dataset: { testid: `report-kept-csv-${r.id}` } }, "CSV");
+      const what = r.lesson_title ? t("format.quote", { text: r.lesson_title }) : word("noLesson");
+      li.append(el("span", {}, `${word("kept", { when: r.started.slice(0, 16).replace("T", " "), room: r.room, what, n: r.questions })} `));
+      const csv = el("button", { type: "button", dataset: { testid: `report-kept-csv-${r.id}` } }, word("keptCsv"));
       csv.addEventListener("click", () => this.save(`/api/reports/${r.id}.csv`, teacherToken(), `class-report-${r.id}.csv`));
-      const print = el("button", { type: "button", dataset: { testid: `report-kept-print-${r.id}` } }, "Print");
+      const print = el("button", { type: "button", dataset: { testid: `report-kept-print-${r.id}` } }, word("keptPrint"));
       print.addEventListener("click", async () => {
         const report = await call("GET", `/api/reports/${r.id}`, { secret: teacherToken() });
         this.root.open = false;
-        showHandout(printableReport(`Class report · room ${r.room} · ${what}`, report));
+        showHandout(printableReport(word("printTitleLesson", { room: r.room, what }), report));
       });
       li.append(csv, print);
       list.append(li);
@@ -110,7 +114,7 @@ export class RoomMenu {
     await this.drawSummary();
     if (!this.report) return;
     this.root.open = false;
-    showHandout(printableReport(`Class report · room ${room.code}`, { ...this.report, started: new Date().toISOString().slice(0, 16) }));
+    showHandout(printableReport(word("printTitle", { room: room.code }), { ...this.report, started: new Date().toISOString().slice(0, 16) }));
   }
 
   /** The CSV through api.js (the key goes in a header, never in a link), saved as class-CODE.csv. */
@@ -128,16 +132,16 @@ export class RoomMenu {
       a.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10_000);
     } catch (e) {
-      this.say(`No CSV: ${e.message}`);
+      this.say(word("csvFailed", { reason: e.message }));
     }
   }
 
   async reset() {
     const room = this.room();
-    if (!room || !window.confirm("Reset the room? A new class report starts (the one so far is kept); the students stay.")) return;
+    if (!room || !window.confirm(word("resetConfirm"))) return;
     try {
       await call("POST", `/api/rooms/${room.code}/reset`, { secret: room.key });
-      this.say(`Room ${room.code} is reset.`);
+      this.say(word("resetDone", { code: room.code }));
       this.drawSummary();
     } catch (e) {
       this.say(e.message);
@@ -146,7 +150,7 @@ export class RoomMenu {
 
   async close() {
     const room = this.room();
-    if (!room || !window.confirm("Close the room? Every student's page is told it has closed.")) return;
+    if (!room || !window.confirm(word("closeConfirm"))) return;
     try {
       await call("DELETE", `/api/rooms/${room.code}`, { secret: room.key });
     } catch (e) {
@@ -157,6 +161,6 @@ export class RoomMenu {
     }
     this.root.open = false;
     this.closed();
-    this.say(`Room ${room.code} is closed. Present opens a new one.`);
+    this.say(word("closed", { code: room.code }));
   }
 }

@@ -13,6 +13,8 @@
 // The server's own words: {"lost": why} before it closes with 1013 (its room store is away: connect
 // again), {"missing": why} before 4404 (no such room), {"closed": why} (the room closed: final).
 
+import { t } from "../i18n.js";
+
 const HEARTBEAT_MS = 15_000; // a ping this often; no message for 2.5× as long = a dead link
 const WAIT_MS = 120_000; // how long a page that was in a room waits for it to be opened again
 const PRESENTER_PROTOCOL = "attention3d.presenter";
@@ -89,11 +91,11 @@ export class RoomSocket {
       if (ws !== this.ws || this.stopped) return;
       if (e.code === 4404 && this.why?.status !== "waiting") {
         this.stop();
-        this.onStatus("closed", e.reason || "this room is closed");
+        this.onStatus("closed", e.reason || t("classroom.socket.closed"));
         return;
       }
       if (this.why) this.onStatus(this.why.status, this.why.detail);
-      else if (e.code === 4409) this.onStatus("retrying", "the room is full");
+      else if (e.code === 4409) this.onStatus("retrying", t("classroom.socket.full"));
       else this.onStatus("retrying");
       const wait = this.delay * (0.75 + Math.random() * 0.5);
       this.delay = Math.min(this.delay * 2, this.maxDelay);

@@ -10,11 +10,15 @@
 
 import { CHAPTERS } from "../chapters/index.js";
 import { el } from "../dom.js";
+import { t } from "../i18n.js";
 import { viewState } from "../pageview.js";
 import { call } from "../api.js";
 import { viewSummary } from "./lesson-views.js";
 import { chapterSteps } from "./questions.js";
 import { teacherToken } from "./session.js";
+
+const say = (k, values) => t(`classroom.teacher.${k}`, values);
+const STATES = new Set(["live", "connecting", "retrying", "waiting", "closed"]); // the room's connection, in words
 
 const key = (k) => document.body.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true, cancelable: true }));
 
@@ -23,21 +27,21 @@ export class TeacherPanel {
     this.presenter = presenter;
     this.lessons = new Map(); // lesson id → the lesson (with its notes), fetched with the teacher token
     document.body.classList.add("cr-teacher");
-    const root = el("section", { className: "cr-teacher-panel", "aria-label": "The teacher's window", dataset: { testid: "teacher-panel" } });
+    const root = el("section", { className: "cr-teacher-panel", "aria-label": say("label"), dataset: { testid: "teacher-panel" } });
     this.status = el("p", { className: "cr-teacher-status", role: "status", dataset: { testid: "teacher-status" } });
     this.now = el("p", { className: "cr-teacher-now", dataset: { testid: "teacher-now" } });
     this.next = el("p", { className: "cr-teacher-next", dataset: { testid: "teacher-next-step" } });
-    this.noteTitle = el("h2", { className: "cr-teacher-note-title" }, "Your note");
+    this.noteTitle = el("h2", { className: "cr-teacher-note-title" }, say("noteTitle"));
     this.note = el("p", { className: "cr-teacher-note", dataset: { testid: "teacher-note" } });
     const button = (text, testid, fn, title = "") => {
       const b = el("button", { type: "button", dataset: { testid }, ...(title ? { title } : {}) }, text);
       b.addEventListener("click", fn);
       return b;
     };
-    this.back = button("← Back", "teacher-back", () => key("PageUp"), "The previous step (PageUp)");
-    this.forward = button("Next →", "teacher-next", () => key("PageDown"), "The next step (PageDown)");
-    this.blank = button("B: blank", "teacher-blank", () => presenter.toggleBlank(), "Blank the projector and every phone");
-    this.hide = button("H: hide numbers", "teacher-hide", () => presenter.toggleNumbers(), "Hide the numbers everywhere: think first");
+    this.back = button(say("back"), "teacher-back", () => key("PageUp"), say("backTitle"));
+    this.forward = button(say("next"), "teacher-next", () => key("PageDown"), say("nextTitle"));
+    this.blank = button(say("blank"), "teacher-blank", () => presenter.toggleBlank(), say("blankTitle"));
+    this.hide = button(say("hide"), "teacher-hide", () => presenter.toggleNumbers(), say("hideTitle"));
     const nav = el("div", { className: "cr-teacher-row" });
     nav.append(this.back, this.forward, this.blank, this.hide);
     const ask = el("div", { className: "cr-teacher-row cr-teacher-ask" });
@@ -54,10 +58,12 @@ export class TeacherPanel {
   draw() {
     const p = this.presenter;
     const room = p.room;
-    const screen = p.screenShown === "blank" ? " · the screen is blank (B)" : p.screenShown === "hidden" ? " · the numbers are hidden (H)" : "";
+    const screen = p.screenShown === "blank" || p.screenShown === "hidden" ? p.screenShown : "shown";
+    const state = p.status ?? "connecting";
+    const status = STATES.has(state) ? say(`state.${state}`) : state;
     this.status.textContent = room
-      ? `Room ${room.code} · ${p.followers ?? 0} following · ${p.status === "live" ? "● live" : (p.status ?? "connecting")}${screen}`
-      : "Waiting for the projector's room… (press Present in the projector's window)";
+      ? say("status", { code: room.code, n: p.followers ?? 0, status, screen })
+      : say("waiting");
     this.blank.setAttribute("aria-pressed", String(p.screenShown === "blank"));
     this.hide.setAttribute("aria-pressed", String(p.screenShown === "hidden"));
     const view = viewState();
@@ -66,20 +72,22 @@ export class TeacherPanel {
     const i = steps ? steps.findIndex((s) => s.id === view.step) : -1;
     const here = CHAPTERS[chapter];
     this.now.textContent = here
-      ? `Now: chapter ${chapter + 1} of ${CHAPTERS.length}, ${here.title}${i >= 0 ? ` · step ${i + 1}. ${steps[i].title}` : ""}`
+      ? i >= 0
+        ? say("nowStep", { chapter: chapter + 1, chapters: CHAPTERS.length, title: here.title, step: i + 1, stepTitle: steps[i].title })
+        : say("now", { chapter: chapter + 1, chapters: CHAPTERS.length, title: here.title })
       : "";
     if (!this.deck?.lesson) {
       const nextStep = steps && i >= 0 ? steps[i + 1] : null;
       const nextChapter = CHAPTERS[chapter + 1];
       this.next.textContent = nextStep
-        ? `Next: step ${i + 2}. ${nextStep.title}`
+        ? say("nextStep", { step: i + 2, title: nextStep.title })
         : nextChapter
-          ? `Next: chapter ${chapter + 2}, ${nextChapter.title}`
-          : "This is the last step of the lesson.";
+          ? say("nextChapter", { chapter: chapter + 2, title: nextChapter.title })
+          : say("lastStep");
     }
     const open = p.quiz.open;
     this.back.disabled = this.forward.disabled = open;
-    this.back.title = this.forward.title = open ? "The class is answering: reveal the answer or end the question first" : "";
+    this.back.title = this.forward.title = open ? say("answering") : "";
   }
 
   async lesson(id) {
@@ -93,8 +101,8 @@ export class TeacherPanel {
   async drawDeck(deck) {
     this.deck = deck;
     if (!deck?.lesson) {
-      this.noteTitle.textContent = "Your note";
-      this.note.textContent = "No lesson is playing. Play a saved lesson (Lessons → Play): each view's note shows here, and only here.";
+      this.noteTitle.textContent = say("noteTitle");
+      this.note.textContent = say("noLesson");
       this.note.dataset.empty = "true";
       this.draw();
       return;
@@ -102,12 +110,14 @@ export class TeacherPanel {
     const lesson = await this.lesson(deck.lesson);
     if (this.deck !== deck) return;
     const view = lesson?.views?.[deck.index];
-    this.noteTitle.textContent = `${deck.title || lesson?.title || "Lesson"} · view ${deck.index + 1} of ${deck.count}`;
-    this.note.textContent = view?.note || "(no note for this view)";
+    this.noteTitle.textContent = say("deckTitle", { title: deck.title || lesson?.title || say("lesson"), index: deck.index + 1, count: deck.count });
+    this.note.textContent = view?.note || say("noNote");
     this.note.dataset.empty = String(!view?.note);
     const after = lesson?.views?.[deck.index + 1];
     this.next.textContent = after
-      ? `Next view: ${viewSummary(after.state)}${after.note ? ` (note: ${after.note.slice(0, 80)}${after.note.length > 80 ? "…" : ""})` : ""}`
-      : "This is the lesson's last view.";
+      ? after.note
+        ? say("nextViewNote", { view: viewSummary(after.state), note: `${after.note.slice(0, 80)}${after.note.length > 80 ? "…" : ""}` })
+        : say("nextView", { view: viewSummary(after.state) })
+      : say("lastView");
   }
 }

@@ -8,6 +8,7 @@
 
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
+import { integer, t } from "../i18n.js";
 
 const BALL = 0.07; // radius of a token no share passes through
 const EDGE = 0.22; // thickness of an edge carrying the whole focus
@@ -124,9 +125,9 @@ export class LayerStack {
     }
     if (axis) {
       const left = x(0) - 0.3 - 40 / px; // right of the label's centre: the row's first ball
-      this.add(this.stage.label("input", [left, y(0), 0], "stage-label ls-layer"));
+      this.add(this.stage.label(t("chapter.inside.table.input"), [left, y(0), 0], "stage-label ls-layer"));
       // layers are numbered from 0, as the overview and the API number them: the top row is after layer L − 1
-      this.add(this.stage.label(`after ${layers - 1}`, [left, y(layers), 0], "stage-label ls-layer"));
+      this.add(this.stage.label(t("chapter.inside.table.after", { layer: integer(layers - 1) }), [left, y(layers), 0], "stage-label ls-layer"));
     }
     if (title) this.add(this.stage.label(title, [0, y(0) - 0.32 - 34 / px, 0], "stage-label ls-title")); // under the words
   }
