@@ -99,7 +99,9 @@ class TraceStore:
     """A trace's keys, values and queries: one array per layer for the whole sentence (n positions),
     the earlier layers' those of the trace it continues; and the hidden state after each layer run."""
 
-    def __init__(self, layer: Layer, o: NumpyOps, spec: ModelSpec, n: int, start: Trace, stop: int, drop: int = 0) -> None:
+    def __init__(
+        self, layer: Layer, o: NumpyOps, spec: ModelSpec, n: int, start: Trace, stop: int, drop: int = 0
+    ) -> None:
         self.layer, self.o, self.drop, self.first = layer, o, drop, len(start.hidden)  # first: hidden index of shown[0]
         self.q: list[Any] = [o.array(a) for a in start.q]
         self.k: list[Any] = [o.array(a) for a in start.k]

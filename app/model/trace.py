@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 GONE = np.empty(0, dtype=np.float32)  # a dropped layer's place in a trace's lists
 GONE.flags.writeable = False
 

@@ -134,7 +134,9 @@ def test_the_long_view_fits_every_screen(browser: Any, server: str, size: tuple[
         assert f"shows {count} of the {N} words" in w.text("scene-note")
         box = page.get_by_test_id("scene").bounding_box()
         assert box and box["width"] > 200 and box["height"] > 200
-        if size[0] >= 1280:  # the whole table in blocks, every block column and row on the screen, in the lesson's column
+        if (
+            size[0] >= 1280
+        ):  # the whole table in blocks, every block column and row on the screen, in the lesson's column
             table = page.locator("#matrix").bounding_box()
             lesson = page.locator(".lesson").bounding_box()
             last = page.get_by_test_id("block-15-15").bounding_box()

@@ -162,7 +162,9 @@ def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, sm
         held = handle.cached(text, "numpy")
         assert held is not None and held.layers == layer + 1 and held.dropped == layer and not held.complete
         assert [held.holds(i) for i in range(layer + 1)] == [False] * layer + [True]
-        assert [a.size for a in (*held.q[:layer], *held.k[:layer], *held.v[:layer], *held.hidden[:layer])] == [0] * 4 * layer
+        assert [a.size for a in (*held.q[:layer], *held.k[:layer], *held.v[:layer], *held.hidden[:layer])] == [
+            0
+        ] * 4 * layer
         for name in ("q", "k", "v"):
             np.testing.assert_array_equal(getattr(held, name)[layer], getattr(trace, name)[layer])
         np.testing.assert_array_equal(held.hidden[layer], trace.hidden[layer])  # its input, for the rows to flow on
