@@ -136,27 +136,27 @@ def long_text(smollm: Model, tokens: int) -> str:
 
 
 def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, smollm: Model) -> None:
-    """600 tokens of SmolLM2, layer 3: the summary by itself, blocks of ⌈n / 16⌉, its default rows the
-    first 32, causal; the server keeps layer 3's q, k, v and its input only (not layers 0 … 2); asking
+    """600 tokens of SmolLM2, layer 2: the summary by itself, blocks of ⌈n / 16⌉, its default rows the
+    first 32, causal; the server keeps layer 2's q, k, v and its input only (not layers 0 and 1); asking
     for every cell is a 422 naming the limit; the model's facts say how long a sentence may be."""
     text = long_text(smollm, 600)
     n = len(smollm.tokenizer.encode(text))
-    fields, arrays = _frame(smol_client, sentence=text, model=DECODER, layer=3, head=4, rows=[n - 1, n - 2])
+    fields, arrays = _frame(smol_client, sentence=text, model=DECODER, layer=2, head=4, rows=[n - 1, n - 2])
     assert fields["detail"] == "summary" and fields["mask"] == "causal" and len(fields["tokens"]) == n
     assert fields["block"] == -(-n // 16) and fields["rows"] == [n - 1, n - 2]
     assert arrays["weights"].shape == (2, n) and arrays["block_mean"].shape == (16, 16)
     np.testing.assert_allclose(arrays["weights"].sum(axis=1), 1, rtol=0, atol=1e-12)
     assert arrays["weights"][1, n - 1] == 0 and np.isneginf(arrays["masked"][1, n - 1])  # the later key is hidden
     # the rows' weights are a full softmax over every key of the model's own q and k (float64, a plain loop)
-    trace = smollm.forward(smollm.tokenizer.encode(text).ids, "numpy", 4, open_last=True)  # every layer kept
-    q, k = trace.q[3][4].astype(np.float64), trace.k[3][4 // 3].astype(np.float64)  # head 4 reads KV head 1
+    trace = smollm.forward(smollm.tokenizer.encode(text).ids, "numpy", 3, open_last=True)  # every layer kept
+    q, k = trace.q[2][4].astype(np.float64), trace.k[2][4 // 3].astype(np.float64)  # head 4 reads KV head 1
     for row, i in enumerate((n - 1, n - 2)):
         s = [float(q[i] @ k[j]) / 8 for j in range(i + 1)]  # keys 0 … i: the causal mask
         e = np.exp(np.array(s) - max(s))
         np.testing.assert_allclose(arrays["weights"][row, : i + 1], e / e.sum(), rtol=0, atol=1e-6)
-    # what the server holds for it: layer 3's q, k, v (the same numbers) and its input, nothing of layers 0 … 2
+    # what the server holds for it: layer 2's q, k, v (the same numbers) and its input, nothing of layers 0 and 1
     handle = handle_for(registry.decoder_file())
-    for layer in (3, 1):  # a later layer continues the rows; an earlier one runs them again
+    for layer in (2, 1):  # a later layer continues the rows; an earlier one runs them again
         if layer == 1:
             _frame(smol_client, sentence=text, model=DECODER, layer=1, head=0, stages=["block_mean"])
         held = handle.cached(text, "numpy")
