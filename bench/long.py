@@ -15,7 +15,9 @@
 2. memory: in a fresh process per size, the model loaded and warmed on a short prompt, the peak RSS
    (VmHWM, reset through /proc/self/clear_refs) a prefill of n tokens adds, for n = 1,024, 2,048, 4,096
    (KV cache included: 30 layers × 2 × 3 heads × 64 × 4 bytes = 46 KB a token). Linear in n, not n².
-                                                                                goal ≤ 600 MB at 4,096
+   Then the page's view of layer 29 on 4,079 tokens (service.sentence_view, detail summary): its peak,
+   and what stays held after (the trace in the model's cache: layer 29's q, k, v and input only).
+   .venv/bin/python -m bench.long memory        this part alone       goal ≤ 600 MB at 4,096
 3. page: a real server and Debian's Chromium (SwiftShader, no GPU), 1280 × 720, SmolLM2 picked (a page
    on "Hello"): a 491-token and a 4,079-token sentence typed and run (Enter) → the first drawn view (the page says ready
    and a frame has been painted since), median of 3 new sentences each; then the 3D view rotated by
@@ -117,21 +119,31 @@ def status(key):
     return int(open("/proc/self/status").read().split(key + ":")[1].split()[0]) * 1024
 open("/proc/self/clear_refs", "w").write("5")  # VmHWM := VmRSS
 before = status("VmRSS")
-generate.advance(model, ids, generate.new_cache(model, n), 29, 0)
-print(json.dumps({"n": n, "added": status("VmHWM") - before}))
+if sys.argv[2] == "prefill":
+    generate.advance(model, ids, generate.new_cache(model, n), 29, 0)
+else:  # the view of layer 29, head 4 (POST /api/attention, detail summary), its trace left in the model's cache
+    from app.model import service
+    sentence = text(237)  # 4,079 tokens: within the page's limit
+    n = len(model.tokenizer.encode(sentence))
+    service.sentence_view(handle_for(registry.decoder_file()), sentence, 29, 4, None, False, "numpy")
+print(json.dumps({"n": n, "added": status("VmHWM") - before, "kept": status("VmRSS") - before}))
 """
 
 
 def memory() -> None:
-    print("memory: the peak RSS a prefill adds (a fresh process each; KV cache 46 KB a token)")
+    print("memory: the peak RSS a prefill, and a view of layer 29, add (a fresh process each; KV cache 46 KB a token)")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for n in (1024, 2048, 4096):
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(n)], cwd=ROOT, env=env, capture_output=True, text=True)
-        if out.returncode:
-            print(out.stderr[-2000:])
-            continue
-        got = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"  {n:>5} tokens   +{got['added'] / 2**20:6.0f} MB   ({got['added'] / n / 1024:.0f} KB a token)")
+    for what, sizes in (("prefill", (1024, 2048, 4096)), ("view L29", (4096,))):
+        for n in sizes:
+            args = [sys.executable, "-c", _CHILD, str(n), what.split()[0]]
+            out = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True)
+            if out.returncode:
+                print(out.stderr[-2000:])
+                continue
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            n, added, kept = got["n"], got["added"] / 2**20, got["kept"] / 2**20
+            print(f"  {what:<8} {n:>5} tokens   peak +{added:6.0f} MB ({added * 1024 / n:.0f} KB a token), "
+                  f"held after +{kept:5.0f} MB")  # fmt: skip
 
 
 # ---- 3. page ------------------------------------------------------------------------------------
@@ -208,7 +220,7 @@ def page_rows(rounds: int = 3) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="The decoder reading 4,096 tokens; the page drawing them")
-    parser.add_argument("parts", nargs="*", choices=["prefill", "page"], default=["prefill", "page"])
+    parser.add_argument("parts", nargs="*", choices=["prefill", "memory", "page"], default=["prefill", "page"])
     parser.add_argument("--one-thread", action="store_true", help="prefill: one thread each (the work itself)")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--sizes", default="512,4096", help="prefill: prompt lengths in tokens")
@@ -220,6 +232,7 @@ def main() -> None:
 
             nn.WORKERS = 1
         prefill(args.rounds, tuple(int(n) for n in args.sizes.split(",")))
+    if "prefill" in parts or "memory" in parts:
         memory()
     if "page" in parts:
         page_rows()

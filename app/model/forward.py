@@ -25,7 +25,7 @@ from app.attention import Backend
 from app.model.families import FAMILIES
 from app.model.families.base import NO_HOOKS, Decoder, Hooks, Layer, ModelSpec
 from app.model.nn import NumpyOps, ops
-from app.model.trace import Trace
+from app.model.trace import GONE, Trace
 from app.model.weights import Weights
 
 
@@ -99,8 +99,10 @@ class TraceStore:
     """A trace's keys, values and queries: one array per layer for the whole sentence (n positions),
     the earlier layers' those of the trace it continues; and the hidden state after each layer run."""
 
-    def __init__(self, layer: Layer, o: NumpyOps, spec: ModelSpec, n: int, start: Trace, stop: int) -> None:
-        self.layer, self.o = layer, o
+    def __init__(
+        self, layer: Layer, o: NumpyOps, spec: ModelSpec, n: int, start: Trace, stop: int, drop: int = 0
+    ) -> None:
+        self.layer, self.o, self.drop, self.first = layer, o, drop, len(start.hidden)  # first: hidden index of shown[0]
         self.q: list[Any] = [o.array(a) for a in start.q]
         self.k: list[Any] = [o.array(a) for a in start.k]
         self.v: list[Any] = [o.array(a) for a in start.v]
@@ -122,7 +124,12 @@ class TraceStore:
         return self.k[i], self.v[i]  # the whole arrays: the observer of nn.attend tells layers apart by them
 
     def hidden(self, i: int, xs: list[Any]) -> None:
+        """Layer i has run: its output kept; below `drop`, its q, k, v and its input let go as the rows flow on."""
         self.shown.append(self.o.numpy(self.layer.shown(i, self.o.cat(xs, 0))))
+        if i < self.drop:
+            self.q[i] = self.k[i] = self.v[i] = GONE
+            if i >= self.first:  # its input came from this run
+                self.shown[i - self.first] = GONE
 
 
 def layer_of(weights: Weights, spec: ModelSpec, backend: Backend, hooks: Hooks = NO_HOOKS) -> tuple[Layer, NumpyOps]:
@@ -142,25 +149,32 @@ def trace(
     start: Trace | None = None,
     open_last: bool = False,
     hooks: Hooks = NO_HOOKS,
+    drop: int = 0,
 ) -> Trace:
     """The trace of layers 0 … layers − 1 (all by default), continuing `start`, a shorter trace of
     the same ids, when given: a view of layer L needs only the layers up to L. open_last: the last
-    layer stops at its q, k, v (all a view of it shows); a later call finishes it."""
+    layer stops at its q, k, v (all a view of it shows); a later call finishes it. drop: layers
+    0 … drop − 1 keep nothing once the rows have flowed through them (Trace.dropped; a long
+    sentence's view: drop = L keeps layer L's q, k, v and its input only)."""
     layer, o = layer_of(weights, spec, backend, hooks)
     start = start or Trace([], [], [], [o.numpy(layer.embed(ids, 0))])
     stop = spec.layers if layers is None else layers
     begin = len(start.hidden) - 1  # the first layer to run (its q, k, v known when the trace left it open)
     if begin >= stop:
         return start
-    store = TraceStore(layer, o, spec, len(ids), start, stop)
+    drop = min(drop, stop - 1 if open_last else stop)  # never the layer a view shows, nor the last rows
+    store = TraceStore(layer, o, spec, len(ids), start, stop, drop)
     q = store.q[begin] if begin < len(start.q) else None
     run(layer, o, o.array(start.hidden[-1]), 0, begin, stop, store, q=q, open_last=open_last, kept=store.hidden)
-    return Trace(
-        [*start.q, *(o.numpy(a) for a in store.q[len(start.q) :])],
-        [*start.k, *(o.numpy(a) for a in store.k[len(start.k) :])],
-        [*start.v, *(o.numpy(a) for a in store.v[len(start.v) :])],
-        [*start.hidden, *store.shown],
-    )
+    qs = [*start.q, *(a if a is GONE else o.numpy(a) for a in store.q[len(start.q) :])]
+    ks = [*start.k, *(a if a is GONE else o.numpy(a) for a in store.k[len(start.k) :])]
+    vs = [*start.v, *(a if a is GONE else o.numpy(a) for a in store.v[len(start.v) :])]
+    hidden = [*start.hidden, *store.shown]
+    if drop:
+        for arrays in (qs, ks, vs):
+            arrays[:drop] = [GONE] * min(drop, len(arrays))
+        hidden[:-1] = [GONE if j < drop else h for j, h in enumerate(hidden[:-1])]
+    return Trace(qs, ks, vs, hidden, dropped=max(drop, start.dropped))
 
 
 def step(

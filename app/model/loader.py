@@ -40,14 +40,16 @@ class Model:
         layers: int | None = None,
         start: Trace | None = None,
         open_last: bool = False,
+        drop: int = 0,
     ) -> Trace:
         """The trace of every layer, or of layers 0 … layers − 1, continuing `start` (a trace of the
-        same ids through fewer layers) when given; open_last stops the last layer at its q, k, v."""
+        same ids through fewer layers) when given; open_last stops the last layer at its q, k, v;
+        layers 0 … drop − 1 keep nothing once run (Trace.dropped)."""
         if not 1 <= len(ids) <= self.spec.max_positions:
             raise ValueError(f"{len(ids)} tokens; {self.spec.name} reads 1 … {self.spec.max_positions}")
         if layers is not None and not 0 <= layers <= self.spec.layers:
             raise ValueError(f"layers must be 0 … {self.spec.layers}, got {layers}")
-        return forward.trace(ids, self.weights, self.spec, backend, layers, start, open_last)
+        return forward.trace(ids, self.weights, self.spec, backend, layers, start, open_last, drop=drop)
 
 
 def load(spec: ModelSpec) -> Model:
@@ -105,6 +107,12 @@ class ModelHandle:
                     return cached[0]
         return self.model().tokenizer.encode(sentence)
 
+    def cached(self, sentence: str, backend: Backend) -> Trace | None:
+        """The sentence's trace in the cache, if any (what the server holds for it)."""
+        with self._cache_lock:
+            got = self._cache.get(f"{backend}\0{sentence}")
+        return None if got is None else got[1]
+
     def trace(self, sentence: str, encoded: Encoded, backend: Backend, layers: int | None = None) -> Trace:
         """The forward pass of an encoded sentence through `layers` layers (all by default).
 
@@ -113,22 +121,33 @@ class ModelHandle:
         last layer's q, k, v only, so that layer is left open: a view of layer 2 runs layers 0 and
         1 and layer 2's projections, and a later look at layer 5 finishes layer 2 and goes on.
         layers=None runs every layer to its end.
+
+        A long sentence (past limits.MAX_TOKENS: its view is a summary of one layer) keeps only the
+        layer asked for: its q, k, v and its input (~25 MB at 4,096 tokens for SmolLM2, where
+        every layer would be ~760 MB at layer 29); the earlier layers are let go as the rows flow
+        on (Trace.dropped). A later layer continues it; an earlier one runs again from the start.
         """
         model = self.model()
         want = model.spec.layers if layers is None else layers
+        drop = max(want - 1, 0) if layers is not None and len(encoded.ids) > limits.MAX_TOKENS else 0
+
+        def serves(t: Trace) -> bool:
+            return t.layers >= want and (layers is not None or t.complete) and t.dropped <= drop
+
         key = f"{backend}\0{sentence}"
         with self._cache_lock:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
-                if cached[1].layers >= want and (layers is not None or cached[1].complete):
+                if serves(cached[1]):
                     return cached[1]
-        start = cached[1] if cached is not None else None
-        trace = model.forward(encoded.ids, backend, want, start, open_last=layers is not None)
+        # continued only up the layers, and only from what it still holds
+        start = cached[1] if cached is not None and cached[1].layers <= want and cached[1].dropped <= drop else None
+        trace = model.forward(encoded.ids, backend, want, start, open_last=layers is not None, drop=drop)
         with self._cache_lock:
             now = self._cache.get(key)
-            # a concurrent request may have gone further
-            if now is None or (now[1].layers, now[1].complete) < (trace.layers, trace.complete):
+            # a concurrent request may have gone further; a long sentence keeps the layer its view shows now
+            if now is None or (now[1].layers, now[1].complete) < (trace.layers, trace.complete) or drop:
                 self._cache[key] = (encoded, trace)
             while len(self._cache) > 1 and (
                 len(self._cache) > limits.MODEL_CACHE_SENTENCES

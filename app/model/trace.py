@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+GONE = np.empty(0, dtype=np.float32)  # a dropped layer's place in a trace's lists
+GONE.flags.writeable = False
+
 
 @dataclass(frozen=True)
 class Trace:
@@ -20,17 +23,27 @@ class Trace:
     its last layer open (its q, k, v known, its attention and feed-forward not run) and is
     extended when a later layer is asked for (Model.forward(ids, layers=…, start=trace,
     open_last=…)); Model.forward(ids) runs them all to the end.
+
+    dropped   a long sentence's view keeps what it shows and no more (~25 MB a layer at 4,096
+              tokens): layers 0 … dropped − 1 ran, but their q, k, v and their inputs hidden[0 …
+              dropped − 1] are GONE (empty arrays keep the indices); hidden[-1] always stays, for
+              the rows to flow on when a later layer is asked for.
     """
 
     q: list[np.ndarray]
     k: list[np.ndarray]
     v: list[np.ndarray]
     hidden: list[np.ndarray]
+    dropped: int = 0
 
     def __post_init__(self) -> None:
         for arrays in (self.q, self.k, self.v, self.hidden):
             for a in arrays:
                 a.flags.writeable = False
+
+    def holds(self, layer: int) -> bool:
+        """Whether layer `layer`'s q, k, v are here (it has run and was not dropped)."""
+        return self.dropped <= layer < len(self.q)
 
     @property
     def layers(self) -> int:

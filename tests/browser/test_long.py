@@ -134,6 +134,17 @@ def test_the_long_view_fits_every_screen(browser: Any, server: str, size: tuple[
         assert f"shows {count} of the {N} words" in w.text("scene-note")
         box = page.get_by_test_id("scene").bounding_box()
         assert box and box["width"] > 200 and box["height"] > 200
+        if (
+            size[0] >= 1280
+        ):  # the whole table in blocks, every block column and row on the screen, in the lesson's column
+            table = page.locator("#matrix").bounding_box()
+            lesson = page.locator(".lesson").bounding_box()
+            last = page.get_by_test_id("block-15-15").bounding_box()
+            assert table and lesson and last
+            assert table["x"] + table["width"] <= min(size[0], lesson["x"] + lesson["width"]) + 0.5, (table, lesson)
+            assert last["x"] + last["width"] <= table["x"] + table["width"]
+            if query:  # the projector's page does not scroll: the last row is above the bottom edge
+                assert last["y"] + last["height"] <= size[1], last
         name = {1920: "1920", 390: "phone"}.get(size[0], "projector")
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SHOTS / f"long-{name}.png"))

@@ -13,7 +13,8 @@ from fastapi.testclient import TestClient
 
 from app import frame, limits
 from app.main import create_app
-from app.model.loader import Model
+from app.model import registry
+from app.model.loader import Model, handle_for
 from tests.model.test_service import ANIMAL, rejected
 
 DECODER = "smollm2-135m"
@@ -135,24 +136,39 @@ def long_text(smollm: Model, tokens: int) -> str:
 
 
 def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, smollm: Model) -> None:
-    """600 tokens of SmolLM2, layer 0 (its view runs one layer's projections): the summary by itself,
-    blocks of ⌈n / 16⌉, its default rows the first 32, causal; asking for every cell is a 422 naming
-    the limit; the model's facts say how long a sentence may be."""
+    """600 tokens of SmolLM2, layer 2: the summary by itself, blocks of ⌈n / 16⌉, its default rows the
+    first 32, causal; the server keeps layer 2's q, k, v and its input only (not layers 0 and 1); asking
+    for every cell is a 422 naming the limit; the model's facts say how long a sentence may be."""
     text = long_text(smollm, 600)
     n = len(smollm.tokenizer.encode(text))
-    fields, arrays = _frame(smol_client, sentence=text, model=DECODER, layer=0, head=4, rows=[n - 1, n - 2])
+    fields, arrays = _frame(smol_client, sentence=text, model=DECODER, layer=2, head=4, rows=[n - 1, n - 2])
     assert fields["detail"] == "summary" and fields["mask"] == "causal" and len(fields["tokens"]) == n
     assert fields["block"] == -(-n // 16) and fields["rows"] == [n - 1, n - 2]
     assert arrays["weights"].shape == (2, n) and arrays["block_mean"].shape == (16, 16)
     np.testing.assert_allclose(arrays["weights"].sum(axis=1), 1, rtol=0, atol=1e-12)
     assert arrays["weights"][1, n - 1] == 0 and np.isneginf(arrays["masked"][1, n - 1])  # the later key is hidden
     # the rows' weights are a full softmax over every key of the model's own q and k (float64, a plain loop)
-    trace = smollm.forward(smollm.tokenizer.encode(text).ids, "numpy", 1, open_last=True)  # layer 0's q, k, v
-    q, k = trace.q[0][4].astype(np.float64), trace.k[0][4 // 3].astype(np.float64)  # head 4 reads KV head 1
+    trace = smollm.forward(smollm.tokenizer.encode(text).ids, "numpy", 3, open_last=True)  # every layer kept
+    q, k = trace.q[2][4].astype(np.float64), trace.k[2][4 // 3].astype(np.float64)  # head 4 reads KV head 1
     for row, i in enumerate((n - 1, n - 2)):
         s = [float(q[i] @ k[j]) / 8 for j in range(i + 1)]  # keys 0 … i: the causal mask
         e = np.exp(np.array(s) - max(s))
         np.testing.assert_allclose(arrays["weights"][row, : i + 1], e / e.sum(), rtol=0, atol=1e-6)
+    # what the server holds for it: layer 2's q, k, v (the same numbers) and its input, nothing of layers 0 and 1
+    handle = handle_for(registry.decoder_file())
+    for layer in (2, 1):  # a later layer continues the rows; an earlier one runs them again
+        if layer == 1:
+            _frame(smol_client, sentence=text, model=DECODER, layer=1, head=0, stages=["block_mean"])
+        held = handle.cached(text, "numpy")
+        assert held is not None and held.layers == layer + 1 and held.dropped == layer and not held.complete
+        assert [held.holds(i) for i in range(layer + 1)] == [False] * layer + [True]
+        assert [a.size for a in (*held.q[:layer], *held.k[:layer], *held.v[:layer], *held.hidden[:layer])] == [
+            0
+        ] * 4 * layer
+        for name in ("q", "k", "v"):
+            np.testing.assert_array_equal(getattr(held, name)[layer], getattr(trace, name)[layer])
+        np.testing.assert_array_equal(held.hidden[layer], trace.hidden[layer])  # its input, for the rows to flow on
+        assert held.nbytes == sum(getattr(trace, name)[layer].nbytes for name in ("q", "k", "v", "hidden"))
     msg = rejected(smol_client, {"sentence": text, "model": DECODER, "detail": "full"}, "detail")
     assert f"sentence is {n} tokens" in msg and "up to 512 tokens" in msg
     info = smol_client.get("/api/models").json()["models"][1]
