@@ -58,11 +58,21 @@ export class SceneView {
     this.controls.minDistance = 4;
     this.controls.maxDistance = 80;
     this.userMoved = false; // orbited or zoomed by the user: a resize keeps their direction
+    this.gesture = false; // a drag or a turn of the wheel in progress
     this.controls.addEventListener("start", () => {
       this.userMoved = true;
+      this.gesture = true;
     });
+    // zooming in or out can make room for one line of labels, or take it: decided when the gesture
+    // ends, not at each of its moves (a change of lines redraws every object: a frame of 60+ ms on
+    // a long sentence in the middle of a drag)
     this.controls.addEventListener("change", () => {
-      this.placeLabels(); // zooming in or out can make room for one line of labels, or take it
+      if (!this.gesture) this.placeLabels();
+      this.requestRender();
+    });
+    this.controls.addEventListener("end", () => {
+      this.gesture = false;
+      this.placeLabels();
       this.requestRender();
     });
 
