@@ -20,6 +20,7 @@ from app.main import create_app
 from app.model import generate
 from app.model.loader import Model
 from app.model.shared import SharedAnswers
+from tests.asyncrun import run_async
 
 WHOLE = {"accept": "application/json"}
 
@@ -91,7 +92,7 @@ def test_a_class_asking_at_once_costs_one_writing(smollm: Model, writes: list[in
 
             return list(await asyncio.gather(*(phone() for _ in range(30))))
 
-    bodies = asyncio.run(class_of_30())
+    bodies = run_async(class_of_30)
     assert len(writes) == 1
     assert len(set(bodies)) == 1 and len(json.loads(bodies[0])["tokens"]) == 6
 
@@ -131,6 +132,6 @@ def test_kept_answers_are_bounded_and_a_failure_is_not_kept() -> None:
             await asyncio.gather(answers.once("k", failing), answers.once("k", working), return_exceptions=True)
         )
 
-    first, second = asyncio.run(both())
+    first, second = run_async(both)
     assert isinstance(first, RuntimeError) and second == b"ok" and made == ["fail", "work"]
     assert answers.get("k") == b"ok" and not answers._making  # nothing left waiting
