@@ -139,11 +139,11 @@ def download(w: Watched, button: Any, folder: Path, timeout: float = 30_000) -> 
 
 
 @contextmanager
-def offline_page(browser: Any, path: Path, timeout: float = 30_000) -> Iterator[Any]:
+def offline_page(browser: Any, path: Path, timeout: float = 30_000, **options: Any) -> Iterator[Any]:
     """The downloaded page `path` opened from its file: URL in a fresh context, ready (body[data-ready]).
     Any request but file:, data:, blob: or about: is blocked and fails the test, as does an error on
-    the page or its console."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    the page or its console. `options` for the context (e.g. reduced_motion="reduce")."""
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 800}, **options})
     outside: list[str] = []
     errors: list[str] = []
 

