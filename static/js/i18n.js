@@ -16,7 +16,6 @@
 
 import { IntlMessageFormat } from "intl-messageformat";
 import en from "../i18n/en.json" with { type: "json" };
-import { apiGet } from "./api.js";
 
 /** The languages with a catalog: `locale` for Intl and the document's lang, `dir`, `name` in itself. */
 export const LANGUAGES = {
@@ -207,15 +206,16 @@ export function listOf(items) {
  * Settle the page's language before anything draws: fetch its catalog when it is not English (the
  * URL the server gave in #app's data-catalogs), then set the document's lang and dir and put the
  * template's words in it if the server wrote them in another language. A catalog that cannot be
- * fetched leaves the page in English (said in the console).
+ * fetched leaves the page in English (said in the console). `fetchCatalog(url)`: the page's one
+ * door (api.js's apiGet, handed in by main.js: api.js itself speaks through this module's t()).
  */
-export async function startLanguage() {
+export async function startLanguage(fetchCatalog) {
   const root = document.getElementById("app");
   const wanted = wantedLanguage();
   if (wanted !== SOURCE_LANGUAGE) {
     try {
       const urls = JSON.parse(root?.dataset.catalogs ?? "{}");
-      useLanguage(wanted, await apiGet(urls[wanted])); // through the page's one door (api.js)
+      useLanguage(wanted, await fetchCatalog(urls[wanted]));
     } catch (err) {
       console.warn(`the ${wanted} catalog could not be loaded; the page stays in English:`, err);
       useLanguage(SOURCE_LANGUAGE);

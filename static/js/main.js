@@ -5,7 +5,7 @@
 // (pageview.js). After every change of the state the chapter draws again, the URL follows, the classroom hears.
 
 import { actions, OPENING_WORD } from "./actions.js";
-import { modelInfo } from "./api.js";
+import { apiGet, modelInfo } from "./api.js";
 import { SCENE_MAX } from "./attention/derive.js";
 import { modelEntry, Source } from "./attention/source.js";
 import { stepById } from "./attention/stages.js";
@@ -25,7 +25,7 @@ import { startLanguage, t } from "./i18n.js";
 import "./classroom/index.js";
 import "./export/index.js";
 
-await startLanguage(); // the page's language and its catalog, before anything draws
+await startLanguage(apiGet); // the page's language and its catalog, before anything draws
 const $ = (id) => document.getElementById(id);
 const root = $("app");
 const DEFAULT_EXAMPLE = root.dataset.defaultExample;
