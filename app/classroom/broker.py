@@ -133,8 +133,12 @@ def state_message(state: str | None, seq: int) -> str:
     return '{"state":' + (state or "null") + ',"seq":' + str(seq) + "}"
 
 
-def closed_message(why: str) -> str:
-    return json.dumps({"closed": why})
+# why a room closed: its words (English, for logs and old pages) and its kind, which a page says in its own language
+CLOSED_WHY = {"expired": "this room expired", "closed": "the presenter closed this room"}
+
+
+def closed_message(kind: str) -> str:
+    return json.dumps({"closed": CLOSED_WHY[kind], "why": kind})
 
 
 LOST_MESSAGE = json.dumps({"lost": LOST})
@@ -260,7 +264,7 @@ class Broker(ABC):
         """Tell this process's sockets of rooms that have expired (or gone) that they are closed."""
         for code in list(self.local):
             if await self.room_key(code) is None:
-                self.deliver(code, closed_message("this room expired"))
+                self.deliver(code, closed_message("expired"))
 
     def _keep_sweeping(self) -> None:
         """Sweep every half TTL (at most every SWEEP_EVERY seconds) from now on."""
@@ -290,7 +294,7 @@ class Broker(ABC):
         MAX_FOLLOWERS followers already, or its address has followers_per_address()."""
         self._keep_sweeping()
         if not sub.presenter and await self.followers(code) >= limits.MAX_FOLLOWERS:
-            return {"type": "room_full", "msg": f"this room is full ({limits.MAX_FOLLOWERS} followers)"}
+            return {"type": "room_full", "msg": f"this room is full ({limits.MAX_FOLLOWERS} followers)", "most": limits.MAX_FOLLOWERS}
         self.local.setdefault(code, set()).add(sub)
         try:
             await self._counted(code)
@@ -298,7 +302,7 @@ class Broker(ABC):
             if not sub.presenter and await self.from_address(code, sub.address) > most:
                 await self._drop(code, sub)
                 msg = f"this device already follows this room {most} times: close a tab first"
-                return {"type": "address_full", "msg": msg}
+                return {"type": "address_full", "msg": msg, "most": most}
         except BaseException:
             self._forget(code, sub)
             raise
@@ -427,7 +431,7 @@ class MemoryBroker(Broker):
         for code in [c for c, r in self.rooms.items() if now - r.touched >= ttl]:
             self.rooms.pop(code, None)
             await anyio.to_thread.run_sync(self.store.delete_room, code)
-            self.deliver(code, closed_message("this room expired"))
+            self.deliver(code, closed_message("expired"))
 
     async def _room(self, code: str) -> _Room | None:
         self._keep_sweeping()
@@ -458,7 +462,7 @@ class MemoryBroker(Broker):
     async def close_room(self, code: str) -> None:
         self.rooms.pop(code, None)
         await anyio.to_thread.run_sync(self.store.delete_room, code)
-        self.deliver(code, closed_message("the presenter closed this room"))
+        self.deliver(code, closed_message("closed"))
 
     async def state(self, code: str) -> tuple[str | None, int]:
         room = await self._room(code)
@@ -754,7 +758,7 @@ class RedisBroker(Broker):
         keys += [self._key(code, "addresses", str(p)) for p in processes]
         await self.redis.delete(self._key(code), *keys)
         await self.redis.zrem(self.PREFIX + "rooms", code)
-        await self.publish(code, closed_message("the presenter closed this room"))
+        await self.publish(code, closed_message("closed"))
 
     @_deadline
     async def state(self, code: str) -> tuple[str | None, int]:

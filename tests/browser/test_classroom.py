@@ -388,6 +388,8 @@ def test_reset_and_close_a_room_from_the_page(three: tuple[Watched, Watched, Wat
     assert a.page.get_by_test_id("follow-bar").get_attribute("data-status") == "live"
     teacher.page.get_by_test_id("room-close").click()
     a.page.wait_for_selector('[data-testid="room-closed"]:has-text("closed")')
+    # why, in the phone's language: the page's catalog words for the server's kind of end ("why": "closed")
+    assert "the teacher closed this room" in a.page.get_by_test_id("room-closed").inner_text()
     assert a.page.get_by_test_id("follow-bar").get_attribute("data-status") == "closed"
     teacher.page.wait_for_selector('[data-testid="classroom-message"]:has-text("is closed")')
     assert teacher.page.evaluate("sessionStorage.getItem('a3d.presenter')") is None

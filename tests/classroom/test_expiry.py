@@ -52,7 +52,7 @@ def test_a_room_expires_at_its_time(client: TestClient, clock: Clock) -> None:
         ws.receive_json()
         clock.now += 2  # 12 hours and a second since it was last driven
         assert client.get(f"/api/rooms/{code}").status_code == 404
-        assert _next_other_than_counts(ws) == {"closed": "this room expired"}
+        assert _next_other_than_counts(ws) == {"closed": "this room expired", "why": "expired"}
     assert code not in memory.rooms  # its memory is freed
     assert memory.store.load_room(code) is None  # and its row is gone
     assert client.put(f"/api/rooms/{code}/state", json=STATE, headers=auth(key)).status_code == 404
@@ -88,5 +88,5 @@ def test_followers_of_an_expired_redis_room_are_told(
             message = ws.receive_json()
             if "closed" in message:
                 break
-        assert message == {"closed": "this room expired"}
+        assert message == {"closed": "this room expired", "why": "expired"}
     assert client.get(f"/api/rooms/{code}").status_code == 404

@@ -154,7 +154,7 @@ def test_close_a_room(client: TestClient, room: dict[str, Any]) -> None:
     with client.websocket_connect(f"/api/rooms/{code}/ws") as ws:
         ws.receive_json()
         assert client.delete(f"/api/rooms/{code}", headers=auth(room["presenter_key"])).status_code == 204
-        assert ws.receive_json() == {"closed": "the presenter closed this room"}
+        assert ws.receive_json() == {"closed": "the presenter closed this room", "why": "closed"}
         with pytest.raises(WebSocketDisconnect) as closed:
             ws.receive_json()
         assert closed.value.code == rooms.CLOSE_NO_ROOM

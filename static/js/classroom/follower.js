@@ -171,7 +171,9 @@ export class Follower {
     if (msg.yours) this.quiz.voted(msg.yours); // a page that came back: the vote the server counted
     if (msg.voted) this.quiz.voted(msg.voted);
     if (msg.error && msg.error.type !== "read_only") this.quiz.error(msg.error);
-    if (msg.error?.type === "room_full" || msg.error?.type === "address_full") this.status.textContent = `● ${msg.error.msg}`;
+    if (msg.error?.type === "room_full" || msg.error?.type === "address_full") {
+      this.status.textContent = `● ${say(`full.${msg.error.type}`, { most: Number(msg.error.most) || 0 })}`;
+    }
   }
 
   /** B and H of the projector: blank the page, or hold the numbers back (and say why). */

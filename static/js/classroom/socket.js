@@ -15,6 +15,8 @@
 
 import { t } from "../i18n.js";
 
+const CLOSED_WHY = new Set(["expired", "closed"]); // app/classroom/broker.py's kinds of a room's end
+
 const HEARTBEAT_MS = 15_000; // a ping this often; no message for 2.5× as long = a dead link
 const WAIT_MS = 120_000; // how long a page that was in a room waits for it to be opened again
 const PRESENTER_PROTOCOL = "attention3d.presenter";
@@ -83,7 +85,7 @@ export class RoomSocket {
       }
       if (msg.closed) {
         this.stop();
-        this.onStatus("closed", msg.closed);
+        this.onStatus("closed", CLOSED_WHY.has(msg.why) ? t(`classroom.closed.${msg.why}`) : msg.closed);
       }
       this.onMessage(msg);
     });
@@ -91,7 +93,7 @@ export class RoomSocket {
       if (ws !== this.ws || this.stopped) return;
       if (e.code === 4404 && this.why?.status !== "waiting") {
         this.stop();
-        this.onStatus("closed", e.reason || t("classroom.socket.closed"));
+        this.onStatus("closed", t("classroom.socket.closed")); // the server's reason is English
         return;
       }
       if (this.why) this.onStatus(this.why.status, this.why.detail);
