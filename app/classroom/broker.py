@@ -289,12 +289,13 @@ class Broker(ABC):
             if sub.presenter or not presenters_only:
                 sub.put(text)
 
-    async def join(self, code: str, sub: Subscriber) -> dict[str, str] | None:
+    async def join(self, code: str, sub: Subscriber) -> dict[str, Any] | None:
         """Add a socket to the room; the error ({"type", "msg"}) when it may not join: the room has
         MAX_FOLLOWERS followers already, or its address has followers_per_address()."""
         self._keep_sweeping()
         if not sub.presenter and await self.followers(code) >= limits.MAX_FOLLOWERS:
-            return {"type": "room_full", "msg": f"this room is full ({limits.MAX_FOLLOWERS} followers)", "most": limits.MAX_FOLLOWERS}
+            most = limits.MAX_FOLLOWERS
+            return {"type": "room_full", "msg": f"this room is full ({most} followers)", "most": most}
         self.local.setdefault(code, set()).add(sub)
         try:
             await self._counted(code)
