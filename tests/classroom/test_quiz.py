@@ -79,8 +79,9 @@ def test_the_catalogue_names_every_question_and_no_answer(client: TestClient) ->
         assert set(q) == {"id", "chapter", "steps", "kind", "title"}
         assert q["kind"] in ("word", "range", "number", "cell") and q["steps"]
         module = (ROOT / f"static/js/chapters/{q['chapter']}.js").read_text(encoding="utf-8")
-        stage_ids = set(re.findall(r'\bid: "([a-z-]+)"|projectionStep\("([a-z])"\)', module))
-        stage_ids = {a or b for a, b in stage_ids} | {"score", "scale", "mask", "softmax", "mix"}  # (steps: stages.js)
+        # a step is `{ id: "…", …}` or `step("…", {…})` (its words from the catalogs), or a projection's
+        found = re.findall(r'\bid: "([a-z-]+)"|\bstep\("([a-z-]+)"|projectionStep\("([a-z])"\)', module)
+        stage_ids = {"".join(ids) for ids in found} | {"score", "scale", "mask", "softmax", "mix"}  # (steps: stages.js)
         assert set(q["steps"]) <= stage_ids, q  # asked at steps the chapter has
     assert {q["kind"] for q in listed} == {"word", "range", "number", "cell"}
 

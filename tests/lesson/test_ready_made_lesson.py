@@ -15,7 +15,7 @@ LESSON = ROOT / "app" / "classroom" / "lessons" / "seed-003.json"
 def _page_steps() -> list[str]:
     """The walkthrough's step ids in the order the page numbers them (1. Score … 5. Mix)."""
     source = (ROOT / "static" / "js" / "attention" / "stages.js").read_text(encoding="utf-8")
-    return re.findall(r'^    id: "(\w+)",', source, flags=re.M)
+    return re.findall(r'^  stage\("(\w+)", \{', source, flags=re.M)
 
 
 def _views() -> list[dict[str, Any]]:
