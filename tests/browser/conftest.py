@@ -8,12 +8,16 @@ anywhere but 127.0.0.1 (such a request is also blocked).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -77,7 +81,9 @@ def running_server() -> Iterator[str]:
     port = _free_port()
     env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
     # the classroom: a known teacher token, and saved lessons in a folder of this run, not the user's
-    env.setdefault("ATTENTION_TEACHER_TOKEN", "browser-tests-teacher-token")
+    # (set, not defaulted: an in-process test before may have left a generated token in this worker's
+    # environment: app.classroom.auth.teacher_token() keeps one there for the process)
+    env["ATTENTION_TEACHER_TOKEN"] = "browser-tests-teacher-token"
     env["ATTENTION_DATA_DIR"] = tempfile.mkdtemp(prefix="attention3d-data-")
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env=env)
@@ -158,6 +164,26 @@ class Watched:
         return [self.number(f"cell-{i}-{j}") for j in range(n)]
 
 
+def presented_room(page: Any) -> dict[str, Any] | None:
+    """The room a page presents ({code, key}), as its session keeps it; None if none."""
+    try:
+        room = json.loads(page.evaluate("sessionStorage.getItem('a3d.presenter')") or "null")
+    except Exception:  # the page is gone or elsewhere: nothing of ours to close
+        return None
+    return room if isinstance(room, dict) and room.get("code") and room.get("key") else None
+
+
+def close_room(base: str, room: dict[str, Any] | None) -> None:
+    """Close a room as the teacher's Close would: a session's shared server holds at most
+    limits.MAX_ROOMS (100) open rooms, and a suite's projector pages open more than that."""
+    if room is None:
+        return
+    headers = {"Authorization": f"Bearer {room['key']}"}
+    request = urllib.request.Request(f"{base}/api/rooms/{room['code']}", method="DELETE", headers=headers)
+    with contextlib.suppress(urllib.error.URLError, OSError):  # closed already, or its server is gone
+        urllib.request.urlopen(request, timeout=5).close()
+
+
 @contextmanager
 def watched_page(browser: Any, base: str, **options: Any) -> Iterator[Watched]:
     """A fresh browser context on `base`, guarded like every test page; `options` for the context
@@ -182,7 +208,9 @@ def watched_page(browser: Any, base: str, **options: Any) -> Iterator[Watched]:
     try:
         yield w
     finally:
+        room = presented_room(page)
         context.close()
+        close_room(base, room)
     assert not w.outside, f"requests left 127.0.0.1: {w.outside}"
     assert not w.unexpected_errors(), f"errors on the page: {w.unexpected_errors()}"
 

@@ -15,7 +15,6 @@ ArrowRight without a resize in between; `make test-all` every step at both.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -30,7 +29,7 @@ from tests.budget import ALL
 pytestmark = pytest.mark.browser
 
 # the session server's teacher token (tests/browser/conftest.py running_server)
-TOKEN = os.environ.get("ATTENTION_TEACHER_TOKEN", "browser-tests-teacher-token")
+TOKEN = "browser-tests-teacher-token"  # the session's server's (conftest.running_server)
 SIZES = ((1280, 720), (1920, 1080))
 FLOOR = {1280: 14.0, 1920: 21.0}  # px: readable from the back of a classroom, and larger on a larger screen
 SMALLEST: dict[tuple[str, int], float] = {}  # (chapter, width) → the smallest text seen (printed for the report)
