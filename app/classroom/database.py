@@ -182,26 +182,38 @@ class SQLite(Database):
 
     @contextmanager
     def transaction(self, seconds: float = DEADLINE_SECONDS) -> Iterator[Cursor]:
-        # a local file: nothing to wait for but the disk and the write lock (SQLITE_BUSY_MS)
+        # a local file: nothing to wait for but the disk and the write lock (SQLITE_BUSY_MS; a longer
+        # deadline, the migrations' at start, waits that long for another process's migration)
         with self._lock:
             db = self._db
-
-            def run(sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-                return db.execute(sql, tuple(args)).fetchall()
-
+            longer = seconds * 1000 > SQLITE_BUSY_MS
+            if longer:
+                db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
             try:
-                db.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")  # writers queue here, across processes
-                try:
+                with self._transaction(db) as run:
                     yield run
-                except BaseException:
-                    if db.in_transaction:  # SQLite may have rolled back already (a full disk)
-                        db.execute("ROLLBACK")
-                    raise
-                db.execute("COMMIT")
-            except sqlite3.Error as e:
-                if db.in_transaction:  # a COMMIT that failed (a full disk) leaves nothing half-written
+            finally:
+                if longer:
+                    db.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+
+    @contextmanager
+    def _transaction(self, db: sqlite3.Connection) -> Iterator[Cursor]:
+        def run(sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+            return db.execute(sql, tuple(args)).fetchall()
+
+        try:
+            db.execute("BEGIN" if self.read_only else "BEGIN IMMEDIATE")  # writers queue here, across processes
+            try:
+                yield run
+            except BaseException:
+                if db.in_transaction:  # SQLite may have rolled back already (a full disk)
                     db.execute("ROLLBACK")
-                raise _sqlite_error(e, self.where) from None
+                raise
+            db.execute("COMMIT")
+        except sqlite3.Error as e:
+            if db.in_transaction:  # a COMMIT that failed (a full disk) leaves nothing half-written
+                db.execute("ROLLBACK")
+            raise _sqlite_error(e, self.where) from None
 
     def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:  # a read needs no write lock

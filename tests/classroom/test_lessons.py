@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import stat
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -365,3 +366,22 @@ def test_a_saved_lesson_survives_kill_9(tmp_path: Path, db_url: str | None, monk
     with TestClient(create_app(backend="numpy")) as client:
         saved = client.get(f"/api/lessons/{lesson_id}", headers=T).json()
     assert saved["title"] == LESSON["title"] and saved["views"] == LESSON["views"]
+
+
+def test_a_long_deadline_waits_for_another_writer_past_the_busy_timeout(tmp_path: Path) -> None:
+    """A lesson call gives up on SQLite's write lock after SQLITE_BUSY_MS (a 503), but a migration at start
+    (MIGRATION_SECONDS) waits as long as another process holds it: four workers start together."""
+    path = tmp_path / "lessons.sqlite3"
+    db = database.SQLite(path)
+    with db.transaction() as run:
+        run("CREATE TABLE t (x)")
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # another process's write lock, held 2.5 s
+    threading.Timer(database.SQLITE_BUSY_MS / 1000 + 0.5, lambda: holder.execute("COMMIT")).start()
+    with pytest.raises(database.Unavailable, match="busy"), db.transaction() as run:
+        run("INSERT INTO t VALUES (1)")
+    with db.transaction(database.MIGRATION_SECONDS) as run:  # waits for the holder's COMMIT
+        run("INSERT INTO t VALUES (2)")
+    assert db.rows("SELECT x FROM t") == [(2,)]
+    db.close()
+    holder.close()
