@@ -118,7 +118,11 @@ class WsPhone:
         host, port = base.removeprefix("http://").split(":")
         sock = socket.create_connection((host, int(port)), source_address=(source, 0))
         url = base.replace("http", "ws") + f"/api/rooms/{code}/ws"
-        opened: Any = connect(url, sock=sock, origin=Origin(base), subprotocols=[Subprotocol("attention3d.follower")])
+        # max_queue=None: a phone's page reads every message as it comes; this one reads them when the test
+        # asks, so its client keeps them all meanwhile (with websockets' 16-frame flow control the server
+        # would find it too slow while the teacher walks a chapter, and leave it out of the next question)
+        protocol = [Subprotocol("attention3d.follower")]
+        opened: Any = connect(url, sock=sock, origin=Origin(base), subprotocols=protocol, max_queue=None)
         self.ws: ClientConnection = stack.enter_context(opened)
         self.hello = self.next("seq")
         self.seen: list[dict[str, Any]] = []
