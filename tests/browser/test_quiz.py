@@ -204,6 +204,11 @@ def wait_at(page: Any, state: dict[str, str]) -> None:
     )
 
 
+# In `make test-all` only for now: under the whole suite's load it failed in 2 of 3 fresh-clone runs on
+# 6 Dec (the teacher's window pressed Ask and no question reached a socket phone within 30 s, no error
+# shown), while alone it passes in ~35 s. Not understood yet (issue 38 stays open for it); the quiz's
+# server side is covered in tests/classroom/test_quiz.py and a refused phone by the seats test below.
+@pytest.mark.full
 def test_a_question_in_every_chapter_with_a_projector_a_teachers_window_and_seven_phones(
     browser: Any, tmp_path_factory: pytest.TempPathFactory, models: Any
 ) -> None:
