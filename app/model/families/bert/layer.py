@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from app.model.families.base import NO_HOOKS, Hooks, ModelSpec, W
+from app.model.families.base import ModelSpec, W
 from app.model.families.bert.config import (
     DOWN,
     EMB_NORM,
@@ -36,7 +36,7 @@ from app.model.families.bert.config import (
     VALUE,
     WORDS,
 )
-from app.model.nn import NumpyOps
+from app.model.families.layernorm import LayerNormLayer
 from app.model.weights import Weights
 
 _layout_lock = threading.Lock()
@@ -68,15 +68,9 @@ def linear(x: Any, w: W, name: str) -> Any:
     return y
 
 
-class BertLayer:
-    """The encoder's layer for weights w on backend o (app.model.families.base.Layer)."""
-
-    def __init__(self, w: W, spec: ModelSpec, o: NumpyOps, hooks: Hooks = NO_HOOKS) -> None:
-        self.w, self.spec, self.o, self.hooks = w, spec, o, hooks
-        self.act = o.activation(spec.activation)
-
-    def _norm(self, x: Any, name: str) -> Any:
-        return self.o.layer_norm(x, self.w[name + ".weight"], self.w[name + ".bias"], self.spec.eps)
+class BertLayer(LayerNormLayer):
+    """The encoder's layer for weights w on backend o (app.model.families.base.Layer);
+    its LayerNorm, blocks of rows and kᵀ come from LayerNormLayer."""
 
     def embed(self, ids: list[int], first: int) -> Any:
         """Token + position + token-type (all 0: one sentence) embeddings, then LayerNorm."""
@@ -84,17 +78,11 @@ class BertLayer:
         x = w[WORDS][ids] + w[POSITIONS][first : first + n] + w[TYPES][0]  # (n, C)
         return self._norm(x, EMB_NORM)  # (n, C)
 
-    def blocks(self, n: int, first: int) -> list[slice]:
-        return self.o.row_blocks(n)
-
     def project(self, i: int, x: Any, first: int, queries: slice | None = None) -> tuple[Any, Any, Any]:
         """The query, key and value projections of rows x, per head: 3 × (h, r, d)."""
         p, h = LAYER.format(i), self.spec.heads
         q, k, v = (self.o.split_heads(linear(x, self.w, p + name), h) for name in (QUERY, KEY, VALUE))
         return q, k, v
-
-    def gather(self, i: int, k: Any, v: Any) -> Any:
-        return k, self.o.keys_across(k), v  # kᵀ made once a layer for every block (nn.keys_across)
 
     def finish(self, i: int, x: Any, q: Any, keys: Any, first: int) -> Any:
         """Rows x's attention over every key, the output projection, residual + LayerNorm,

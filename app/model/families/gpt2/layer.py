@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.model.families.base import NO_HOOKS, Hooks, ModelSpec, W
+from app.model.families.base import W
 from app.model.families.gpt2.config import DOWN, FINAL_NORM, LAYER, NORM1, NORM2, OUT, POSITIONS, QKV, UP, WORDS
-from app.model.nn import NumpyOps
+from app.model.families.layernorm import LayerNormLayer
 
 
 def conv1d(x: Any, w: W, name: str) -> Any:
@@ -24,21 +24,12 @@ def conv1d(x: Any, w: W, name: str) -> Any:
     return x @ w[name + ".weight"] + w[name + ".bias"]  # (n, out)
 
 
-class Gpt2Layer:
-    """GPT-2's block for weights w on backend o (app.model.families.base.Layer)."""
-
-    def __init__(self, w: W, spec: ModelSpec, o: NumpyOps, hooks: Hooks = NO_HOOKS) -> None:
-        self.w, self.spec, self.o, self.hooks = w, spec, o, hooks
-        self.act = o.activation(spec.activation)
-
-    def _norm(self, x: Any, name: str) -> Any:
-        return self.o.layer_norm(x, self.w[name + ".weight"], self.w[name + ".bias"], self.spec.eps)
+class Gpt2Layer(LayerNormLayer):
+    """GPT-2's block for weights w on backend o (app.model.families.base.Layer);
+    its LayerNorm, blocks of rows and kᵀ come from LayerNormLayer."""
 
     def embed(self, ids: list[int], first: int) -> Any:
         return self.w[WORDS][ids] + self.w[POSITIONS][first : first + len(ids)]  # (n, C)
-
-    def blocks(self, n: int, first: int) -> list[slice]:
-        return self.o.row_blocks(n)
 
     def project(self, i: int, x: Any, first: int, queries: slice | None = None) -> tuple[Any, Any, Any]:
         """Per-head q, k, v of rows x: 3 × (h, r, d), from LN₁(x)."""
@@ -47,9 +38,6 @@ class Gpt2Layer:
         c = qkv.shape[-1] // 3
         q, k, v = (self.o.split_heads(qkv[:, j * c : (j + 1) * c], self.spec.heads) for j in range(3))
         return q, k, v
-
-    def gather(self, i: int, k: Any, v: Any) -> Any:
-        return k, self.o.keys_across(k), v
 
     def finish(self, i: int, x: Any, q: Any, keys: Any, first: int) -> Any:
         """Rows x's causal attention, the output projection and the residual, then the MLP on LN₂ and its residual."""
