@@ -6,6 +6,8 @@
 
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
+import { clearExtras, disposeDrawing, pixelsPerUnit } from "./extras.js";
+import { sizeOf } from "./resize.js";
 
 const LENGTH = 3; // the bar of the value 1
 const ROW_PX = 20; // a label's height in pixels, and a little room
@@ -32,14 +34,12 @@ export class BarColumn {
   }
 
   sizeKey() {
-    return `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+    return sizeOf(this.stage.container);
   }
 
   /** About how many pixels a scene unit takes once the stage has fitted the drawing. */
   pixelsPerUnit() {
-    const { container } = this.stage;
-    const span = this.span ?? { width: this.size.width + 2, height: this.size.height + 2 };
-    return Math.max(1, Math.min(container.clientWidth / span.width, container.clientHeight / span.height));
+    return pixelsPerUnit(this.stage.container, this.size, this.span);
   }
 
   /**
@@ -108,21 +108,10 @@ export class BarColumn {
   }
 
   clear() {
-    for (const o of this.extras) {
-      o.removeFromParent();
-      if (o.isInstancedMesh) o.dispose();
-      else o.geometry?.dispose();
-      if (o.element) o.element.remove();
-    }
-    this.extras = [];
+    this.extras = clearExtras(this.extras);
   }
 
   dispose() {
-    this.resizer.disconnect();
-    this.clear();
-    this.group.removeFromParent();
-    this.geometry.dispose();
-    this.material.dispose();
-    this.markMaterial.dispose();
+    disposeDrawing(this, [this.geometry, this.material, this.markMaterial]);
   }
 }

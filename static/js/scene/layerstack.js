@@ -9,6 +9,8 @@
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
 import { integer, t } from "../i18n.js";
+import { clearExtras, disposeDrawing, pixelsPerUnit } from "./extras.js";
+import { sizeOf } from "./resize.js";
 
 const BALL = 0.07; // radius of a token no share passes through
 const EDGE = 0.22; // thickness of an edge carrying the whole focus
@@ -46,7 +48,7 @@ export class LayerStack {
   }
 
   sizeKey() {
-    return `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+    return sizeOf(this.stage.container);
   }
 
   /**
@@ -135,9 +137,7 @@ export class LayerStack {
   /** About how many pixels a scene unit takes once the stage has fitted the drawing: the canvas over
    *  the whole drawing's extent (`span`, set by the caller when several objects share the stage). */
   pixelsPerUnit() {
-    const { container } = this.stage;
-    const span = this.span ?? { width: this.size.width + 2, height: this.size.height + 2 };
-    return Math.max(1, Math.min(container.clientWidth / span.width, container.clientHeight / span.height));
+    return pixelsPerUnit(this.stage.container, this.size, this.span);
   }
 
   add(obj) {
@@ -147,21 +147,10 @@ export class LayerStack {
   }
 
   clear() {
-    for (const o of this.extras) {
-      o.removeFromParent();
-      if (o.isInstancedMesh) o.dispose();
-      if (o.element) o.element.remove();
-    }
-    this.extras = [];
+    this.extras = clearExtras(this.extras);
   }
 
   dispose() {
-    this.resizer.disconnect();
-    this.clear();
-    this.group.removeFromParent();
-    this.ballGeometry.dispose();
-    this.edgeGeometry.dispose();
-    this.material.dispose();
-    this.edgeMaterial.dispose();
+    disposeDrawing(this, [this.ballGeometry, this.edgeGeometry, this.material, this.edgeMaterial]);
   }
 }
