@@ -118,7 +118,7 @@ def attention_through_layers(
     spec = service.spec_of(handle)
     mask = service._mask(spec, mask, mask_given)
     limit = min(spec.max_tokens, limits.MAX_ROLLOUT_TOKENS)
-    encoded = service._encode(handle, spec, sentence, limit, f"{method}'s limit")
+    encoded = service.encode_sentence(handle, spec, sentence, limit, f"{method}'s limit")
     n = len(encoded)
     causal = mask == "causal"
     most, tables = flow_tokens(spec, causal), flow_table_tokens(spec, causal)
@@ -132,8 +132,7 @@ def attention_through_layers(
     paths_only = method == "flow" and n > tables
     if paths_only and focus is None:
         focus = n - 1  # the answer is the focus's paths: the last token's, unless one is asked for
-    with service._one_flight(handle, backend, sentence):
-        trace = service._trace(handle, sentence, encoded, backend)
+    trace = service.trace_sentence(handle, sentence, encoded, backend)
     with np.errstate(over="ignore", invalid="ignore"):
         weights = all_weights(trace, mask, backend)  # (L, H, n, n)
     if not np.isfinite(weights).all():
@@ -198,8 +197,7 @@ def _text(handle: ModelHandle, spec: ModelSpec, text: str, field: str) -> Encode
 def _text_trace(handle: ModelHandle, spec: ModelSpec, text: str, field: str, backend: Backend) -> tuple[Encoded, Trace]:
     """The text's tokens and its whole trace (the model's cache answers a text seen lately)."""
     encoded = _text(handle, spec, text, field)
-    with service._one_flight(handle, backend, text):
-        trace = service._trace(handle, text, encoded, backend)
+    trace = service.trace_sentence(handle, text, encoded, backend)
     return encoded, trace
 
 
@@ -293,8 +291,7 @@ def ablated_attention(
     if not heads:
         return {**fields, "ablate": []}, arrays
     encoded = handle.encode(sentence)
-    with service._one_flight(handle, backend, sentence):
-        before = service._trace(handle, sentence, encoded, backend)
+    before = service.trace_sentence(handle, sentence, encoded, backend)
     with np.errstate(over="ignore", invalid="ignore"):
         after = ablate.rerun(handle.model(), encoded.ids, before, heads, backend)
         arrays = select(after, fields["layer"], fields["head"], fields["mask"], backend)

@@ -10,7 +10,7 @@
 Rejections name the field (422); a model that cannot be loaded is the server's problem (503).
 
 One forward per sentence however many requests ask: requests for the same sentence (and model
-and backend) take turns at its forward (_one_flight), so the second finds the first's trace in
+and backend) take turns at its forward (trace_sentence), so the second finds the first's trace in
 the model's cache instead of running its own; the overview's summaries are gathered while that
 forward runs (an nn.Observer) and kept for the next request that asks.
 """
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -84,9 +82,11 @@ def _mask(spec: ModelSpec, mask: Mask | None, given: bool) -> Mask:
     return mask or "full"
 
 
-def encode_sentence(handle: ModelHandle, spec: ModelSpec, sentence: str) -> Encoded:
-    """The sentence's tokens: an InputError for a sentence that is empty or has no token the model
-    reads (a ModelError where the model cannot be loaded). The caller checks the length against its limit."""
+def encode_sentence(
+    handle: ModelHandle, spec: ModelSpec, sentence: str, limit: int | None = None, limit_name: str = "the limit"
+) -> Encoded:
+    """The sentence's tokens: an InputError for a sentence that is empty, has no token the model
+    reads or, given a `limit`, more tokens than that (a ModelError where the model cannot be loaded)."""
     if not sentence.strip():
         raise InputError("sentence", "sentence is empty: type at least one word", "empty_text")
     encoded = handle.encode(sentence)
@@ -94,17 +94,12 @@ def encode_sentence(handle: ModelHandle, spec: ModelSpec, sentence: str) -> Enco
         raise InputError(
             "sentence", f"sentence has no tokens that {spec.name} reads (only spaces or controls)", "no_tokens"
         )
-    return encoded
-
-
-def _encode(handle: ModelHandle, spec: ModelSpec, sentence: str, max_tokens: int, limit_name: str) -> Encoded:
-    encoded = encode_sentence(handle, spec, sentence)
-    if len(encoded) > max_tokens:
+    if limit is not None and len(encoded) > limit:
         raise InputError(
             "sentence",
-            f"sentence is {len(encoded)} tokens for {spec.name}; {limit_name} is {max_tokens} tokens: shorten it",
+            f"sentence is {len(encoded)} tokens for {spec.name}; {limit_name} is {limit} tokens: shorten it",
             "too_many_tokens",
-            ctx={"tokens": len(encoded), "limit": max_tokens},
+            ctx={"tokens": len(encoded), "limit": limit},
         )
     return encoded
 
@@ -113,27 +108,7 @@ _flights: dict[tuple[int, str, str], tuple[threading.Lock, int]] = {}  # key →
 _flights_lock = threading.Lock()
 
 
-@contextmanager
-def _one_flight(handle: ModelHandle, backend: Backend, sentence: str) -> Iterator[None]:
-    """Requests for one sentence of one model take turns: the first runs the forward, the next finds
-    its trace in the model's cache (or continues it). Other sentences are not held up."""
-    key = (id(handle), backend, sentence)
-    with _flights_lock:
-        lock, users = _flights.get(key, (threading.Lock(), 0))
-        _flights[key] = (lock, users + 1)
-    try:
-        with lock:
-            yield
-    finally:
-        with _flights_lock:
-            lock, users = _flights[key]
-            if users == 1:
-                del _flights[key]
-            else:
-                _flights[key] = (lock, users - 1)
-
-
-def _trace(
+def trace_sentence(
     handle: ModelHandle,
     sentence: str,
     encoded: Encoded,
@@ -141,12 +116,27 @@ def _trace(
     layers: int | None = None,
     observer: nn.Observer | None = None,
 ) -> Trace:
+    """The sentence's trace through layers 0 … layers − 1 (None: all), `observer` seeing its weights.
+
+    One forward however many requests ask: requests for one sentence of one model take turns here,
+    so the next finds the first's trace in the model's cache (or continues it). Other sentences are
+    not held up."""
+    key = (id(handle), backend, sentence)
+    with _flights_lock:
+        lock, users = _flights.get(key, (threading.Lock(), 0))
+        _flights[key] = (lock, users + 1)
     token = nn.observing(observer)
     try:
-        with np.errstate(over="ignore", invalid="ignore"):
+        with lock, np.errstate(over="ignore", invalid="ignore"):
             return handle.trace(sentence, encoded, backend, layers)
     finally:
         nn.stop_observing(token)
+        with _flights_lock:
+            users = _flights[key][1]
+            if users == 1:
+                del _flights[key]
+            else:
+                _flights[key] = (lock, users - 1)
 
 
 def _token_fields(spec: ModelSpec, encoded: Encoded) -> dict[str, Any]:
@@ -168,16 +158,9 @@ def sentence_attention(
     mask_given: bool,
     backend: Backend,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The fields and arrays of a sentence-mode answer (see app.model.select for the means)."""
-    spec = spec_of(handle)
-    layer = 0 if layer is None else layer
-    in_range("layer", layer, spec.layers, spec.name, " or 'mean'")
-    in_range("head", head, spec.heads, spec.name, ", 'mean' or omitted")
-    mask = _mask(spec, mask, mask_given)
-    encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
-    with _one_flight(handle, backend, sentence):
-        trace = _trace(handle, sentence, encoded, backend, layers_needed(layer, spec.layers))  # layers 0 … L only
-    return _full(spec, encoded, trace, layer, head, mask, backend)
+    """Every stage of a selection, n × n: sentence_view in detail "full" (the quiz, the tiles, the
+    inside rerun and the notebook read every cell; see app.model.select for the means)."""
+    return sentence_view(handle, sentence, layer, head, mask, mask_given, backend, "full")
 
 
 def _full(
@@ -215,10 +198,12 @@ def sentence_view(
     top_k: int | None = None,
     names: tuple[str, ...] | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """A sentence's view, in the detail asked for or the one its length allows: every stage
-    (sentence_attention) up to the model's max_tokens, else a summary (see summary_view).
-    `names`: the arrays the answer will send (None: all), so a summary computes only those."""
-    spec = spec_of(handle)
+    """A sentence's view (the sentence mode of POST /api/attention), in the detail asked for or the
+    one its length allows: every stage, n × n (detail "full", _full), up to the model's max_tokens;
+    past that, up to sentence_tokens(spec), the focused rows and the table in blocks (detail
+    "summary", summary_view). `names`: the arrays the answer will send (None: all), so a summary
+    computes only those. One limit on the sentence (sentence_tokens) and one on the full view."""
+    spec = handle.spec()
     asked = {"rows": rows, "block": block, "top_k": top_k}
     if detail == "full" and (name := next((f for f, x in asked.items() if x is not None), None)):
         raise InputError(name, f"{name} goes with detail 'summary' (the rows and blocks of a long sentence)")
@@ -226,18 +211,19 @@ def sentence_view(
     in_range("layer", layer, spec.layers, spec.name, " or 'mean'")
     in_range("head", head, spec.heads, spec.name, ", 'mean' or omitted")
     mask = _mask(spec, mask, mask_given)
-    encoded = _encode(handle, spec, sentence, sentence_tokens(spec), "the limit")
+    encoded = encode_sentence(handle, spec, sentence, sentence_tokens(spec), "the limit")
     n, full = len(encoded), spec.max_tokens
-    if detail == "full" and n > full:
-        raise InputError(
-            "detail", f"sentence is {n} tokens; detail 'full' (every cell of the n × n stages) goes up to {full} "
-            "tokens: ask for detail 'summary' (the rows you name and the table in blocks)",
-        )  # fmt: skip
     if detail is None and n <= full and all(x is None for x in asked.values()):
         detail = "full"
     if detail == "full":
-        with _one_flight(handle, backend, sentence):
-            trace = _trace(handle, sentence, encoded, backend, layers_needed(layer, spec.layers))
+        if n > full:
+            raise InputError(
+                "detail", f"sentence is {n} tokens for {spec.name}; detail 'full' (every cell of the n × n stages) "
+                f"goes up to {full} tokens: shorten it, or ask for detail 'summary' (the rows you name and the "
+                "table in blocks)",
+            )  # fmt: skip
+        layers = layers_needed(layer, spec.layers)  # layers 0 … L only
+        trace = trace_sentence(handle, sentence, encoded, backend, layers)
         return _full(spec, encoded, trace, layer, head, mask, backend)
     if not isinstance(layer, int) or not isinstance(head, int):
         field, value = ("layer", layer) if not isinstance(layer, int) else ("head", head)
@@ -277,8 +263,7 @@ def summary_view(
     rows = list(range(min(n, ROWS))) if rows is None else rows
     if bad := [r for r in rows if not 0 <= r < n]:
         raise InputError("rows", f"rows must be 0 … {n - 1} (the sentence's tokens), got {bad[0]}")
-    with _one_flight(handle, backend, sentence):
-        trace = _trace(handle, sentence, encoded, backend, layer + 1)  # layers 0 … L only
+    trace = trace_sentence(handle, sentence, encoded, backend, layer + 1)  # layers 0 … L only
     q = trace.q[layer][head]  # (n, d) float32, the model's own
     k, v = trace.k[layer][head // spec.groups], trace.v[layer][head // spec.groups]  # its KV head's
     block = lod.default_block(n) if block is None else block
@@ -320,9 +305,8 @@ def heads_overview(
     spec = spec_of(handle)
     mask = _mask(spec, mask, mask_given)
     limit = min(spec.max_tokens, limits.MAX_OVERVIEW_TOKENS)
-    encoded = _encode(handle, spec, sentence, limit, "the overview's limit")
-    with _one_flight(handle, backend, sentence):
-        trace = _trace(handle, sentence, encoded, backend)
+    encoded = encode_sentence(handle, spec, sentence, limit, "the overview's limit")
+    trace = trace_sentence(handle, sentence, encoded, backend)
     with np.errstate(over="ignore", invalid="ignore"):
         weights = np.round(all_weights(trace, mask, backend), limits.OVERVIEW_DECIMALS)  # (L, H, n, n)
     if not np.isfinite(weights).all():
@@ -357,10 +341,9 @@ def summary_of(handle: ModelHandle, sentence: str, encoded: Encoded, mask: Mask,
     spec = spec_of(handle)
     own = "causal" if spec.causal else "full"
     collector = Collector(len(encoded), spec.heads, mask)
-    with _one_flight(handle, backend, sentence):
-        # every layer's q and k, the last layer left open: its weights are all the overview needs
-        # of it (Collector.summary computes them), not its output projection and feed-forward
-        trace = _trace(handle, sentence, encoded, backend, spec.layers, collector if mask == own else None)
+    # every layer's q and k, the last layer left open: its weights are all the overview needs
+    # of it (Collector.summary computes them), not its output projection and feed-forward
+    trace = trace_sentence(handle, sentence, encoded, backend, spec.layers, collector if mask == own else None)
     with np.errstate(over="ignore", invalid="ignore"):
         summary = collector.summary(trace)
     with _summaries_lock:
@@ -376,7 +359,7 @@ def overview(
     """The overview of every layer × head for a sentence of up to the model's limit (see OverviewResponse)."""
     spec = spec_of(handle)
     mask = _mask(spec, mask, mask_given)
-    encoded = _encode(handle, spec, sentence, spec.max_tokens, "the limit")
+    encoded = encode_sentence(handle, spec, sentence, spec.max_tokens, "the limit")
     s = summary_of(handle, sentence, encoded, mask, backend)
     if not (np.isfinite(s.pooled).all() and np.isfinite(s.entropy).all() and np.isfinite(s.distance).all()):
         raise InputError("sentence", "the model's numbers overflowed for this sentence", "overflow")

@@ -12,8 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app import frame, limits
+from app.errors import InputError
 from app.main import create_app
-from app.model import registry
+from app.model import registry, service
 from app.model.loader import Model, handle_for
 from tests.model.test_service import ANIMAL, rejected
 
@@ -171,6 +172,9 @@ def test_a_decoder_past_512_tokens_answers_a_summary(smol_client: TestClient, sm
         assert held.nbytes == sum(getattr(trace, name)[layer].nbytes for name in ("q", "k", "v", "hidden"))
     msg = rejected(smol_client, {"sentence": text, "model": DECODER, "detail": "full"}, "detail")
     assert f"sentence is {n} tokens" in msg and "up to 512 tokens" in msg
+    with pytest.raises(InputError) as refused:  # every cell for the quiz, the tiles, the notebook: the same one limit
+        service.sentence_attention(handle, text, 2, 4, None, False, "numpy")
+    assert (refused.value.field, refused.value.message) == ("detail", msg)
     info = smol_client.get("/api/models").json()["models"][1]
     assert info["id"] == DECODER
 
