@@ -22,16 +22,20 @@ for flow, the maximum flow from the focus down to each (l, k), the row divided b
 
 Max-flow is igraph's (push-relabel in C, on float64 capacities). Every layer's table is n² · L
 maximum flows of up to L · n² edges each (flow_work counts their edges); the focus's paths alone are
-n · L flows (focus_work), so a caller can answer the paths of a sentence too long for the tables.
+n · L flows (focus_work), so a caller can answer the paths of a sentence too long for the tables. Each
+of those runs on the part of the graph its paths can use (flow_through): under a causal mask about a
+third of the edges, and half the time of a flow over every token (bench/flow.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import numpy as np
 
 Method = Literal["rollout", "flow"]
+SINKS_PER_WINDOW = 4  # causal flows sharing a graph: the fewer graphs, the more edges without flow (measured best)
 METHODS: tuple[Method, ...] = ("rollout", "flow")
 
 
@@ -103,17 +107,68 @@ def flow(a_hat: np.ndarray) -> np.ndarray:
 
 
 def flow_through(a_hat: np.ndarray, focus: int) -> np.ndarray:
-    """through (L + 1, n): the maximum flow from (L, focus) down to each (l, k), each row divided by its sum."""
+    """through (L + 1, n): the maximum flow from (L, focus) down to each (l, k), each row divided by its sum.
+
+    Each flow runs over a small graph that holds every path from the focus down to its sink (b, k):
+      - the top layer's edges are the focus's own (no other token after the last layer is on a path);
+      - the bottom layer's are the ones into k, as edges into one sink vertex; the layers in between
+        hold the tokens of a window;
+      - under a causal mask each layer's edges go to tokens ≤ the node's own, so a path from the focus
+        down to k only visits tokens k … focus: the window of sinks low … low + 3 is tokens low … focus
+        (a token below k is on no path to k: it adds edges to the graph, never flow). With a full mask
+        the window is every token, for every sink.
+    A window's graph grows one layer down at a time (bottom L − 2 first); its sinks differ only in the
+    capacities of the edges into the sink. The single layer under the focus is one edge: Â_L[focus, k]."""
     layers, n = a_hat.shape[0], a_hat.shape[-1]
-    m = focus + 1 if is_causal(a_hat) else n  # under a causal mask the focus reaches tokens 0 … focus only
+    causal = is_causal(a_hat)
+    m = focus + 1 if causal else n  # under a causal mask the focus reaches tokens 0 … focus only
     through = np.zeros((layers + 1, n))
     through[layers, focus] = 1.0
-    for bottom in range(layers):
-        g, capacity = _graph(a_hat, layers, bottom, m)  # layers bottom … L: the focus reaches (bottom, k) through them
-        source = (layers - bottom) * m + focus
-        through[bottom, :m] = [g.maxflow_value(source, k, capacity) for k in range(m)]
-        through[bottom] /= through[bottom].sum()
+    through[layers - 1, :m] = a_hat[layers - 1, focus, :m]
+    windows = [(low, range(low, min(low + SINKS_PER_WINDOW, m))) for low in range(0, m, SINKS_PER_WINDOW)]
+    if not causal:
+        windows = [(0, range(m))]  # (the window's lowest token, its sinks)
+    for low, sinks in windows:
+        for bottom, g, capacity, into_sink in _window(a_hat, focus, low, m, causal):
+            for k in sinks:
+                capacity[into_sink:] = a_hat[bottom, low:m, k].tolist()  # (low … m − 1, bottom + 1) → (bottom, k)
+                through[bottom, k] = g.maxflow_value(0, 1, capacity)
+    through[:layers] /= through[:layers].sum(axis=-1, keepdims=True)
     return through
+
+
+def _window(
+    a_hat: np.ndarray, focus: int, low: int, m: int, causal: bool
+) -> Iterator[tuple[int, Any, list[float], int]]:
+    """The graphs from (L, focus) down to a sink below layer L − 1 … 1, over tokens low … m − 1, as igraph
+    holds them: vertex 0 the focus, vertex 1 the sink, then w = m − low vertices a layer (L − 1 first).
+    Yields (bottom, graph, capacities, the first edge into the sink) for bottom = L − 2 … 0: the graph
+    holds layers L − 1 … bottom + 1, its last w edges run from layer bottom + 1 into the sink (their
+    capacities are the caller's: a column of Â_(bottom + 1)), and the sink's earlier edges are kept at 0."""
+    import igraph
+
+    layers, w = a_hat.shape[0], m - low
+    i, j = np.tril_indices(w) if causal else np.divmod(np.arange(w * w), w)  # one layer's edges, in the window
+    inner = a_hat[1 : layers - 1, low + i, low + j]  # (L − 2, edges): Â_2 … Â_(L−1) on them
+    tokens = np.arange(w)
+    g = igraph.Graph(n=2, directed=True)
+    capacity: list[float] = []
+    for bottom in range(layers - 2, -1, -1):
+        first = g.vcount()  # layer bottom + 1's vertices: first … first + w − 1
+        g.add_vertices(w)
+        if bottom == layers - 2:  # the focus's own edges: (L, focus) → (L − 1, low + t), Â_L
+            cap, source, target = a_hat[layers - 1, focus, low:m], np.zeros(w, dtype=np.int64), first + tokens
+        else:  # (bottom + 2, low + i) → (bottom + 1, low + j), Â_(bottom + 2)
+            cap, source, target = inner[bottom], first - w + i, first + j
+        keep = cap > 0
+        if capacity:
+            capacity[-w:] = [0.0] * w  # the sink's edges from the layer above: no longer on a path
+        into_sink = len(capacity) + int(np.count_nonzero(keep))
+        into_layer = zip(source[keep].tolist(), target[keep].tolist(), strict=True)
+        g.add_edges([*into_layer, *((first + t, 1) for t in range(w))])  # then layer bottom + 1 → the sink
+        capacity += cap[keep].tolist()
+        capacity += [0.0] * w
+        yield bottom, g, capacity, into_sink
 
 
 def _pairs(layers: int, n: int, causal: bool) -> tuple[int, int]:
@@ -123,11 +178,21 @@ def _pairs(layers: int, n: int, causal: bool) -> tuple[int, int]:
 
 
 def focus_work(layers: int, n: int, causal: bool) -> int:
-    """Edges the maximum flows of flow_through() run over, counted once per flow: the focus's n flows
-    down to each layer l, each over the layers above l (a causal focus reaches focus + 1 ≤ n tokens:
-    counted as the last one). About 10⁷ edges take 0.6–0.7 s of one core (docs/inside.md)."""
-    edges, pairs = _pairs(layers, n, causal)
-    return n * edges * pairs
+    """Edges the maximum flows of flow_through() run over, counted once per flow as it builds its graphs:
+    a window of w tokens, for each bottom layer b = L − 2 … 0, has w edges from the focus, L − 2 − b
+    layers of w(w + 1)/2 edges (w² with a full mask) and L − 1 − b layers of w edges into the sink (the
+    one in use and those kept at 0), for each of its sinks. Causal: a window of n − low tokens for the
+    sinks low … low + 3 (the focus counted as the last token); full: one window of n tokens, n sinks.
+    About 10⁷ edges take 1.1 s of one core here (docs/inside.md)."""
+    d = layers - 1  # bottoms L − 2 … 0: the one layer under the focus is an edge, not a flow
+
+    def window(w: int) -> int:
+        pairs = w * (w + 1) // 2 if causal else w * w
+        return d * w + pairs * d * (d - 1) // 2 + w * d * (d + 1) // 2
+
+    if not causal:
+        return n * window(n)
+    return sum(min(SINKS_PER_WINDOW, n - low) * window(n - low) for low in range(0, n, SINKS_PER_WINDOW))
 
 
 def flow_work(layers: int, n: int, causal: bool) -> int:

@@ -207,12 +207,43 @@ def test_flow_is_bounded_by_its_thinnest_edge() -> None:
     np.testing.assert_allclose(rollout.rollout(a_hat)[1, 1], [0.5 + 0.05, 0.45], atol=1e-12)
 
 
-def test_flow_work_grows_with_layers_and_tokens() -> None:
-    assert rollout.flow_work(6, 8, False) == (64 + 8) * 64 * 21
-    assert rollout.flow_work(30, 8, True) == (36 + 8) * 36 * 465
-    assert rollout.flow_work(6, 9, False) > rollout.flow_work(6, 8, False)
-    assert rollout.focus_work(6, 64, False) == 64 * 4096 * 21  # the focus's 64 flows a layer, each over ≤ 6 layers
-    assert rollout.focus_work(30, 64, True) == 64 * 2080 * 465
+def test_the_focus_paths_through_causal_layers(smollm_attentions: list[np.ndarray]) -> None:
+    """SmolLM2's own attention (its last 15 layers, causal, 6 tokens): flow_through's windows (sinks 0 … 3
+    over tokens 0 … 5, sinks 4 and 5 over tokens 4 and 5) against the reference's flows over every token."""
+    upper = smollm_attentions[15:]
+    ours = rollout.flow_through(rollout.mixed(np.stack(upper)), 5)
+    np.testing.assert_allclose(ours, np.array(ref_through(ref_mixed(upper), 5)), atol=TOL, rtol=0)
+    assert np.count_nonzero(ours[:15]) == 15 * 6  # every token under every layer takes a share
+
+
+def test_focus_work_counts_the_edges_flow_through_runs_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The limit reads focus_work: here, the edges of every graph flow_through runs a maximum flow on, as
+    igraph holds them, on a dense attention (every capacity above 0), with both masks."""
+    import igraph
+
+    counted: list[int] = []
+    maxflow_value = igraph.Graph.maxflow_value
+
+    def counting(g: Any, *args: Any) -> float:
+        counted.append(g.ecount())
+        return float(maxflow_value(g, *args))
+
+    monkeypatch.setattr(igraph.Graph, "maxflow_value", counting)
+    rng = np.random.default_rng(5)
+    layers, n = 5, 11
+    for causal in (False, True):
+        weights = rng.random((layers, 2, n, n))
+        weights = np.tril(weights) if causal else weights
+        counted.clear()
+        rollout.flow_through(rollout.mixed(weights / weights.sum(axis=-1, keepdims=True)), n - 1)
+        assert len(counted) == (layers - 1) * n  # one flow a token under every layer but the last
+        assert sum(counted) == rollout.focus_work(layers, n, causal)
+    # by hand: MiniLM at 64 tokens, each of the 5 bottoms' 64 flows: 64 edges from the focus, the layers in
+    # between (0 … 4 of them: 10 in all) of 64² edges, and 1 … 5 layers of 64 edges into the sink
+    assert rollout.focus_work(6, 64, False) == 64 * (5 * 64 + 10 * 64 * 64 + 15 * 64)
+    assert rollout.focus_work(30, 64, True) < 64 * 2080 * 465 / 2.9  # each flow over every token: three times
+    assert rollout.flow_work(6, 8, False) == 64 * 64 * 21 + rollout.focus_work(6, 8, False)  # + the tables'
+    assert rollout.flow_work(30, 8, True) == 36 * 36 * 465 + rollout.focus_work(30, 8, True)
 
 
 # ---- POST /api/rollout ------------------------------------------------------------------------
@@ -277,7 +308,7 @@ def test_the_decoder_and_the_causal_mask(api: TestClient) -> None:
     assert r.status_code == 200, r.text
     layers = np.array(r.json()["layers"])
     assert layers.shape == (30, 6, 6) and np.all(np.triu(layers, 1) == 0)
-    assert r.json()["flow_table_tokens"] == 16 and r.json()["flow_max_tokens"] == 34
+    assert r.json()["flow_table_tokens"] == 16 and r.json()["flow_max_tokens"] == 55
     causal = api.post("/api/rollout", json={"sentence": SENTENCE, "mask": "causal"}).json()
     full = api.post("/api/rollout", json={"sentence": SENTENCE, "mask": "full"}).json()
     assert causal["mask"] == "causal" and np.all(np.triu(np.array(causal["layers"]), 1) == 0)
@@ -288,9 +319,9 @@ def test_the_decoder_and_the_causal_mask(api: TestClient) -> None:
     ("body", "field", "words"),
     [
         (
-            {"sentence": "x " * 35, "method": "flow", "model": "smollm2-135m"},
+            {"sentence": "x " * 55, "method": "flow", "model": "smollm2-135m"},
             "sentence",
-            ["36 tokens for SmolLM2-135M", "flow's limit there is 34", "rollout (up to 64)"],
+            ["56 tokens for SmolLM2-135M", "flow's limit there is 55", "rollout (up to 64)"],
         ),
         ({"sentence": "word " * 70}, "sentence", ["72 tokens", "64"]),
         ({"sentence": "a b", "focus": 4}, "focus", ["0 … 3", "4 tokens"]),
