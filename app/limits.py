@@ -32,8 +32,9 @@ MODEL_CACHE_BYTES = 192 << 20
 MAX_ROLLOUT_TOKENS = 64  # tokens for POST /api/rollout: L × n × n shares (30 · 64² ≈ 123k for SmolLM2)
 FLOW_MAX_WORK = 10_000_000  # edges its maximum flows run over (app.model.rollout.flow_work): 1–2 s here
 # ... past it, flow answers the focus's paths only (no table per layer), up to this work (rollout.focus_work):
-# 1.4 × 10⁷ edges take about 1.5 s of one core (95–110 ns an edge, docs/inside.md): MiniLM 64 tokens, SmolLM2 55
-FLOW_FOCUS_MAX_WORK = 14_000_000
+# 2.1 × 10⁷ edges (SmolLM2's 30 layers at 64 tokens) take about 2 s of one core (95–110 ns an edge,
+# docs/inside.md): both models' flows reach rollout's 64 tokens
+FLOW_FOCUS_MAX_WORK = 21_000_000
 
 # The server on a school's LAN (app/web/server.py; docs/security.md): what one device may hold or ask for.
 # Each can be changed with the environment variable named beside it (a whole number of seconds or a count).

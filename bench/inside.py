@@ -92,7 +92,7 @@ def main() -> None:
     def one_round(text: str) -> dict[str, float]:
         ids = model.tokenizer.encode(text).ids
         short = model.tokenizer.decode(ids[:60])  # ≤ 64 tokens: the rollout route's limit
-        tiny = model.tokenizer.decode(ids[:32])  # ≤ 55, flow's limit on this model: past its tables' 16, paths only
+        tiny = model.tokenizer.decode(ids[:32])  # ≤ 64, flow's limit on this model: past its tables' 16, paths only
         return {
             "theirs": timed(lambda: theirs(text), "theirs"),
             "lens": timed(lambda: post("/api/lens", {"model": DECODER, "prompt": text}), "lens"),

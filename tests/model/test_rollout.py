@@ -308,7 +308,7 @@ def test_the_decoder_and_the_causal_mask(api: TestClient) -> None:
     assert r.status_code == 200, r.text
     layers = np.array(r.json()["layers"])
     assert layers.shape == (30, 6, 6) and np.all(np.triu(layers, 1) == 0)
-    assert r.json()["flow_table_tokens"] == 16 and r.json()["flow_max_tokens"] == 55
+    assert r.json()["flow_table_tokens"] == 16 and r.json()["flow_max_tokens"] == 64
     causal = api.post("/api/rollout", json={"sentence": SENTENCE, "mask": "causal"}).json()
     full = api.post("/api/rollout", json={"sentence": SENTENCE, "mask": "full"}).json()
     assert causal["mask"] == "causal" and np.all(np.triu(np.array(causal["layers"]), 1) == 0)
@@ -318,11 +318,7 @@ def test_the_decoder_and_the_causal_mask(api: TestClient) -> None:
 @pytest.mark.parametrize(
     ("body", "field", "words"),
     [
-        (
-            {"sentence": "x " * 55, "method": "flow", "model": "smollm2-135m"},
-            "sentence",
-            ["56 tokens for SmolLM2-135M", "flow's limit there is 55", "rollout (up to 64)"],
-        ),
+        ({"sentence": "x " * 64, "method": "flow", "model": "smollm2-135m"}, "sentence", ["65 tokens", "64"]),
         ({"sentence": "word " * 70}, "sentence", ["72 tokens", "64"]),
         ({"sentence": "a b", "focus": 4}, "focus", ["0 … 3", "4 tokens"]),
         ({"sentence": "a b", "focus": -1}, "focus", ["greater than or equal to 0"]),

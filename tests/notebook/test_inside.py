@@ -81,7 +81,7 @@ def test_show_with_heads_switched_off(api: TestClient) -> None:
         (lambda: notebook.rollout(ANIMAL, focus="zebra"), "focus"),
         (lambda: notebook.rollout(ANIMAL, focus=99), "focus"),
         (lambda: notebook.rollout(ANIMAL, mask="diagonal"), "mask"),
-        (lambda: notebook.rollout("x " * 60, model="smollm2-135m", method="flow"), "sentence"),  # 61 > 55
+        (lambda: notebook.rollout("x " * 70, model="smollm2-135m", method="flow"), "sentence"),  # 71 > 64
         (lambda: notebook.rollout(ANIMAL, model="gpt-9"), "model"),
         (lambda: notebook.lens(PROMPT, model="all-minilm-l6-v2"), "model"),
         (lambda: notebook.lens(PROMPT, position=40), "position"),
