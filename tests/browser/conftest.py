@@ -115,8 +115,12 @@ def browser() -> Iterator[Any]:
     if _LAUNCHED:  # another directory's copy of this fixture started it (Playwright's sync API runs once)
         yield _LAUNCHED[0]
         return
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # an assertion on the page waits up to 20 s for it to come true (Playwright's default: 5 s): a model's
+    # first load on a machine busy with the whole suite took longer than 5 s (test_model_picker, 6 Dec);
+    # a page that is right passes as soon as it is, so this costs a passing test nothing
+    expect.set_options(timeout=20_000)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         _LAUNCHED.append(b)
