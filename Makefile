@@ -15,16 +15,33 @@ unexport PYTHONDONTWRITEBYTECODE
 # install (torch and transformers are most of them): a fresh venv 38 s of CPU instead of 114 s
 PIP    := $(BIN)/pip install -q --no-compile
 
-.PHONY: run test lint typecheck pytest bench setup setup-test debs clean notebook docs test-all
+.PHONY: run test lint typecheck pytest bench setup setup-test debs clean notebook docs test-all checks beside-pytest
 
 run: setup
 	$(BIN)/attention3d --host $(HOST) --port $(PORT)
 
-test: setup-test lint typecheck docs pytest
+# Two things at once where the machine would wait: the installs (the venv, npm's packages and Debian's
+# run side by side: make -j3), then the static checks (ruff, mypy, the docs site: `checks`) beside pytest,
+# whose workers leave a core idle while they wait on browsers and servers. The checks' output follows
+# pytest's; either failing fails `make test`.
+test:
+	@$(MAKE) --no-print-directory -j3 setup-test
+	@$(MAKE) --no-print-directory beside-pytest PYTEST_ENV=
 
 # Every generated example the default suite trims (tests/budget.py), e.g. schemathesis's per operation.
-test-all: setup-test lint typecheck docs
-	ATTENTION_TEST_ALL=1 $(BIN)/pytest $(PYTEST_ARGS)
+test-all:
+	@$(MAKE) --no-print-directory -j3 setup-test
+	@$(MAKE) --no-print-directory beside-pytest PYTEST_ENV=ATTENTION_TEST_ALL=1
+
+checks: lint typecheck docs
+
+beside-pytest:
+	@$(MAKE) --no-print-directory checks > .checks.log 2>&1 & checks=$$!; \
+	$(PYTEST_ENV) $(BIN)/pytest $(PYTEST_ARGS); tests=$$?; \
+	wait $$checks; checked=$$?; \
+	echo "--- ruff, mypy, the docs site (ran beside pytest): $$([ $$checked -eq 0 ] && echo passed || echo FAILED)"; \
+	cat .checks.log; rm -f .checks.log; \
+	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
 
 # The documentation as a site (docs/ → site/), offline; --strict: a broken link fails the build.
 docs: $(VENV)/.installed-test
