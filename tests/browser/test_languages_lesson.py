@@ -1,21 +1,24 @@
 """The whole lesson in Spanish, Chinese and Arabic (issue 43): every step of every chapter whose words are
-in the catalogs, on a projector, and a sample of steps on a phone.
+in the catalogs, on a projector and on a phone.
 
-One projector page (1280×720, the presenter's view) per language walks the lesson from the first chapter's
-first step to the last chapter's last with PageDown. At every step:
+For each language one projector page (1280×720, the presenter's view, ?lang=) and one phone page (390×844,
+its language from the browser's own) walk the lesson side by side, from the first chapter's first step to
+the last chapter's last, with PageDown: both pages draw each step at the same time, and one call per page
+reads all that is checked. At every step, on both:
 
-- the document's lang and dir; the chapter line ("Capítulo 1 de 12: …") and the step's numbered title are
+- the document's lang and dir; the chapter line ("Capítulo 1 de 13: …") and the step's numbered title are
   the catalog's; no English sentence of five or more words is left in the panels (quoted tokens and code
   excepted: test_languages.english_left), the 3D view's labels, the tables and the numbers included;
-- nothing is cut (test_projector's CUT) and no text is drawn below 95 % of the projector's floor;
+- nothing is cut: on the projector test_projector's CUT, and no text drawn below the projector's floor
+  (FLOOR_SHARE of it); on the phone nothing wider than the screen (a wide table scrolls in its own box);
 - in Arabic every table of numbers reads left to right (its columns, its rows' names at the left) while
-  the step's words read right to left, and a sign (−∞, √d_k, ∂h_t) stays at the left of what it signs;
-- axe-core finds nothing at WCAG A/AA on a sample of steps (AXE_AT: every chapter once, in some language).
+  the step's words read right to left, a sign (−∞, √d_k, ∂h_t) stays at the left of what it signs, and
+  every run of English words inside Arabic text (a quoted prompt, a sentence the model reads) is isolated
+  in a left-to-right box of its own, so that a line that wraps inside it still reads in order;
+- axe-core finds nothing at WCAG A/AA on the projector at a sample of steps (AXE_AT: every chapter once,
+  in some language).
 
-One phone (390×844, its language from the browser's own) per language opens a sample of steps (PHONE_AT:
-every chapter in some language): nothing wider than the screen, nothing cut, no English sentence.
-
-LANGUAGE_SHOTS=<folder> keeps a screenshot of every step walked (to look at them).
+LANGUAGE_SHOTS=<folder> keeps a screenshot of every step walked, projector and phone (to look at them).
 """
 
 from __future__ import annotations
@@ -43,9 +46,9 @@ from tests.browser.test_projector import CUT, FLOOR, SMALLEST_TEXT, TOKEN
 
 pytestmark = pytest.mark.browser
 
-LATER = {"inside"}  # chapters whose words move to the catalogs in a later pass: passed over
+LATER = {"inside"}  # chapters walked elsewhere (test_languages_room.py: every step of inside on two phones)
 WALKED = [c for c in CHAPTERS if c not in LATER]
-ATTENTION_VIEW = {"steps", "masks"}  # chapters drawn on the attention view (its own panels)
+ATTENTION_VIEW = ["steps", "masks"]  # chapters drawn on the attention view (its own panels)
 FORMULA_TITLES = {("projections", "q"), ("projections", "k"), ("projections", "v")}  # "q = x · W_Q": no words
 # where axe-core looks on the projector's walk (it costs a second or more a run): every chapter once, in one
 # of the languages
@@ -54,17 +57,9 @@ AXE_AT = {
     "zh": {("heads", "concat"), ("mistakes", "caveat"), ("today", "gqa"), ("projections", "all")},
     "ar": {("rnn", "fade"), ("scaling", "unscaled"), ("masks", "weights"), ("positions", "sinusoid")},
 }
-# the phone's sample (chapter, step, query): every chapter in some language, the widest tables among them
-PHONE_AT = {
-    "es": [("rnn", "fade", ""), ("steps", "mask", ""), ("block", "attention", ""), ("writing", "size", "")],
-    "zh": [("projections", "all", ""), ("heads", "concat", ""),
-           ("mistakes", "no-scale", "&example=the-cat-ate-its-fish"), ("today", "gqa", "")],
-    "ar": [("scaling", "unscaled", ""), ("masks", "weights", "&example=the-cat-ate-its-fish&focus=3"),
-           ("positions", "model", ""), ("tiles", "read", "")],
-}  # fmt: skip
-# A language's longer words may zoom the projector's panel a little further than English's to fit it
-# (classroom/fit.js): its text is drawn at 95 % of the floor at least (Spanish's masks tables: 13.4 px).
-LONGER_WORDS = 0.95
+# The share of the projector's floor (14 px at 1280×720) a language's smallest text may be drawn at: its
+# longer words may zoom the panel (classroom/fit.js) no further than English's.
+FLOOR_SHARE = {"es": 1.0, "zh": 1.0, "ar": 1.0}
 # the mistakes chapter's step ids have dashes, their catalog keys none
 STEP_KEYS = {"no-scale": "noScale", "softmax-columns": "softmaxColumns", "mask-after-softmax": "maskAfterSoftmax"}
 
@@ -143,6 +138,101 @@ PHONE_CUT = """() => {
   return bad.slice(0, 8);
 }"""
 
+# Runs of two or more English words inside right-to-left text: each must sit in a left-to-right isolate of
+# its own (U+2066/U+2068 … U+2069 in the text, or an element of direction ltr that is a block or isolates
+# its content: <bdi>, dir=, unicode-bidi: isolate), else a line that wraps inside the run puts its words
+# out of order. Code, the 3D view and the tables (left-to-right blocks) pass by that rule.
+ENGLISH_RUNS_ISOLATED = """() => {
+  const bad = [];
+  const isolating = ['isolate', 'isolate-override', 'plaintext'];
+  const walker = document.createTreeWalker(document.getElementById('app'), NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const e = node.parentElement;
+    if (!e.getClientRects().length || e.closest('code, pre, kbd')) continue;
+    const outside = node.textContent.replace(/[\u2066-\u2068][^\u2069]*\u2069/g, ' ');
+    const runs = outside.match(/[A-Za-z][A-Za-z'’-]*(?:[ ,.:;!?]+[A-Za-z][A-Za-z'’-]*)+/g);
+    if (!runs) continue;
+    let own = false;
+    for (let a = e; a && getComputedStyle(a).direction === 'ltr'; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (isolating.includes(cs.unicodeBidi) || !cs.display.startsWith('inline')) { own = true; break; }
+    }
+    if (!own) bad.push(...runs.map((r) => [e.id || e.dataset.testid || e.className || e.tagName, r]));
+  }
+  return bad.slice(0, 8);
+}"""
+
+# A quoted English run inside Arabic text: its quotation marks are the Arabic sentence's (right to left),
+# only the words inside them left to right, so that the opening mark stands at the right of the run's first
+# letter and the closing one at the left of its last, on one line or wrapped over two. (Marks caught inside
+# the run's left-to-right isolate would stand at its outer ends: a wrapped quote then reads as two.) A label
+# that reads in the direction of its first letter ("m لـ«its»", unicode-bidi: plaintext) is left to right.
+QUOTES_READ_RIGHT = """() => {
+  const bad = [];
+  const marks = '[\u2066-\u2069\u200e\u200f]*';  // isolates and direction marks around the words
+  const QUOTED = new RegExp(`«${marks}([A-Za-z][^«»\u2069]*)${marks}»`, 'g');
+  const box = (node, i) => {
+    const r = document.createRange();
+    r.setStart(node, i);
+    r.setEnd(node, i + 1);
+    return r.getBoundingClientRect();
+  };
+  const walker = document.createTreeWalker(document.getElementById('app'), NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const e = node.parentElement;
+    if (!e.getClientRects().length || getComputedStyle(e).direction !== 'rtl') continue;
+    const text = node.textContent;
+    // a line that reads in the direction of its first letter (unicode-bidi: plaintext), left to right
+    const first = text.replace(/[\u2066-\u2068][^\u2069]*\u2069/g, '').match(/[A-Za-z\u0600-\u06ff]/);
+    if (getComputedStyle(e).unicodeBidi === 'plaintext' && /[A-Za-z]/.test(first?.[0] ?? '')) continue;
+    for (const m of text.matchAll(QUOTED)) {
+      const open = m.index, close = m.index + m[0].length - 1;
+      const first = text.indexOf(m[1], open), last = first + m[1].trimEnd().length - 1;
+      if (box(node, open).left < box(node, first).left || box(node, close).right > box(node, last).right) {
+        bad.push([e.id || e.dataset.testid || e.className || e.tagName, 'quotation marks out of place', m[1]]);
+      }
+    }
+  }
+  return bad.slice(0, 8);
+}"""
+
+# A step drawn: the page ready on another step than `[chapter, step]`, its words written, the fonts loaded,
+# two frames for the panels to be laid out (and fitted to the projector) again.
+NEXT_STEP = """([chapter, step, attention]) => {
+  const app = document.getElementById('app');
+  if (app.dataset.ready !== 'true' || (app.dataset.chapter === chapter && app.dataset.step === step)) return false;
+  const text = document.querySelector(attention.includes(app.dataset.chapter) ? '#step-text' : '#chapter-text');
+  if (!text || !text.textContent.trim()) return false;
+  return document.fonts.ready.then(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(
+    () => r(true)))));
+}"""
+
+# PageDown as a clicker sends it, handled just after this call returns: both pages draw the next step at
+# once (a key pressed through the browser's input would wait for the page to have handled it)
+PAGE_DOWN = """() => { setTimeout(() => document.body.dispatchEvent(
+  new KeyboardEvent('keydown', { key: 'PageDown', bubbles: true, cancelable: true })), 0); }"""
+
+# All that is checked at a step, read in one call: `a` says which page (phone) and which checks (rtl).
+LOOK = f"""(a) => {{
+  const app = document.getElementById('app');
+  const chapter = app.dataset.chapter;
+  const attention = a.attention.includes(chapter);
+  const text = (s) => document.querySelector(s)?.innerText ?? '';
+  return {{
+    chapter, step: app.dataset.step,
+    steps: [...document.querySelectorAll('#step-list button')].map((b) => b.dataset.step),
+    lang: document.documentElement.lang, dir: document.documentElement.dir,
+    line: text('#chapter-name'), title: text(attention ? '#step-title' : '#chapter-title'),
+    words: ({LABELLED_WORDS})(attention ? a.panels : a.chapterPanels),
+    cut: a.phone ? ({PHONE_CUT})() : ({CUT})(),
+    least: a.phone ? null : ({SMALLEST_TEXT})(),
+    tables: a.rtl ? ({TABLES_LEFT_TO_RIGHT})() : [],
+    runs: a.rtl ? [...({ENGLISH_RUNS_ISOLATED})(), ...({QUOTES_READ_RIGHT})()] : [],
+  }};
+}}"""
+
 
 def catalog_text(lang: str, key: str, **values: object) -> str:
     """A catalog's plain message with its {placeholders} filled (the frame's messages have no plurals)."""
@@ -152,49 +242,37 @@ def catalog_text(lang: str, key: str, **values: object) -> str:
     return ISOLATES.sub("", text)
 
 
-def ready(w: Watched, chapter: str, step: str) -> None:
-    w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"][data-step="{step}"]', timeout=180_000)
-    text = "#step-text" if chapter in ATTENTION_VIEW else "#chapter-text"
-    w.page.wait_for_selector(f"{text}:not(:empty)", timeout=30_000)
+def plain(text: str) -> str:
+    return ISOLATES.sub("", text).strip()
 
 
-def laid_out(w: Watched) -> None:
-    """Two frames for the panels to be laid out (and fitted to the projector) again, the fonts loaded."""
-    w.page.wait_for_function(
-        "() => document.fonts.ready.then(() => new Promise((r) => requestAnimationFrame(() => "
-        "requestAnimationFrame(() => r(true)))))"
-    )
-
-
-def plain(w: Watched, selector: str) -> str:
-    return ISOLATES.sub("", w.page.locator(selector).first.inner_text()).strip()
-
-
-def steps_of(w: Watched) -> list[str]:
-    steps: list[str] = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
-    return steps
-
-
-def frame_problems(w: Watched, lang: str, chapter: str, step: str, k: int) -> list[str]:
-    """The chapter line and the step's title (`k`: its number) in `lang`, from the catalogs."""
+def problems_at(lang: str, seen: dict[str, Any], phone: bool) -> list[str]:
+    """What is wrong with a step as LOOK read it (empty: nothing)."""
+    chapter, step, steps = seen["chapter"], seen["step"], seen["steps"]
+    at = f"{'phone' if phone else 'projector'} {chapter}/{step}"
     problems = []
-    at = f"{chapter}/{step}"
+    if [seen["lang"], seen["dir"]] != list(LANGS[lang][:2]):
+        problems.append(f"{at}: the document is {seen['lang']}, {seen['dir']}")
     title = catalog_text(lang, f"chapter.{chapter}.title")
     line = catalog_text(lang, "lesson.chapterOf", k=CHAPTERS.index(chapter) + 1, n=len(CHAPTERS), title=title)
-    if plain(w, "#chapter-name") != line:
-        problems.append(f"{at}: the chapter line is {plain(w, '#chapter-name')!r}, not {line!r}")
+    if plain(seen["line"]) != line:
+        problems.append(f"{at}: the chapter line is {plain(seen['line'])!r}, not {line!r}")
     if (chapter, step) not in FORMULA_TITLES:
-        heading = "#step-title" if chapter in ATTENTION_VIEW else "#chapter-title"
+        k = steps.index(step) + 1
         want = f"{k}. {catalog_text(lang, f'chapter.{chapter}.{STEP_KEYS.get(step, step)}.title')}"
-        if plain(w, heading) != want:
-            problems.append(f"{at}: the title is {plain(w, heading)!r}, not {want!r}")
+        if plain(seen["title"]) != want:
+            problems.append(f"{at}: the title is {plain(seen['title'])!r}, not {want!r}")
+    problems += [f"{at}: English left: {run!r}" for run in english_left(seen["words"])]
+    if seen["cut"]:
+        problems.append(f"{at}: cut {seen['cut']}")
+    if seen["least"] is not None:
+        least, which = seen["least"]
+        floor = FLOOR[1280] * FLOOR_SHARE[lang]
+        if least < floor - 0.05:
+            problems.append(f"{at}: text drawn at {least} px < {floor} ({which})")
+    problems += [f"{at}: {bad}" for bad in seen["tables"]]
+    problems += [f"{at}: English words out of order: {bad}" for bad in seen["runs"]]
     return problems
-
-
-def words_problems(w: Watched, chapter: str, step: str) -> list[str]:
-    panels = PANELS if chapter in ATTENTION_VIEW else [*CHAPTER_PANELS, "#chapter-stage"]
-    words: str = w.page.evaluate(LABELLED_WORDS, panels)
-    return [f"{chapter}/{step}: English left: {run!r}" for run in english_left(words)]
 
 
 def axe_problems(w: Watched, at: str) -> list[str]:
@@ -217,77 +295,58 @@ def shot(w: Watched, name: str) -> None:
         w.page.screenshot(path=str(Path(SHOTS) / f"{name}.png"))
 
 
+def arabic_phone(w: Watched) -> None:
+    """The Arabic phone at the masks chapter: the steps bar and the explanation mirrored, the weights'
+    table, the arithmetic and the code not; Arabic drawn with the app's font (its glyphs join by the
+    font's shaping), loaded first."""
+    mirrored(w)
+    table_reads_left_to_right(w)
+    assert w.page.evaluate("document.fonts.check('700 16px \"A3D Noto Sans Arabic\"', 'الانتباه')")
+    used = w.page.evaluate("getComputedStyle(document.getElementById('step-text')).fontFamily")
+    assert used.startswith('"A3D Noto Sans Arabic"'), used
+
+
 @pytest.mark.parametrize("lang", list(LANGS))
-def test_the_whole_lesson_on_the_projector(browser: Any, server: str, lang: str) -> None:
-    """The teacher's projector view (1280×720) in `lang`, walked with PageDown from the first step to the last."""
+def test_the_whole_lesson_on_a_projector_and_a_phone(browser: Any, server: str, lang: str) -> None:
+    """The teacher's projector view (1280×720, ?lang=) and a phone (390×844) whose browser speaks `lang`,
+    walked side by side with PageDown from the first step to the last."""
     problems: list[str] = []
     walked: list[str] = []
-    with watched_page(browser, server, viewport={"width": 1280, "height": 720}, bypass_csp=True) as w:
-        w.page.goto(f"{server}/?token={TOKEN}&present=1&chapter={WALKED[0]}&lang={lang}")
-        w.page.wait_for_selector('[data-testid="join-qr"]')
-        for chapter in WALKED:
-            w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=180_000)
-            steps = steps_of(w)
-            assert len(steps) >= 2, (chapter, steps)
-            for k, step in enumerate(steps, start=1):
-                if k > 1:
-                    w.page.keyboard.press("PageDown")
-                ready(w, chapter, step)
-                laid_out(w)
-                at = f"{chapter}/{step}"
-                walked.append(at)
-                lang_dir = w.page.evaluate("[document.documentElement.lang, document.documentElement.dir]")
-                assert lang_dir == list(LANGS[lang][:2]), (at, lang_dir)
-                problems += frame_problems(w, lang, chapter, step, k) + words_problems(w, chapter, step)
-                cut = w.page.evaluate(CUT)
-                if cut:
-                    problems.append(f"{at}: cut {cut}")
-                least, which = w.page.evaluate(SMALLEST_TEXT)
-                if least < FLOOR[1280] * LONGER_WORDS - 0.05:
-                    problems.append(f"{at}: text drawn at {least} px < {FLOOR[1280] * LONGER_WORDS} ({which})")
-                if lang == "ar":
-                    problems += [f"{at}: {bad}" for bad in w.page.evaluate(TABLES_LEFT_TO_RIGHT)]
+    steps: dict[str, list[str]] = {}  # each chapter's steps, as its page lists them
+    rtl = LANGS[lang][1] == "rtl"
+    first = WALKED[0]
+    with (
+        watched_page(browser, server, viewport={"width": 1280, "height": 720}, bypass_csp=True) as projector,
+        watched_page(browser, server, viewport={"width": 390, "height": 844}, locale=LANGS[lang][2]) as phone,
+    ):
+        projector.page.goto(f"{server}/?token={TOKEN}&present=1&chapter={first}&lang={lang}")
+        phone.page.goto(f"{server}/?chapter={first}")
+        projector.page.wait_for_selector('[data-testid="join-qr"]', timeout=90_000)  # a room opened under load
+        pages = {"projector": projector, "phone": phone}
+        at = ["", ""]
+        while True:
+            seen = {}
+            for name, w in pages.items():
+                w.page.wait_for_function(NEXT_STEP, arg=[*at, ATTENTION_VIEW], timeout=180_000)
+                args = {"phone": name == "phone", "rtl": rtl, "attention": ATTENTION_VIEW, "panels": PANELS,
+                        "chapterPanels": [*CHAPTER_PANELS, "#chapter-stage"]}  # fmt: skip
+                seen[name] = w.page.evaluate(LOOK, args)
+            chapter, step = seen["projector"]["chapter"], seen["projector"]["step"]
+            assert (seen["phone"]["chapter"], seen["phone"]["step"]) == (chapter, step), (seen["phone"], chapter, step)
+            at = [chapter, step]
+            if chapter not in LATER:
+                walked.append(f"{chapter}/{step}")
+                steps.setdefault(chapter, seen["projector"]["steps"])
+                for name, w in pages.items():
+                    problems += problems_at(lang, seen[name], phone=name == "phone")
+                    shot(w, f"{lang}-{name}-{chapter}-{step}")
                 if (chapter, step) in AXE_AT[lang]:
-                    problems += axe_problems(w, at)
-                shot(w, f"{lang}-projector-{chapter}-{step}")
-            while chapter != WALKED[-1]:  # on to the next chapter walked, past any passed over
-                w.page.keyboard.press("PageDown")
-                w.page.wait_for_function(
-                    "(c) => document.getElementById('app').dataset.chapter !== c && "
-                    "document.getElementById('app').dataset.ready === 'true'",
-                    arg=chapter,
-                    timeout=180_000,
-                )
-                shown = w.page.evaluate("document.getElementById('app').dataset.chapter")
-                if shown not in LATER:
-                    break
-                chapter = shown
-    assert len(walked) > 50 and {a.split("/")[0] for a in walked} == set(WALKED), walked
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("lang", list(LANGS))
-def test_a_sample_of_steps_on_a_phone_in_the_browsers_language(browser: Any, server: str, lang: str) -> None:
-    """A phone (390×844) whose browser speaks `lang`: each step of its sample fits the screen, in the language."""
-    problems: list[str] = []
-    with watched_page(browser, server, viewport={"width": 390, "height": 844}, locale=LANGS[lang][2]) as w:
-        for chapter, step, query in PHONE_AT[lang]:
-            w.page.goto(f"{server}/?chapter={chapter}&step={step}{query}")
-            ready(w, chapter, step)
-            at = f"{chapter}/{step}"
-            lang_dir = w.page.evaluate("[document.documentElement.lang, document.documentElement.dir]")
-            assert lang_dir == list(LANGS[lang][:2]), (at, lang_dir)
-            problems += words_problems(w, chapter, step)
-            cut = w.page.evaluate(PHONE_CUT)
-            if cut:
-                problems.append(f"{at}: cut {cut}")
-            if lang == "ar" and chapter == "masks":
-                # the steps bar and the explanation mirrored, the weights' table, the arithmetic and the code not
-                mirrored(w)
-                table_reads_left_to_right(w)
-                # Arabic is drawn with the app's font (its glyphs join by the font's shaping), loaded first
-                assert w.page.evaluate("document.fonts.check('700 16px \"A3D Noto Sans Arabic\"', 'الانتباه')")
-                used = w.page.evaluate("getComputedStyle(document.getElementById('step-text')).fontFamily")
-                assert used.startswith('"A3D Noto Sans Arabic"'), used
-            shot(w, f"{lang}-phone-{chapter}-{step}")
+                    problems += axe_problems(projector, f"projector {chapter}/{step}")
+                if rtl and (chapter, step) == ("masks", "weights"):
+                    arabic_phone(phone)
+            if chapter == WALKED[-1] and step == seen["projector"]["steps"][-1]:
+                break
+            for w in pages.values():  # the clicker's PageDown, pressed on both pages at once
+                w.page.evaluate(PAGE_DOWN)
+    assert list(steps) == WALKED and walked == [f"{c}/{s}" for c in WALKED for s in steps[c]], walked
     assert not problems, "\n".join(problems)

@@ -6,7 +6,9 @@ in English (1280×720), a phone whose browser speaks Spanish and a phone told ?l
   more is left in a phone's classroom bar and notes.
 - The teacher walks the five steps of "Look inside"; on each step both phones show it in their language:
   no English sentence of five words or more in the chapter's title, text, panel, numbers and steps bar
-  (quoted words and code excepted); Arabic is dir=rtl with its tables left to right.
+  (quoted words and code excepted); Arabic is dir=rtl with its tables left to right, and the prompt the
+  model reads, quoted in its sentences, reads in order where the line wraps inside it (its words isolated,
+  its quotation marks the Arabic sentence's).
 
 One page per language (the phones), the projector driving both; LANG_SHOTS=<folder> keeps screenshots.
 """
@@ -24,6 +26,7 @@ import pytest
 from tests.browser.chapters import wait
 from tests.browser.conftest import Watched, watched_page
 from tests.browser.test_languages import VISIBLE_WORDS, english_left, language_of, say
+from tests.browser.test_languages_lesson import ENGLISH_RUNS_ISOLATED, QUOTES_READ_RIGHT
 from tests.browser.test_projector import TOKEN
 
 pytestmark = pytest.mark.browser
@@ -108,6 +111,8 @@ def test_a_room_and_look_inside_in_each_phones_language(room: tuple[Watched, Wat
             left = english_left(words(w, CHAPTER_PARTS))
             assert left == [], (lang, step, left)
             assert language_of(w)[1] == ("rtl" if lang == "ar" else "ltr")
+        out_of_order = ar.page.evaluate(f"() => [...({ENGLISH_RUNS_ISOLATED})(), ...({QUOTES_READ_RIGHT})()]")
+        assert out_of_order == [], (step, out_of_order)
         shot(ar, f"inside-ar-{step}")
         shot(es, f"inside-es-{step}")
         if step == "rollout":  # Arabic: the table of numbers still reads left to right
