@@ -81,13 +81,18 @@ export function useLanguage(lang, catalog) {
 /** The catalog in use (the standalone export writes it into its file). */
 export const catalog = () => current.messages;
 
-/** The names of a message's plain {placeholders} (not a plural's or a select's), at any depth. */
-function plainArguments(ast, names = new Set()) {
+/**
+ * The names of a message's plain {placeholders}, at any depth, but not those that also pick a plural's or
+ * a select's case ({mask, select, causal {…} other {{mask} mask}}): the case is picked by the value as given.
+ */
+function plainArguments(ast, names = new Set(), keys = new Set()) {
   for (const node of ast) {
     if (node.type === 1) names.add(node.value); // {name}
-    for (const option of Object.values(node.options ?? {})) plainArguments(option.value, names);
-    if (node.children) plainArguments(node.children, names);
+    if (node.options) keys.add(node.value); // {name, select|plural, …}
+    for (const option of Object.values(node.options ?? {})) plainArguments(option.value, names, keys);
+    if (node.children) plainArguments(node.children, names, keys);
   }
+  for (const key of keys) names.delete(key);
   return names;
 }
 

@@ -60,6 +60,10 @@ AXE_AT = {
 # The share of the projector's floor (14 px at 1280×720) a language's smallest text may be drawn at: its
 # longer words may zoom the panel (classroom/fit.js) no further than English's.
 FLOOR_SHARE = {"es": 1.0, "zh": 1.0, "ar": 1.0}
+# the projector's where line ends with the mask's name on the attention view: its message's cases
+MASK_NAMES = {
+    lang: tuple(re.findall(r"(?:causal|full) \{([^{}]+)\}", CATALOGS[lang]["classroom.present.mask"])) for lang in LANGS
+}
 # the mistakes chapter's step ids have dashes, their catalog keys none
 STEP_KEYS = {"no-scale": "noScale", "softmax-columns": "softmaxColumns", "mask-after-softmax": "maskAfterSoftmax"}
 
@@ -225,6 +229,7 @@ LOOK = f"""(a) => {{
     steps: [...document.querySelectorAll('#step-list button')].map((b) => b.dataset.step),
     lang: document.documentElement.lang, dir: document.documentElement.dir,
     line: text('#chapter-name'), title: text(attention ? '#step-title' : '#chapter-title'),
+    where: text('[data-testid="projector-where"]'),
     words: ({LABELLED_WORDS})(attention ? a.panels : a.chapterPanels),
     cut: a.phone ? ({PHONE_CUT})() : ({CUT})(),
     least: a.phone ? null : ({SMALLEST_TEXT})(),
@@ -272,6 +277,8 @@ def problems_at(lang: str, seen: dict[str, Any], phone: bool) -> list[str]:
             problems.append(f"{at}: text drawn at {least} px < {floor} ({which})")
     problems += [f"{at}: {bad}" for bad in seen["tables"]]
     problems += [f"{at}: English words out of order: {bad}" for bad in seen["runs"]]
+    if not phone and chapter in ATTENTION_VIEW and not plain(seen["where"]).endswith(MASK_NAMES[lang]):
+        problems.append(f"{at}: the projector's where line ends {plain(seen['where'])[-30:]!r}, not a mask's name")
     return problems
 
 
