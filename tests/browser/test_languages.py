@@ -148,7 +148,8 @@ def quiz_call(base: str, method: str, path: str, body: Any = None) -> None:
 
 
 def plain(text: str) -> str:
-    return text.replace("\u2068", "").replace("\u2069", "")
+    """The text without its isolates and direction marks (U+2066…U+2069, U+200E, U+200F)."""
+    return re.sub("[\u2066-\u2069\u200e\u200f]", "", text)
 
 
 def test_one_room_three_languages(room: tuple[Watched, Watched, Watched]) -> None:
