@@ -237,7 +237,9 @@ def test_the_menu_keeps_the_readers_choice(watched: Watched) -> None:
     assert "lang=" not in w.page.url  # the choice is kept by the browser, not put in the address
     assert w.page.evaluate("localStorage.getItem('a3d.lang')") == "ar"
     assert w.text("step-title").endswith(say("ar", "chapter.masks.causal.title"))
-    # the Arabic page fetched Arabic's catalog and fonts, nothing of Chinese's
+    # the Arabic page fetched Arabic's catalog and fonts, nothing of Chinese's (the fonts' style sheet may
+    # come after the page is ready: wait until the network is quiet, as it did not under the suite's load)
+    w.page.wait_for_load_state("networkidle")
     fetched = [u for u in requests if "/static/i18n/" in u or "/static/fonts/" in u]
     assert any("/i18n/ar.json" in u for u in fetched) and any("/fonts/ar.css" in u for u in fetched)
     assert not any("zh" in u.rsplit("/", 1)[-1] for u in fetched), fetched
