@@ -54,6 +54,11 @@ CHAPTERS: list[tuple[str, dict[str, str]]] = [
     ("tiles.rescale", {"chapter": "tiles", "step": "rescale"}),
 ]  # fmt: skip
 LATE = "steps.share"  # the question at which one phone's answer comes after the reveal
+# Under the whole suite's load (a 2-core machine, five pages of one browser drawing with software WebGL) the
+# teacher's window once sent its Ask 30 s after the click, and the question reached every phone then (6 Dec):
+# the waits here are for the class to be right, not quick, so they allow SLOW seconds; when the question does
+# not come, the failure lists what the teacher's windows asked the server, and when.
+SLOW = 120
 
 
 def note_of(asked: Asked) -> str:
@@ -127,7 +132,7 @@ class WsPhone:
         self.hello = self.next("seq")
         self.seen: list[dict[str, Any]] = []
 
-    def question(self, timeout: float = 30) -> dict[str, Any]:
+    def question(self, timeout: float = SLOW) -> dict[str, Any]:
         """The next question asked (a quiz with no answer yet)."""
         while True:
             quiz: dict[str, Any] | None = self.next("quiz", timeout)["quiz"]
@@ -200,15 +205,25 @@ def give_aways(asked: Asked) -> list[str]:
 
 def wait_at(page: Any, state: dict[str, str]) -> None:
     page.wait_for_selector(
-        f'#app[data-ready="true"][data-chapter="{state["chapter"]}"][data-step="{state["step"]}"]', timeout=60_000
+        f'#app[data-ready="true"][data-chapter="{state["chapter"]}"][data-step="{state["step"]}"]', timeout=SLOW * 1000
     )
 
 
-# In `make test-all` only for now: under the whole suite's load it failed in 2 of 3 fresh-clone runs on
-# 6 Dec (the teacher's window pressed Ask and no question reached a socket phone within 30 s, no error
-# shown), while alone it passes in ~35 s. Not understood yet (issue 38 stays open for it); the quiz's
-# server side is covered in tests/classroom/test_quiz.py and a refused phone by the seats test below.
-@pytest.mark.full
+def requests_of(context: Any) -> list[str]:
+    """What the pages of `context` ask the server (not its files), each with the seconds since now."""
+    start = time.monotonic()
+    seen: list[str] = []
+
+    def note(kind: str, r: Any) -> None:
+        if "/static/" not in r.url:
+            seen.append(f"{time.monotonic() - start:7.2f} s {kind} {r.method} {r.url.split('/', 3)[-1][:80]}")
+
+    context.on("request", lambda r: note("asked", r))
+    context.on("requestfinished", lambda r: note("answered", r))
+    context.on("requestfailed", lambda r: note("failed", r))
+    return seen
+
+
 def test_a_question_in_every_chapter_with_a_projector_a_teachers_window_and_seven_phones(
     browser: Any, tmp_path_factory: pytest.TempPathFactory, models: Any
 ) -> None:
@@ -235,6 +250,9 @@ def test_a_question_in_every_chapter_with_a_projector_a_teachers_window_and_seve
         teacher_errors: list[str] = []
         teacher.on("pageerror", lambda e: teacher_errors.append(str(e)))
         teacher.on("console", lambda m: teacher_errors.append(m.text) if m.type == "error" else None)
+        asked_server = requests_of(teacher.context)  # the projector's and the teacher's window's
+        for page in (projector.page, teacher):
+            page.set_default_timeout(SLOW * 1000)
         projector.page.wait_for_selector('[data-testid="join-code"]')
         code = projector.text("join-code")
         teacher.wait_for_selector('[data-testid="teacher-status"]:has-text("● live")')
@@ -246,6 +264,7 @@ def test_a_question_in_every_chapter_with_a_projector_a_teachers_window_and_seve
             origin = base if i < 2 else f"http://127.0.0.1:{stack.enter_context(relay(port, '127.0.0.2'))}"
             w = stack.enter_context(watched_page(browser, origin))
             w.page.set_viewport_size({"width": 390, "height": 844})
+            w.page.set_default_timeout(SLOW * 1000)
             if i == 0:
                 w.page.route_web_socket("**/api/rooms/*/ws", held)
             w.page.goto(f"{origin}/?room={code}")
@@ -274,7 +293,10 @@ def test_a_question_in_every_chapter_with_a_projector_a_teachers_window_and_seve
                 quiz_id = sockets[0].question()["id"]
             except TimeoutError:
                 said = teacher.get_by_test_id("classroom-message").inner_text()
-                raise AssertionError(f"{qid}: no question reached the phones; the teacher's window: {said!r}") from None
+                raise AssertionError(
+                    f"{qid}: no question reached the phones in {SLOW} s; the teacher's window says {said!r}, "
+                    f"its errors {teacher_errors}; the windows' last requests:\n" + "\n".join(asked_server[-30:])
+                ) from None
             for p in phones:
                 p.page.wait_for_selector(f'[data-testid="quiz"][data-quiz="{quiz_id}"] [data-testid="quiz-option-0"]')
             projector.page.wait_for_selector(f'[data-testid="quiz"][data-quiz="{quiz_id}"]')
