@@ -46,7 +46,7 @@ from tests.browser.test_projector import CUT, FLOOR, SMALLEST_TEXT, TOKEN
 
 pytestmark = pytest.mark.browser
 
-LATER = {"inside"}  # chapters walked elsewhere (test_languages_room.py: every step of inside on two phones)
+LATER = {"inside"}  # chapters walked elsewhere (test_languages_room.py: every step of inside on a phone per language)
 WALKED = [c for c in CHAPTERS if c not in LATER]
 ATTENTION_VIEW = ["steps", "masks"]  # chapters drawn on the attention view (its own panels)
 FORMULA_TITLES = {("projections", "q"), ("projections", "k"), ("projections", "v")}  # "q = x · W_Q": no words

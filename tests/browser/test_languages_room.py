@@ -1,16 +1,16 @@
-"""The classroom and the chapter "Look inside" in Spanish and Arabic (issue 43), in one room: the projector
-in English (1280×720), a phone whose browser speaks Spanish and a phone told ?lang=ar (390×844).
+"""The classroom and the chapter "Look inside" in Spanish, Chinese and Arabic (issue 43), in one room: the
+projector in English (1280×720), phones (390×844) whose browsers speak Spanish and Chinese, a phone told ?lang=ar.
 
 - Each phone's bar (the room, "● live", Explore on my own) and the notes the teacher's H and B bring are in
   the phone's own language; the projector's join panel stays English; no English sentence of five words or
   more is left in a phone's classroom bar and notes.
-- The teacher walks the five steps of "Look inside"; on each step both phones show it in their language:
+- The teacher walks the five steps of "Look inside"; on each step every phone shows it in its language:
   no English sentence of five words or more in the chapter's title, text, panel, numbers and steps bar
-  (quoted words and code excepted); Arabic is dir=rtl with its tables left to right, and the prompt the
-  model reads, quoted in its sentences, reads in order where the line wraps inside it (its words isolated,
-  its quotation marks the Arabic sentence's).
+  (quoted words and code excepted), nothing cut or wider than the phone; Arabic is dir=rtl with its tables
+  left to right, and the prompt the model reads, quoted in its sentences, reads in order where the line
+  wraps inside it (its words isolated, its quotation marks the Arabic sentence's).
 
-One page per language (the phones), the projector driving both; LANG_SHOTS=<folder> keeps screenshots.
+One page per language (the phones), the projector driving them; LANG_SHOTS=<folder> keeps screenshots.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 from tests.browser.chapters import wait
 from tests.browser.conftest import Watched, watched_page
 from tests.browser.test_languages import VISIBLE_WORDS, english_left, language_of, say
-from tests.browser.test_languages_lesson import ENGLISH_RUNS_ISOLATED, QUOTES_READ_RIGHT
+from tests.browser.test_languages_lesson import ENGLISH_RUNS_ISOLATED, PHONE_CUT, QUOTES_READ_RIGHT
 from tests.browser.test_projector import TOKEN
 
 pytestmark = pytest.mark.browser
@@ -55,26 +55,31 @@ def words(w: Watched, parts: list[str]) -> str:
 
 
 @pytest.fixture
-def room(browser: Any, server: str) -> Iterator[tuple[Watched, Watched, Watched]]:
+def room(browser: Any, server: str) -> Iterator[tuple[Watched, Watched, Watched, Watched]]:
+    phone = {"width": 390, "height": 844}
     with ExitStack() as stack:
         teacher = stack.enter_context(watched_page(browser, server, viewport={"width": 1280, "height": 720}))
-        es = stack.enter_context(watched_page(browser, server, viewport={"width": 390, "height": 844}, locale="es-ES"))
-        ar = stack.enter_context(watched_page(browser, server, viewport={"width": 390, "height": 844}))
-        yield teacher, es, ar
+        es = stack.enter_context(watched_page(browser, server, viewport=phone, locale="es-ES"))
+        zh = stack.enter_context(watched_page(browser, server, viewport=phone, locale="zh-CN"))
+        ar = stack.enter_context(watched_page(browser, server, viewport=phone))
+        yield teacher, es, zh, ar
 
 
-def test_a_room_and_look_inside_in_each_phones_language(room: tuple[Watched, Watched, Watched]) -> None:
-    teacher, es, ar = room
-    phones = {"es": es, "ar": ar}
+def test_a_room_and_look_inside_in_each_phones_language(room: tuple[Watched, Watched, Watched, Watched]) -> None:
+    teacher, es, zh, ar = room
+    phones = {"es": es, "zh": zh, "ar": ar}
     teacher.page.goto(f"{teacher.base}/?token={TOKEN}&present=1&chapter=inside&step=rollout")
     teacher.page.wait_for_selector('[data-testid="join-code"]')
     code = teacher.text("join-code").strip()
     es.page.goto(f"{es.base}/?room={code}")
+    zh.page.goto(f"{zh.base}/?room={code}")
     ar.page.goto(f"{ar.base}/?room={code}&lang=ar")
     for w in phones.values():
         w.page.wait_for_selector('[data-testid="follow-bar"][data-status="live"][data-following="true"]')
         wait(w, "rollout")
-    assert language_of(es) == ("es", "ltr") and language_of(ar) == ("ar", "rtl")
+    assert (
+        language_of(es) == ("es", "ltr") and language_of(zh) == ("zh-Hans", "ltr") and language_of(ar) == ("ar", "rtl")
+    )
 
     # the bars: each phone in its own words, the projector's join panel in the teacher's
     teacher.page.wait_for_selector('[data-testid="presenter-status"][data-status="live"]')
@@ -111,6 +116,8 @@ def test_a_room_and_look_inside_in_each_phones_language(room: tuple[Watched, Wat
             left = english_left(words(w, CHAPTER_PARTS))
             assert left == [], (lang, step, left)
             assert language_of(w)[1] == ("rtl" if lang == "ar" else "ltr")
+            cut = w.page.evaluate(PHONE_CUT)
+            assert not cut, (lang, step, cut)
         out_of_order = ar.page.evaluate(f"() => [...({ENGLISH_RUNS_ISOLATED})(), ...({QUOTES_READ_RIGHT})()]")
         assert out_of_order == [], (step, out_of_order)
         shot(ar, f"inside-ar-{step}")
@@ -120,5 +127,7 @@ def test_a_room_and_look_inside_in_each_phones_language(room: tuple[Watched, Wat
             caption = plain(ar.page.locator("[data-testid=inside-rollout-table] caption").inner_text())
             assert caption.startswith("كم من"), caption
     # the room's state names the view only: the phones are still following, in their own languages
-    assert "lang=ar" in ar.page.url and "lang" not in es.page.url
-    assert language_of(ar) == ("ar", "rtl") and language_of(es) == ("es", "ltr")
+    assert "lang=ar" in ar.page.url and "lang" not in es.page.url and "lang" not in zh.page.url
+    assert (
+        language_of(ar) == ("ar", "rtl") and language_of(es) == ("es", "ltr") and language_of(zh) == ("zh-Hans", "ltr")
+    )
