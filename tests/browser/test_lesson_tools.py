@@ -65,16 +65,21 @@ def test_edit_reorder_and_delete_lessons_in_the_page(watched: Watched, lesson_se
     rows = w.page.get_by_test_id("lesson-edit-view")
     assert rows.count() == 3
     assert [t.split(" · ")[:2] for t in w.page.get_by_test_id("lesson-edit-what").all_inner_texts()] == [
-        ["steps", "score"],
-        ["steps", "softmax"],
-        ["rnn"],
+        ["The five steps of attention", "score"],
+        ["The five steps of attention", "softmax"],
+        ["Why not an RNN"],
     ]
     assert w.page.get_by_test_id("lesson-edit-up").first.is_disabled()  # the first view can't go up
     w.page.get_by_test_id("lesson-edit-note").nth(1).fill("the weights, edited")
     w.page.get_by_test_id("lesson-edit-down").first.click()  # score moves below softmax
     w.page.get_by_test_id("lesson-edit-remove").nth(2).click()  # the rnn view goes
     w.page.get_by_test_id("lesson-edit-capture").nth(1).click()  # score → the page's own view (mix, focus 0)
-    assert w.page.get_by_test_id("lesson-edit-what").nth(1).inner_text().startswith("steps · mix · focus 0")
+    assert (
+        w.page.get_by_test_id("lesson-edit-what")
+        .nth(1)
+        .inner_text()
+        .startswith("The five steps of attention · mix · focus 0")
+    )
     w.page.get_by_test_id("lesson-edit-title").fill("Two views, edited")
     w.page.get_by_test_id("lesson-edit-save").click()
     w.page.wait_for_selector(f"[data-testid=lesson-status]:has-text('Lesson {lesson_id} saved (2 views)')")
