@@ -234,6 +234,9 @@ def test_the_menu_keeps_the_readers_choice(watched: Watched) -> None:
         w.page.get_by_test_id("language-select").select_option("ar")
     w.wait_ready(chapter="masks", step="causal", focus="3")
     assert language_of(w) == ("ar", "rtl")
+    # an English sentence typed in the Arabic page reads left to right from its start (not cut at the left)
+    w.page.fill("#sentence-input", "The animal didn't cross the street because it was too tired")
+    assert w.page.evaluate("document.getElementById('sentence-input').matches(':dir(ltr)')")
     assert "lang=" not in w.page.url  # the choice is kept by the browser, not put in the address
     assert w.page.evaluate("localStorage.getItem('a3d.lang')") == "ar"
     assert w.text("step-title").endswith(say("ar", "chapter.masks.causal.title"))
