@@ -33,15 +33,29 @@ def _qkv(rng: np.random.Generator, r: int, t: int) -> tuple[np.ndarray, np.ndarr
 
 
 @pytest.mark.parametrize(
-    ("r", "t", "first"),
-    [(600, 600, 0), (300, 1000, 700), (257, 800, 543), (1, 700, 699), (9, 520, 511)],
-    ids=["a prompt", "a worker's later rows", "a tile and one row", "a written token", "a few rows"],
+    ("r", "t", "first", "far"),
+    [
+        (600, 600, 0, 0),
+        (300, 1000, 700, 0),
+        (257, 800, 543, 0),
+        (1, 700, 699, 0),
+        (9, 520, 511, 0),
+        (300, 900, 600, 90),
+    ],
+    ids=["a prompt", "a worker's later rows", "a tile and one row", "a written token", "a few rows", "a key far above"],
 )
-def test_blocked_attention_is_the_whole_softmax(r: int, t: int, first: int) -> None:
+def test_blocked_attention_is_the_whole_softmax(r: int, t: int, first: int, far: int) -> None:
     """blocked_attend() against grouped_attend() (every key's score at once, the softmax of the whole
     row) within float32's rounding, and against a float64 softmax; the layer's attend() picks it past LONG
-    keys for more than a written token's rows."""
+    keys for more than a written token's rows. `far`: key 1's score that much above each query's
+    others (e^90 overflows float32: _tile reads that block again from its largest score)."""
     q, k, v = _qkv(np.random.default_rng(r + t), r, t)
+    if far:  # key 1's score `far` above every other score of each query
+        q, k = q.copy(), k.copy()
+        k[:, :, 0] = 0  # q's number 0 reaches key 1 only
+        k[:, 1] = 0
+        k[:, 1, 0] = 8  # key 1's score: q's number 0 (· 8 / √64)
+        q[..., 0] = np.einsum("hrd,htd->hrt", q, np.repeat(k, 3, axis=0)).max(-1) / 8 + far
     o = ops("numpy")
     got = llama_layer.blocked_attend(q, k, v, first, o)  # (9, r, 64)
     np.testing.assert_allclose(got, llama_layer.grouped_attend(q, k, v, first, o), rtol=0, atol=2e-5)

@@ -68,9 +68,11 @@ ROW_COST = 2000
 CAUSAL_CHUNK = 64  # causal_attend's rows per chunk of queries (300 tokens: 5.5 → 3.7 ms a layer, one core)
 # Past LONG keys (a long prompt) attention reads the keys in blocks with an online softmax (blocked_attend)
 LONG = limits.MAX_TOKENS
-QUERY_TILE = 128  # NumPy: queries per tile; a tile's block of scores is 9 heads × 128 × KEY_BLOCK floats (2.4 MB)
-KEY_BLOCK = 512  # NumPy: keys per block (2,048 × 2,048: 128 × 512 as quick as causal_attend; 256 × 256 1.4× slower)
+QUERY_TILE = 128  # NumPy: queries per tile; a KV head's block of scores is 3 heads × 128 × KEY_BLOCK floats (0.75 MB)
+KEY_BLOCK = 512  # NumPy: keys per block (4,096 tokens, one core: 128 × 512 the quickest of 64 … 256 × 256 … 1,024)
 TORCH_KEY_BLOCK = 1024  # torch: keys per block, every query at once (9 heads × n × 1,024 floats)
+# _tile: l stays below BIG (and o below BIG times the largest |v|: far from float32's 3.4e38)
+BIG = np.float32(1e30)
 
 
 def _is_torch(x: Any) -> bool:
@@ -209,32 +211,102 @@ def causal_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
 
 def blocked_attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
     """grouped_attend() without a table of scores as wide as the keys: the keys and values read in
-    blocks with an online softmax (app.lesson.tiles.online, the tiles chapter's arithmetic), so a
-    long prompt's attention holds one block's scores at a time, memory n·b rather than n².
+    blocks with an online softmax (the tiles chapter's arithmetic: app.lesson.tiles), so a long
+    prompt's attention holds one block's scores at a time, memory n·b rather than n².
 
-    NumPy: the queries in tiles of QUERY_TILE rows (a tile's block of scores stays in the caches).
-    A tile's queries see every key before its first position whole: those keys are read with no
-    mask, a group's g heads stacked as one matrix of g·r rows (one product per KV head); then the
-    tile's own keys under the causal mask, continuing the same running m, l and o (running=).
-    torch (on a GPU): every query at once, in key blocks of TORCH_KEY_BLOCK (fewer kernel launches).
-    The same outputs up to float32 rounding (tested against the whole softmax)."""
+    NumPy: the queries in tiles of QUERY_TILE rows (a tile's block of scores stays in the caches), a
+    group's g heads side by side as one matrix of g·t queries (one product per KV head): _tile()
+    reads first the tile's own keys under the causal mask, then every key before them, whole, in
+    blocks of KEY_BLOCK. torch (on a GPU): every query at once, in key blocks of TORCH_KEY_BLOCK (fewer
+    kernel launches), through tiles.attend. The same outputs up to float32 rounding (tested against
+    the whole softmax)."""
     h, r, d = q.shape
     kv, g = k.shape[0], h // k.shape[0]
     qg = q.reshape(kv, g, r, d)  # (h_kv, g, r, d): query head i reads KV head i // g
     if _is_torch(q):
         return tiles.attend(qg, k[:, None], v[:, None], TORCH_KEY_BLOCK, "causal", first).reshape(h, r, d)
-    out = np.empty((kv, g, r, v.shape[-1]), dtype=np.float32)  # (h_kv, g, r, d)
-    for a in range(0, r, QUERY_TILE):
-        b, seen = min(a + QUERY_TILE, r), first + a  # queries a … b − 1 each see keys 0 … first + a whole
-        tile = qg[:, :, a:b]  # (h_kv, g, t, d)
-        run = None
-        if seen:
-            before = tiles.online(tile.reshape(kv, g * (b - a), d), k[:, :seen], v[:, :seen], KEY_BLOCK)  # (h_kv, g·t)
-            run = tiles.Running(*(x.reshape(kv, g, b - a, *x.shape[2:]) for x in (before.m, before.l, before.o)))
-        mine = slice(seen, first + b)  # the tile's own positions: query j sees key c when c ≤ j
-        last = tiles.online(tile, k[:, None, mine], v[:, None, mine], KEY_BLOCK, "causal", 0, running=run)
-        out[:, :, a:b] = last.output
-    return out.reshape(h, r, d)  # (h, r, d)
+    end = first + r
+    k1 = np.empty((kv, end, d + 1), dtype=np.float32)  # (h_kv, T, d + 1): [k, 1], so that [k, 1]·[q, −m] = k·q − m
+    k1[..., :d] = k[:, :end]
+    k1[..., d] = 1
+    vt = np.ascontiguousarray(np.swapaxes(v[:, :end], -1, -2))  # (h_kv, d_v, T): vᵀ, BLAS's quicker side
+    out = np.empty((kv, g, r, v.shape[-1]), dtype=np.float32)  # (h_kv, g, r, d_v)
+    scale = np.float32(1 / math.sqrt(d))
+    with np.errstate(over="ignore"):  # e^(s − m) past float32's largest: _tile reads that block again
+        for a in range(0, r, QUERY_TILE):
+            b = min(a + QUERY_TILE, r)
+            for j in range(kv):
+                out[j, :, a:b] = _tile(qg[j, :, a:b], k1[j], vt[j], first + a, scale)
+    return out.reshape(h, r, -1)  # (h, r, d_v)
+
+
+def _tile(q: np.ndarray, k1: np.ndarray, vt: np.ndarray, seen: int, scale: np.float32) -> np.ndarray:
+    """One KV head's tile of queries: q (g, t, d) at positions seen … seen + t − 1 of its g heads,
+    k1 = [k, 1] (T, d + 1) and vᵀ (d_v, T) of positions 0 …: their attention output (g, t, d_v).
+
+    tiles.online's arithmetic (running l = Σ e^(s − m) and o = Σ e^(s − m)·v; o / l at the end), each
+    block's scores as keys × queries (b, g·t), with the passes over a block cut from six to one:
+      - the tile's own keys first, under the causal mask: every query sees its own key, so m starts
+        as a score it has (its largest there); then keys 0 … seen − 1, which every query sees whole;
+      - q is scaled once (t·d numbers), not each block's scores;
+      - the product subtracts m itself: [k, 1]·[q/√d, −m] = k·q/√d − m;
+      - m need not be the largest score: o / l is the same for any m (e^(−m) cancels), so m moves
+        only when e^(s − m) would grow too large for float32 (l would pass BIG): then that block is
+        read again from its largest score, as tiles.online reads every block (α = e^(m_old − m)).
+    A block then costs one e^x over its scores and three products: the scores, Σ e^(s − m) (with
+    ones), Σ e^(s − m)·v. (tiles.online also takes each block's maximum, subtracts it, divides the
+    scores by √d and sums with np.add.reduce: 1.4× this on SmolLM2's heads.)
+    """
+    g, t, d = q.shape
+    cols = g * t
+    qt = np.empty((d + 1, cols), dtype=np.float32)  # [q/√d, −m]ᵀ: the queries side by side
+    np.multiply(q.reshape(cols, d).T, scale, out=qt[:d])
+    # the tile's own keys, under the causal mask
+    s = k1[seen : seen + t, :d] @ qt[:d]  # (t, g·t) scaled scores, keys × queries
+    s.reshape(t, g, t)[...] += _earlier(t)
+    m = s.max(axis=0)  # (g·t,) each query's largest score so far
+    s -= m
+    np.exp(s, out=s)
+    ell = _ones(t) @ s  # (g·t,) Σ e^(s − m)
+    out = vt[:, seen : seen + t] @ s  # (d_v, g·t) Σ e^(s − m)·v
+    for c0 in range(0, seen, KEY_BLOCK):
+        c1 = min(seen, c0 + KEY_BLOCK)
+        np.negative(m, out=qt[d])
+        s = k1[c0:c1] @ qt  # (b, g·t): s − m
+        np.exp(s, out=s)  # e^(s − m), > 1 where a score passes m
+        more = _ones(c1 - c0) @ s  # (g·t,) the block's Σ e^(s − m)
+        if not (ell + more).max() < BIG:  # a score far above m: this block measured from its largest score
+            s = k1[c0:c1] @ qt
+            top = np.maximum(s.max(axis=0), 0)  # (g·t,) how far each query's m moves up
+            s -= top
+            m += top
+            alpha = np.exp(-top)  # e^(m_old − m)
+            ell *= alpha
+            out *= alpha
+            np.exp(s, out=s)
+            more = _ones(c1 - c0) @ s
+        ell += more
+        out += vt[:, c0:c1] @ s
+    out /= ell
+    done: np.ndarray = out.T.reshape(g, t, -1)  # (g, t, d_v)
+    return done
+
+
+_ones_vec = np.ones(0, dtype=np.float32)
+
+
+def _ones(n: int) -> np.ndarray:
+    """n float32 ones (a sum over a block's keys as a BLAS product: ~4× quicker than np.add.reduce)."""
+    global _ones_vec
+    have = _ones_vec
+    if have.shape[0] < n:
+        have = _ones_vec = np.ones(max(n, KEY_BLOCK), dtype=np.float32)
+    return have[:n]
+
+
+def _earlier(t: int) -> np.ndarray:
+    """(t, 1, t) float32: −∞ where key i comes after query j (i > j), 0 elsewhere (keys × queries)."""
+    return _later(t, t).T[:, None, :]
 
 
 def attend(q: Any, k: Any, v: Any, first: int, o: NumpyOps) -> Any:
