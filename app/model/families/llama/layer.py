@@ -65,6 +65,9 @@ WIDE_ROWS = 8  # at most this many rows: each product's weight rows split over t
 # one row's projections and feed-forward cost about as much as its query reading this many keys
 # (measured on one core: ~0.15 ms a row of a layer's products, ~7e-5 ms a query's key in causal_attend)
 ROW_COST = 2000
+# … and as much as this many keys in blocked_attend (4,096 tokens, two workers, each one's CPU time over the
+# 30 layers: 2.6e-3 s a row, 9.9e-7 s a query's key; with 2,000 the first worker did 6% more than the second)
+LONG_ROW_COST = 2600
 CAUSAL_CHUNK = 64  # causal_attend's rows per chunk of queries (300 tokens: 5.5 → 3.7 ms a layer, one core)
 # Past LONG keys (a long prompt) attention reads the keys in blocks with an online softmax (blocked_attend)
 LONG = limits.MAX_TOKENS
@@ -342,10 +345,11 @@ class LlamaLayer:
     def blocks(self, n: int, first: int) -> list[slice]:
         """Rows 0 … n − 1 (at positions first …) in one contiguous block per worker (one for a short
         prompt, a token being written, or torch), cut so that each block costs the same: a row's
-        work is ROW_COST plus its position (the keys it reads), so the first block is a little
-        longer than the last."""
+        work is ROW_COST plus its position (the keys it reads; LONG_ROW_COST past LONG keys, read in
+        blocks), so the first block is longer than the last."""
         per = nn.WORKERS if self.numpy and n >= nn.PARALLEL_ROWS else 1
-        cost = np.cumsum(ROW_COST + first + np.arange(n, dtype=np.float64))  # (n,) the work of rows 0 … j
+        row = LONG_ROW_COST if first + n > LONG else ROW_COST
+        cost = np.cumsum(row + first + np.arange(n, dtype=np.float64))  # (n,) the work of rows 0 … j
         cuts = [0, *(int(c) for c in np.searchsorted(cost, cost[-1] * np.arange(1, per) / per)), n]
         return [slice(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
