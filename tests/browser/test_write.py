@@ -107,9 +107,11 @@ def test_writing_16_tokens_shows_the_apis_candidates_cache_rows_and_attention(br
         w.page.wait_for_selector('#app[data-ready="true"][data-step="candidates"]')
         ran = run_python(w.text("numpy-code"))
         assert all(math.isclose(a, b, abs_tol=1e-5) for a, b in zip(ran, want, strict=True))
-        # the 3D view draws the cache: one key row and one value row per cached token
+        # the 3D view draws the cache: one key row and one value row per cached token (instanced)
         boxes = w.page.evaluate("document.querySelectorAll('#chapter-stage .wr-label').length")
         assert boxes == 2  # 'keys' and 'values'
+        drawn = w.page.evaluate("document.querySelector('#chapter-stage').dataset.cacheBoxes")
+        assert drawn == f"{shown['kv']}×1", drawn
 
 
 # every view the page tells (pageview.js: "attention:view", detail = its URL parameters)

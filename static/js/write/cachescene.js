@@ -1,7 +1,8 @@
 // The KV cache in 3D: one row of keys and one row of values per token the model has read (the
 // cache grows by one row per written token), and the newest token's query reaching back into
-// every key row, each line as strong as its attention weight. There is nothing after the newest
-// row to reach: the causal mask is the cache itself. Token 0's row is marked: the attention sink.
+// every key row, each line as strong as its attention weight (past 256 rows, a box and a line per
+// block of rows). There is nothing after the newest row to reach: the causal mask is the cache
+// itself. Token 0's row is marked: the attention sink.
 
 import * as THREE from "three";
 import { t } from "../i18n.js";
@@ -16,7 +17,12 @@ const EMPTY = new THREE.Color(0xe4e2da);
 const KEY = new THREE.Color(0x2f6fd0);
 const VALUE = new THREE.Color(0x2e9b5f);
 const QUERY = 0xd9480f;
-const LEVELS = 32; // a row's shade (its weight) in this many steps: one material per step, kept
+const MOST = 256; // past this many rows, each box (and line) stands for a block of ⌈rows / MOST⌉ rows
+const _m = new THREE.Matrix4();
+const _c = new THREE.Color();
+
+/** The colour of a key or value row at shade w in [0, 1] (its query's weight, the strongest 1). */
+const shade = (kind, w) => _c.copy(EMPTY).lerp(kind === "key" ? KEY : VALUE, 0.15 + 0.85 * Math.max(0, Math.min(1, w)));
 
 export class CacheScene {
   /** @param stage a Stage (static/js/scene/stage.js) */
@@ -26,29 +32,21 @@ export class CacheScene {
     this.group.name = "kv-cache";
     stage.root.add(this.group);
     this.rows = 0;
-    // the materials, made once per shade and kept while the scene lives: made anew on every update
-    // (every streamed token), the old ones' disposal let three.js drop their shader program, and it
-    // compiled it again for the next frame
-    this.materials = new Map();
-  }
-
-  /** The material of kind `kind` ("key", "value", "line", "query") at shade `w` in [0, 1]. */
-  material(kind, w = 1) {
-    const level = Math.round(Math.max(0, Math.min(1, w)) * (LEVELS - 1));
-    const key = `${kind}:${level}`;
-    let m = this.materials.get(key);
-    if (!m) {
-      const shade = level / (LEVELS - 1);
-      if (kind === "line") m = new THREE.LineBasicMaterial({ color: QUERY, transparent: true, opacity: Math.min(1, 0.06 + shade) });
-      else if (kind === "query") m = new THREE.MeshStandardMaterial({ color: QUERY });
-      else m = new THREE.MeshStandardMaterial({ color: EMPTY.clone().lerp(kind === "key" ? KEY : VALUE, 0.15 + 0.85 * shade) });
-      this.materials.set(key, m);
-    }
-    return m;
+    // one material for each kind of object, made once and kept while the scene lives: the rows'
+    // shades are per-instance colours (made anew on every streamed token, materials had three.js
+    // compile a shader program again for the next frame)
+    this.materials = {
+      box: new THREE.MeshStandardMaterial({ color: 0xffffff }),
+      query: new THREE.MeshStandardMaterial({ color: QUERY }),
+      line: new THREE.LineBasicMaterial({ vertexColors: true, transparent: true }),
+    };
   }
 
   /**
-   * Draw the cache for one written token.
+   * Draw the cache for one written token: the key and value rows as two instanced meshes and the
+   * query's lines as one set of segments (a few draw calls however long the cache: a 4,096-token
+   * prompt made 12,000 objects on every written token); past MOST rows, a box and a line per block
+   * of rows, shaded by the block's share of the weight.
    * @param {{rows: number, weights: number[]|null, sink: boolean}} v rows = kv_len; weights = the
    *   query's attention over the rows (null while withheld or before anything is written)
    */
@@ -56,34 +54,46 @@ export class CacheScene {
     this.clear();
     this.rows = rows;
     if (!rows) return;
-    const h = Math.min(ROW, COLUMN / rows);
+    const per = Math.ceil(rows / MOST); // rows a box stands for
+    const boxes = Math.ceil(rows / per);
+    const h = Math.min(ROW, COLUMN / boxes);
     const y = (i) => -i * h;
+    const shares = new Float64Array(boxes); // each box's weight: its rows' sum
+    if (weights) for (let i = 0; i < rows; i++) shares[Math.floor(i / per)] += weights[i];
+    let top = 0;
+    for (const s of shares) top = Math.max(top, s);
+    top ||= 1;
     const geometry = new THREE.BoxGeometry(WIDTH, h * 0.82, 0.25);
-    const top = weights ? Math.max(...weights) : 1;
-    for (let i = 0; i < rows; i++) {
-      const w = weights ? weights[i] / top : 0;
-      for (const [x, kind] of [
-        [K_X, "key"],
-        [V_X, "value"],
-      ]) {
-        const box = new THREE.Mesh(geometry, this.material(kind, w));
-        box.position.set(x, y(i), 0);
-        box.userData = { row: i, kind };
-        this.group.add(box);
+    this.stage.container.dataset.cacheBoxes = `${boxes}×${per}`; // boxes drawn × rows each (for tests)
+    for (const [x, kind] of [
+      [K_X, "key"],
+      [V_X, "value"],
+    ]) {
+      const mesh = new THREE.InstancedMesh(geometry, this.materials.box, boxes);
+      mesh.name = kind;
+      for (let i = 0; i < boxes; i++) {
+        mesh.setMatrixAt(i, _m.makeTranslation(x, y(i), 0));
+        mesh.setColorAt(i, shade(kind, weights ? shares[i] / top : 0));
       }
+      this.group.add(mesh);
     }
-    const last = y(rows - 1);
+    const last = y(boxes - 1);
     if (weights) {
-      const q = new THREE.Mesh(new THREE.SphereGeometry(Math.max(0.12, h * 0.45), 16, 12), this.material("query"));
+      const q = new THREE.Mesh(new THREE.SphereGeometry(Math.max(0.12, h * 0.45), 16, 12), this.materials.query);
       q.position.set(Q_X, last, 0);
       this.group.add(q);
-      for (let i = 0; i < rows; i++) {
-        const line = new THREE.Line(
-          new THREE.BufferGeometry().setFromPoints([new THREE.Vector3(Q_X, last, 0), new THREE.Vector3(K_X - WIDTH / 2, y(i), 0)]),
-          this.material("line", weights[i] / top),
-        );
-        this.group.add(line);
+      const ends = new Float32Array(boxes * 6); // a segment from the query to each box's key
+      const colours = new Float32Array(boxes * 8); // RGBA at both ends: the line as strong as its weight
+      _c.setHex(QUERY);
+      for (let i = 0; i < boxes; i++) {
+        ends.set([Q_X, last, 0, K_X - WIDTH / 2, y(i), 0], i * 6);
+        const alpha = Math.min(1, 0.06 + shares[i] / top);
+        colours.set([_c.r, _c.g, _c.b, alpha, _c.r, _c.g, _c.b, alpha], i * 8);
       }
+      const lines = new THREE.BufferGeometry();
+      lines.setAttribute("position", new THREE.BufferAttribute(ends, 3));
+      lines.setAttribute("color", new THREE.BufferAttribute(colours, 4));
+      this.group.add(new THREE.LineSegments(lines, this.materials.line));
       this.group.add(this.stage.label(t("write.scene.query"), [Q_X - 0.9, last, 0], "stage-label wr-label-q"));
     }
     this.group.add(this.stage.label(t("write.scene.keys"), [K_X, 0.55, 0], "stage-label wr-label"));
@@ -97,7 +107,8 @@ export class CacheScene {
   clear() {
     this.group.traverse((o) => {
       if (o === this.group) return;
-      o.geometry?.dispose();
+      o.geometry?.dispose(); // the two instanced meshes share one: disposing twice is harmless
+      if (o.isInstancedMesh) o.dispose();
       if (o.element) o.element.remove();
     });
     this.group.clear();
@@ -106,8 +117,7 @@ export class CacheScene {
 
   dispose() {
     this.clear();
-    for (const m of this.materials.values()) m.dispose();
-    this.materials.clear();
+    for (const m of Object.values(this.materials)) m.dispose();
     this.group.removeFromParent();
   }
 }
