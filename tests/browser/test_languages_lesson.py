@@ -46,7 +46,7 @@ from tests.browser.test_projector import CUT, FLOOR, SMALLEST_TEXT, TOKEN
 
 pytestmark = pytest.mark.browser
 
-LATER = {"inside"}  # chapters walked elsewhere (test_languages_room.py: every step of inside on a phone per language)
+LATER: set[str] = set()  # chapters walked elsewhere (none: Look inside too, on both pages)
 WALKED = [c for c in CHAPTERS if c not in LATER]
 ATTENTION_VIEW = ["steps", "masks"]  # chapters drawn on the attention view (its own panels)
 FORMULA_TITLES = {("projections", "q"), ("projections", "k"), ("projections", "v")}  # "q = x · W_Q": no words
@@ -55,7 +55,13 @@ FORMULA_TITLES = {("projections", "q"), ("projections", "k"), ("projections", "v
 AXE_AT = {
     "es": {("steps", "softmax"), ("block", "attention"), ("tiles", "memory"), ("writing", "size")},
     "zh": {("heads", "concat"), ("mistakes", "caveat"), ("today", "gqa"), ("projections", "all")},
-    "ar": {("rnn", "fade"), ("scaling", "unscaled"), ("masks", "weights"), ("positions", "sinusoid")},
+    "ar": {
+        ("rnn", "fade"),
+        ("scaling", "unscaled"),
+        ("masks", "weights"),
+        ("positions", "sinusoid"),
+        ("inside", "lens"),
+    },
 }
 # The share of the projector's floor (14 px at 1280×720) a language's smallest text may be drawn at: its
 # longer words may zoom the panel (classroom/fit.js) no further than English's.
