@@ -1,14 +1,21 @@
-"""The prompt a decoder writes after: checked, wrapped in the chat template if asked, tokenized.
+"""The prompt a decoder writes after: checked, wrapped in the chat template if asked, tokenized —
+and the writing that follows it (begin()).
 
 POST /api/generate and the notebook's write() both start here, so a prompt is refused with the same
-message wherever it is typed (an InputError naming the field: a 422 on the web).
+message wherever it is typed (an InputError naming the field: a 422 on the web), and both write with
+the same heads switched off.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+
 from app import limits
 from app.errors import InputError
-from app.model import generate, registry
+from app.model import ablate, generate, inside, registry
+from app.model.families.base import NO_HOOKS
+from app.model.generate import Done, Sampling, Written
 from app.model.loader import Model, ModelHandle
 from app.model.tokenizer import Encoded
 
@@ -49,3 +56,35 @@ def prepare(handle: ModelHandle, prompt: str, layer: int | None, head: int, chat
     if len(encoded) == 0:
         raise InputError("prompt", f"prompt has no tokens that {s.name} reads", "no_tokens")
     return model, encoded, layer
+
+
+@dataclass
+class Writing:
+    """A writing about to start: the model, the prompt's tokens, the watched layer, and the steps (one
+    generate.Written per token, then generate.Done), computed one at a time as they are asked for."""
+
+    model: Model
+    encoded: Encoded
+    layer: int
+    steps: Generator[Written | Done, None, None]
+
+
+def begin(
+    handle: ModelHandle,
+    text: str,
+    layer: int | None,
+    head: int,
+    chat: bool,
+    max_new_tokens: int,
+    sampling: Sampling,
+    seed: int | None,
+    off: Sequence[Sequence[int]] = (),
+    backend: str = "numpy",
+) -> Writing:
+    """The prompt prepared (prepare()), the heads `off` ([layer, head] pairs, field "ablate") checked
+    and switched off, and the writing's steps, not yet run; an InputError names a bad field."""
+    model, encoded, layer = prepare(handle, text, layer, head, chat)
+    heads = inside.heads_off(model.spec, [(p[0], p[1]) for p in off], "ablate")
+    hooks = ablate.switch_off(heads) if heads else NO_HOOKS
+    steps = generate.write(model, encoded.ids, max_new_tokens, sampling, seed, layer, head, backend, hooks=hooks)
+    return Writing(model, encoded, layer, steps)

@@ -96,6 +96,15 @@ def handle(
     return handle_for(found.path)
 
 
+def writer(model_id: str | None, default_dir: str | Path | None) -> tuple[Entry, ModelHandle]:
+    """The entry and handle of the model asked to write: `model_id`, or (None) the decoder when it is
+    installed, else the server's own model (which then refuses to write, naming the decoder)."""
+    if not model_id and decoder_file() is not None:
+        model_id = DECODER_ID
+    found = entry(model_id, default_dir)
+    return found, handle_for(found.path)
+
+
 _converting: set[Path] = set()
 _converting_lock = threading.Lock()
 

@@ -13,6 +13,7 @@ tokens stay: a new writing is a new write()).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -33,14 +34,14 @@ class WriteView(widgets.VBox):  # type: ignore[misc]
     """One writing: `steps` (one generate.Written per token), `done`, and `result` (the API's JSON)."""
 
     def __init__(self, req: GenerateRequest, backend: str = "numpy") -> None:
-        model_id = req.model or registry.DECODER_ID
-        handle = registry.handle(model_id, None)
-        model, encoded, layer = prompt.prepare(handle, req.prompt, req.layer, req.head, req.chat)
+        entry, handle = registry.writer(req.model, None)
+        sampling = Sampling(req.temperature, req.top_k, req.top_p)
+        w = prompt.begin(handle, req.prompt, req.layer, req.head, req.chat, req.max_new_tokens, sampling, req.seed,
+                         req.ablate, backend)  # fmt: skip
+        model, encoded, layer, model_id = w.model, w.encoded, w.layer, entry.id
         self.model, self.layer, self.head = model, layer, req.head
         self.prompt_tokens: list[str] = encoded.tokens
-        sampling = Sampling(req.temperature, req.top_k, req.top_p)
-        items = list(generate.write(model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head,
-                                    backend))  # fmt: skip
+        items = list(w.steps)
         self.steps: list[Written] = [w for w in items if isinstance(w, Written)]
         done = items[-1]
         assert isinstance(done, Done)
@@ -128,13 +129,16 @@ def write(
     layer: int | None = None,
     head: int = 0,
     chat: bool = False,
+    ablate: Sequence[tuple[int, int]] = (),
 ) -> WriteView:
-    """Write after `prompt` with the decoder (default smollm2-135m), as POST /api/generate does.
+    """Write after `prompt` with the decoder (default smollm2-135m), as POST /api/generate does;
+    ablate: (layer, head) pairs switched off while it writes.
 
     Bad input raises a ValueError (InputError) naming the field, with the API's message.
     """
     body = {"model": model, "prompt": prompt, "max_new_tokens": max_new_tokens, "temperature": temperature,
-            "top_k": top_k, "top_p": top_p, "seed": seed, "layer": layer, "head": head, "chat": chat}  # fmt: skip
+            "top_k": top_k, "top_p": top_p, "seed": seed, "layer": layer, "head": head, "chat": chat,
+            "ablate": [list(p) for p in ablate]}  # fmt: skip
     try:
         req = GenerateRequest.model_validate(body)
     except ValidationError as e:

@@ -16,7 +16,8 @@ running the model again.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Generator, Hashable
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any
 
 import anyio
@@ -24,10 +25,8 @@ import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
-from app.model import ablate, generate, inside, prompt, registry
-from app.model.families.base import NO_HOOKS
-from app.model.generate import Done, Sampling, Written
-from app.model.loader import handle_for
+from app.model import generate, prompt, registry
+from app.model.generate import Done, Sampling
 from app.model.shared import SharedAnswers
 from app.model.tokenizer import Encoded
 from app.schemas import GenerateRequest
@@ -51,13 +50,13 @@ def _shared(app: Any) -> SharedAnswers:
     return found
 
 
-def _key(model_id: str, req: GenerateRequest, tokens: int) -> Hashable | None:
-    """What makes a writing of `tokens` tokens: None when it is not the same every time (sampled with no seed)."""
+def _key(req: GenerateRequest) -> tuple[Any, ...] | None:
+    """What makes a writing, less its model and length: None when it is not the same every time
+    (sampled with no seed)."""
     if req.temperature > 0 and req.seed is None:
         return None
     off = tuple(sorted((p[0], p[1]) for p in req.ablate))  # heads switched off write another text
-    fields = (req.prompt, req.chat, req.temperature, req.top_k, req.top_p, req.seed, req.layer, req.head, off)
-    return (model_id, *fields, tokens)
+    return (req.prompt, req.chat, req.temperature, req.top_k, req.top_p, req.seed, req.layer, req.head, off)
 
 
 @router.post(
@@ -76,68 +75,51 @@ def _key(model_id: str, req: GenerateRequest, tokens: int) -> Hashable | None:
     openapi_extra=body_doc(GenerateRequest),
 )
 async def post_generate(request: Request) -> Response:
-    req = await json_body(request, GenerateRequest)
-    default_dir = request.app.state.model_dir
-    entry = registry.entry(req.model or registry.DECODER_ID, default_dir)
-    if req.model is None and registry.decoder_file() is None:
-        entry = registry.entry(None, default_dir)
-    handle = handle_for(entry.path)
-    backend = request.app.state.backend
     answers = _shared(request.app)
+    whole = preferred(request.headers.get("accept"), (NDJSON, JSON)) == JSON
+    req = await json_body(request, GenerateRequest)
+    same = _key(req)  # a writing that comes out the same every time is shared: its key, less model and length
+    entry, handle = registry.writer(req.model, request.app.state.model_dir)
+    sampling = Sampling(req.temperature, req.top_k, req.top_p)
+    begin = partial(prompt.begin, handle, req.prompt, req.layer, req.head, req.chat, req.max_new_tokens, sampling,
+                    req.seed, req.ablate, request.app.state.backend)  # fmt: skip
 
-    async def start() -> tuple[Generator[Written | Done, None, None], dict[str, Any], int]:
-        model, encoded, layer = await anyio.to_thread.run_sync(
-            prompt.prepare, handle, req.prompt, req.layer, req.head, req.chat, limiter=SLOTS
-        )
-        sampling = Sampling(req.temperature, req.top_k, req.top_p)
-        off = inside.heads_off(model.spec, [(p[0], p[1]) for p in req.ablate], "ablate")
-        hooks = ablate.switch_off(off) if off else NO_HOOKS
-        steps = generate.write(
-            model, encoded.ids, req.max_new_tokens, sampling, req.seed, layer, req.head, backend, hooks=hooks
-        )
-        return steps, _prompt_fields(entry.id, encoded), layer
-
-    if preferred(request.headers.get("accept"), (NDJSON, JSON)) == JSON:
+    if whole:
 
         async def make() -> bytes:
-            steps, header, layer = await start()
-            return json_bytes(await anyio.to_thread.run_sync(_whole, steps, header, layer, req.head, limiter=SLOTS))
+            w = await anyio.to_thread.run_sync(begin, limiter=SLOTS)
+            answer = await anyio.to_thread.run_sync(_whole, w, entry.id, req.head, limiter=SLOTS)
+            return json_bytes(answer)
 
-        key = _key(entry.id, req, req.max_new_tokens)
-        body = await (make() if key is None else answers.once(key, make))
+        body = await (make() if same is None else answers.once((entry.id, *same, req.max_new_tokens), make))
         return Response(body, media_type=JSON)
-    steps, header, layer = await start()
+    w = await anyio.to_thread.run_sync(begin, limiter=SLOTS)
 
     def keep(answer: dict[str, Any]) -> None:
         """The stream's whole answer, as the same request for the tokens it wrote would answer it."""
-        key = _key(entry.id, req, answer["written"])
-        if key is not None:
-            answers.put(key, json_bytes(answer))
+        if same is not None:
+            answers.put((entry.id, *same, answer["written"]), json_bytes(answer))
 
-    return StreamingResponse(_lines(steps, header, layer, req.head, keep), media_type=NDJSON)
+    return StreamingResponse(_lines(w, entry.id, req.head, keep), media_type=NDJSON)
 
 
-def _whole(
-    steps: Generator[Written | Done, None, None], header: dict[str, Any], layer: int, head: int
-) -> dict[str, Any]:
+def _whole(w: prompt.Writing, model_id: str, head: int) -> dict[str, Any]:
+    header = _prompt_fields(model_id, w.encoded)
     tokens: list[dict[str, Any]] = []
-    for item in steps:
+    for item in w.steps:
         if isinstance(item, Done):
             return {**header, "tokens": tokens, **generate.done_line(item)}
-        tokens.append(generate.line(item, layer, head))
+        tokens.append(generate.line(item, w.layer, head))
     raise RuntimeError("the writing ended without its last line")  # pragma: no cover
 
 
 async def _lines(
-    steps: Generator[Written | Done, None, None],
-    header: dict[str, Any],
-    layer: int,
-    head: int,
-    keep: Callable[[dict[str, Any]], None],
+    w: prompt.Writing, model_id: str, head: int, keep: Callable[[dict[str, Any]], None]
 ) -> AsyncIterator[bytes]:
     """Each step computed in a worker thread holding a compute slot, sent as soon as it is made; at the
     end keep(the whole answer), as a request for exactly the tokens written would have it (a writing
     stopped by a full cache then ends by "length")."""
+    steps, layer, header = w.steps, w.layer, _prompt_fields(model_id, w.encoded)
     try:
         tokens: list[dict[str, Any]] = []
         while True:

@@ -25,14 +25,20 @@ def numpy_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTENTION_BACKEND", "numpy")
 
 
-def test_write_is_the_apis_writing(api: TestClient) -> None:
-    body = {"prompt": "The capital of France is", "max_new_tokens": 4, "layer": 12, "head": 5}
-    view = write(body["prompt"], max_new_tokens=4, layer=12, head=5)
+@pytest.mark.parametrize("off", [[], [[23, 4]]], ids=["every-head", "head-23-4-off"])
+def test_write_is_the_apis_writing(api: TestClient, off: list[list[int]]) -> None:
+    body = {"prompt": "The capital of France is", "max_new_tokens": 4, "layer": 12, "head": 5, "ablate": off}
+    view = write(body["prompt"], max_new_tokens=4, layer=12, head=5, ablate=[(p[0], p[1]) for p in off])
     r = api.post("/api/generate", json=body, headers={"accept": "application/json"}).json()
     ours = {k: v for k, v in view.result.items() if k != "seconds"}
     theirs = {k: v for k, v in r.items() if k != "seconds"}
     assert orjson.dumps(ours) == orjson.dumps(theirs)
-    assert view.result["tokens"][0]["token"] == " Paris"
+    first = view.result["tokens"][0]
+    paris = next(c["p"] for c in first["candidates"] if c["token"] == " Paris")
+    if off:  # layer 23's head 4 carries most of " Paris" (the Look inside chapter's question)
+        assert paris < 0.3, paris
+    else:
+        assert first["token"] == " Paris" and paris > 0.7, paris
 
 
 def test_the_controls_move_the_view() -> None:
@@ -64,6 +70,7 @@ def test_show_takes_the_decoder(api: TestClient) -> None:
         (lambda: write("x", head=9), "head"),
         (lambda: write("   "), "prompt"),
         (lambda: write("x", model="all-minilm-l6-v2"), "model"),
+        (lambda: write("x", ablate=[(30, 0)]), "ablate"),
         (lambda: show(sentence="a cat", model="gpt-9"), "model"),
         (lambda: show(model="smollm2-135m"), "model"),
     ],
