@@ -332,14 +332,7 @@ def test_folded_blocks_open_from_their_tabs(projector: Watched) -> None:
 
 # The bounding box of the 3D view's own drawing (the WebGL canvas, without the labels over it): the
 # pixels that differ from the background (read at a corner), as a fraction of the canvas's size.
-COVERAGE = """() => {
-  const gl = document.querySelector('#chapter-stage canvas');
-  const c = document.createElement('canvas');
-  c.width = gl.width; c.height = gl.height;
-  const g = c.getContext('2d');
-  g.drawImage(gl, 0, 0);
-  const d = g.getImageData(0, 0, c.width, c.height).data;
-  const w = c.width, h = c.height;
+COVERAGE = """const w = c.width, h = c.height;
   const [r0, g0, b0] = [d[(8 * w + 8) * 4], d[(8 * w + 8) * 4 + 1], d[(8 * w + 8) * 4 + 2]];
   let x0 = w, x1 = -1, y0 = h, y1 = -1;
   for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
@@ -347,8 +340,8 @@ COVERAGE = """() => {
     if (Math.abs(d[i] - r0) + Math.abs(d[i + 1] - g0) + Math.abs(d[i + 2] - b0) <= 40) continue;
     x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
   }
-  return [(x1 - x0 + 1) / w, (y1 - y0 + 1) / h];
-}"""
+  return [(x1 - x0 + 1) / w, (y1 - y0 + 1) / h];"""
+LABELS_SHOWN = "(shown) => { document.querySelector('#chapter-stage .label-layer').style.visibility = shown ? '' : 'hidden'; }"
 
 
 # rnn keeps its own camera: fitted to its drawing, a 12-word chain's labels "h0 = 0" and "h1" touch
@@ -362,7 +355,9 @@ def test_the_3d_view_fills_its_canvas_on_the_projector(projector: Watched, chapt
     w.wait_ready(chapter=chapter)
     w.page.wait_for_selector('[data-testid="join-qr"]')
     settle(w)
-    wide, tall = w.page.evaluate(COVERAGE)
+    w.page.evaluate(LABELS_SHOWN, False)  # the drawing alone (labels are HTML over the canvas)
+    wide, tall = canvas_pixels(w, "stage-canvas", COVERAGE)
+    w.page.evaluate(LABELS_SHOWN, True)
     print(chapter, round(wide, 3), round(tall, 3))
     assert max(wide, tall) >= 0.7, (chapter, wide, tall)
 
