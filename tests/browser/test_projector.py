@@ -341,7 +341,9 @@ COVERAGE = """const w = c.width, h = c.height;
     x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
   }
   return [(x1 - x0 + 1) / w, (y1 - y0 + 1) / h];"""
-LABELS_SHOWN = "(shown) => { document.querySelector('#chapter-stage .label-layer').style.visibility = shown ? '' : 'hidden'; }"
+LABELS_SHOWN = """(shown) => {
+  document.querySelector('#chapter-stage .label-layer').style.visibility = shown ? '' : 'hidden';
+}"""
 
 
 # rnn keeps its own camera: fitted to its drawing, a 12-word chain's labels "h0 = 0" and "h1" touch
