@@ -82,12 +82,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -c "import app.main"  # compiles once what every server start imports (above)
 	touch $@
 
-# … and what every test worker imports as it collects (torch, hypothesis, schemathesis, …): compiled once
-# here, beside the other installs, not by each of pytest's workers at once (a fresh clone: collection
-# 31 s instead of 44 s a worker)
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(PIP) -e '.[test]'
-	$(BIN)/python -c "import torch, transformers, hypothesis, schemathesis, pytest, xdist, playwright.sync_api, httpx"
 	touch $@
 
 static/vendor/.copied: package-lock.json scripts/vendor.sh
