@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -84,16 +85,17 @@ def running_server() -> Iterator[str]:
     # (set, not defaulted: an in-process test before may have left a generated token in this worker's
     # environment: app.classroom.auth.teacher_token() keeps one there for the process)
     env["ATTENTION_TEACHER_TOKEN"] = "browser-tests-teacher-token"
-    env["ATTENTION_DATA_DIR"] = tempfile.mkdtemp(prefix="attention3d-data-")
+    data = env["ATTENTION_DATA_DIR"] = tempfile.mkdtemp(prefix="attention3d-data-")
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
-    if not answers(base + "/api/examples", proc, seconds=30):
-        raise RuntimeError(f"the server did not start on {base}")
     try:
+        if not answers(base + "/api/examples", proc, seconds=30):
+            raise RuntimeError(f"the server did not start on {base}")
         yield base
     finally:
         stop(proc, 10)
+        shutil.rmtree(data, ignore_errors=True)  # its lessons and rooms (171 such folders were left in /tmp)
 
 
 @pytest.fixture(scope="session")
