@@ -382,7 +382,7 @@ def test_incomplete_requests_time_out(tmp_path: Path) -> None:
             s.close()
     text = log.read_text()
     assert "Traceback" not in text and "Exception in ASGI application" not in text
-    late = [line for line in text.splitlines() if "408" in line]
+    late = [line for line in text.splitlines() if ": 408, " in line]  # (a temporary folder's name may hold 408)
     assert sorted(late) == [  # the idle connection's close is not worth a line
         "INFO:     127.0.0.11: 408, a request body came slower than 1,024 bytes a second (the connection is closed)",
         "INFO:     127.0.0.5: 408, a request's headers were not complete after 5 s (the connection is closed)",
