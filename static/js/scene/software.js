@@ -22,7 +22,7 @@ function isSoftware(gl) {
  * makes its own multisampled context on a canvas of its own). The probe is this context itself:
  * a throwaway context to ask first cost a second context's creation on every page load.
  */
-export function softwareContext(canvas, { preserveDrawingBuffer = false } = {}) {
+export function softwareContext(canvas) {
   if (known.get("software") === false) return null;
   let gl = null;
   try {
@@ -32,7 +32,7 @@ export function softwareContext(canvas, { preserveDrawingBuffer = false } = {}) 
       stencil: false,
       antialias: false,
       premultipliedAlpha: true,
-      preserveDrawingBuffer,
+      preserveDrawingBuffer: false,
       powerPreference: "default",
       failIfMajorPerformanceCaveat: false,
     });

@@ -6,7 +6,6 @@
 import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
-import { softwareContext } from "./software.js";
 import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
 import { t } from "../i18n.js";
 
@@ -16,15 +15,7 @@ export class Stage {
     this.container = container;
     this.frameRequested = false;
     this.frames = 0;
-    // as the attention view: no multisampling where a software rasteriser draws (scene/software.js);
-    // the exports take their pictures through renderAt (the frame read in the task that draws it)
-    const probed = document.createElement("canvas");
-    const context = softwareContext(probed);
-    this.renderer = makeRenderer(container, {
-      testid: "stage-canvas",
-      ariaLabel: t("scene.stage.label"),
-      ...(context ? { canvas: probed, context, antialias: false } : { antialias: true }),
-    });
+    this.renderer = makeRenderer(container, { testid: "stage-canvas", ariaLabel: t("scene.stage.label") });
     const canvas = this.renderer.domElement;
     this.labels = makeLabelLayer(container);
     this.scene = litScene();

@@ -3,16 +3,20 @@
 
 import * as THREE from "three";
 import { CSS2DRenderer } from "three/addons/renderers/CSS2DRenderer.js";
+import { softwareContext } from "./software.js";
 
 export const BACKGROUND = 0xf4f3ee;
 
 /**
- * A WebGL renderer whose canvas goes into `container`: antialiased (unless `antialias` is false), at most 2 device pixels per
- * CSS pixel, cleared to BACKGROUND; the canvas is an image named `ariaLabel`, found by `testid`.
+ * A WebGL renderer whose canvas goes into `container`: antialiased with a GPU, not where a software
+ * rasteriser draws (there multisampling costs most of a frame: scene/software.js), at most 2 device
+ * pixels per CSS pixel, cleared to BACKGROUND; the canvas is an image named `ariaLabel`, found by
+ * `testid`. Pictures of it are read in the task that draws them (scene/picture.js renderAt).
  */
-export function makeRenderer(container, { testid, ariaLabel, preserveDrawingBuffer = false, antialias = true, canvas, context }) {
-  // `canvas` and its `context`: one made already (scene/software.js), else the renderer makes them
-  const renderer = new THREE.WebGLRenderer({ antialias, preserveDrawingBuffer, canvas, context });
+export function makeRenderer(container, { testid, ariaLabel }) {
+  const canvas = document.createElement("canvas");
+  const context = softwareContext(canvas); // null with a GPU: the renderer makes its own
+  const renderer = new THREE.WebGLRenderer(context ? { canvas, context, antialias: false } : { antialias: true });
   renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
   renderer.setClearColor(BACKGROUND, 1);
   const node = renderer.domElement;

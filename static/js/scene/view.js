@@ -11,7 +11,6 @@ import { BlockMarkers } from "./blocks.js";
 import { AttentionLinks } from "./links.js";
 import { OutputArrow } from "./output.js";
 import { VectorPlanes } from "./planes.js";
-import { softwareContext } from "./software.js";
 import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
 import { TokenMarkers } from "./tokens.js";
 import { VectorArrows } from "./vectors.js";
@@ -40,14 +39,7 @@ export class SceneView {
     this.size = { w: 1, h: 1 };
     this.labelBoxes = new Map(); // the label layer's style (ancestors' classes, viewport) → its probed boxes
 
-    // multisampling in a software rasteriser costs most of a frame: there the view draws without
-    const probed = document.createElement("canvas");
-    const context = softwareContext(probed);
-    this.renderer = makeRenderer(container, {
-      testid: "scene-canvas",
-      ariaLabel: t("scene.view.label"),
-      ...(context ? { canvas: probed, context, antialias: false } : { antialias: true }),
-    });
+    this.renderer = makeRenderer(container, { testid: "scene-canvas", ariaLabel: t("scene.view.label") });
     const canvas = this.renderer.domElement;
     this.labels = makeLabelLayer(container); // the table says the same, for screen readers
     this.scene = litScene();
