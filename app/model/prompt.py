@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app import limits
 from app.errors import InputError
@@ -67,6 +68,21 @@ class Writing:
     encoded: Encoded
     layer: int
     steps: Generator[Written | Done, None, None]
+
+    def header(self, model_id: str) -> dict[str, Any]:
+        """The answer's fields about the prompt (a stream's first line carries them too)."""
+        return {"model": model_id, "prompt_tokens": self.encoded.tokens, "prompt_ids": self.encoded.ids}
+
+    def whole(self, model_id: str, head: int) -> tuple[list[Written], Done, dict[str, Any]]:
+        """Every step run: the tokens written, how it ended, and POST /api/generate's one-object answer
+        (Accept: application/json) with head `head`'s weights."""
+        written: list[Written] = []
+        for item in self.steps:
+            if isinstance(item, Done):
+                lines = [generate.line(x, self.layer, head) for x in written]
+                return written, item, {**self.header(model_id), "tokens": lines, **generate.done_line(item)}
+            written.append(item)
+        raise RuntimeError("the writing ended without its last line")  # pragma: no cover
 
 
 def begin(

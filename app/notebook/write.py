@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from app.errors import InputError
 from app.model import generate, prompt, registry
-from app.model.generate import Done, Sampling, Written
+from app.model.generate import Sampling
 from app.notebook.markup import heat_rgb
 from app.notebook.numbers import backend
 from app.schemas import GenerateRequest
@@ -38,18 +38,10 @@ class WriteView(widgets.VBox):  # type: ignore[misc]
         sampling = Sampling(req.temperature, req.top_k, req.top_p)
         w = prompt.begin(handle, req.prompt, req.layer, req.head, req.chat, req.max_new_tokens, sampling, req.seed,
                          req.ablate, backend)  # fmt: skip
-        model, encoded, layer, model_id = w.model, w.encoded, w.layer, entry.id
+        model, layer = w.model, w.layer
         self.model, self.layer, self.head = model, layer, req.head
-        self.prompt_tokens: list[str] = encoded.tokens
-        items = list(w.steps)
-        self.steps: list[Written] = [w for w in items if isinstance(w, Written)]
-        done = items[-1]
-        assert isinstance(done, Done)
-        self.done = done
-        self.result: dict[str, Any] = {
-            "model": model_id, "prompt_tokens": encoded.tokens, "prompt_ids": encoded.ids,
-            "tokens": [generate.line(w, layer, req.head) for w in self.steps], **generate.done_line(done),
-        }  # fmt: skip
+        self.prompt_tokens: list[str] = w.encoded.tokens
+        self.steps, self.done, self.result = w.whole(entry.id, req.head)  # result: the API's answer to this request
 
         last = max(len(self.steps) - 1, 0)
         self.step_control = widgets.IntSlider(value=last, min=0, max=last, description="token")
@@ -65,7 +57,7 @@ class WriteView(widgets.VBox):  # type: ignore[misc]
         head = f"<b>{escape(model.spec.name)}</b> · layer {layer}, head {req.head} (KV head {kv})"
         super().__init__(
             [
-                widgets.HTML(f"{head} · {len(self.steps)} tokens written ({escape(done.reason)})"),
+                widgets.HTML(f"{head} · {len(self.steps)} tokens written ({escape(self.done.reason)})"),
                 self.step_control,
                 self.cache_html,
                 widgets.HBox([self.temperature, self.top_k, self.top_p]),

@@ -28,7 +28,6 @@ from fastapi.responses import StreamingResponse
 from app.model import generate, prompt, registry
 from app.model.generate import Done, Sampling
 from app.model.shared import SharedAnswers
-from app.model.tokenizer import Encoded
 from app.schemas import GenerateRequest
 from app.web.http import JSON, body_doc, error_docs, json_body, json_bytes
 from app.web.transport import SLOTS, preferred
@@ -36,10 +35,6 @@ from app.web.transport import SLOTS, preferred
 router = APIRouter(prefix="/api", tags=["decoder"])
 
 NDJSON = "application/x-ndjson"
-
-
-def _prompt_fields(model_id: str, encoded: Encoded) -> dict[str, Any]:
-    return {"model": model_id, "prompt_tokens": encoded.tokens, "prompt_ids": encoded.ids}
 
 
 def _shared(app: Any) -> SharedAnswers:
@@ -88,7 +83,7 @@ async def post_generate(request: Request) -> Response:
 
         async def make() -> bytes:
             w = await anyio.to_thread.run_sync(begin, limiter=SLOTS)
-            answer = await anyio.to_thread.run_sync(_whole, w, entry.id, req.head, limiter=SLOTS)
+            _, _, answer = await anyio.to_thread.run_sync(w.whole, entry.id, req.head, limiter=SLOTS)
             return json_bytes(answer)
 
         body = await (make() if same is None else answers.once((entry.id, *same, req.max_new_tokens), make))
@@ -103,23 +98,13 @@ async def post_generate(request: Request) -> Response:
     return StreamingResponse(_lines(w, entry.id, req.head, keep), media_type=NDJSON)
 
 
-def _whole(w: prompt.Writing, model_id: str, head: int) -> dict[str, Any]:
-    header = _prompt_fields(model_id, w.encoded)
-    tokens: list[dict[str, Any]] = []
-    for item in w.steps:
-        if isinstance(item, Done):
-            return {**header, "tokens": tokens, **generate.done_line(item)}
-        tokens.append(generate.line(item, w.layer, head))
-    raise RuntimeError("the writing ended without its last line")  # pragma: no cover
-
-
 async def _lines(
     w: prompt.Writing, model_id: str, head: int, keep: Callable[[dict[str, Any]], None]
 ) -> AsyncIterator[bytes]:
     """Each step computed in a worker thread holding a compute slot, sent as soon as it is made; at the
     end keep(the whole answer), as a request for exactly the tokens written would have it (a writing
     stopped by a full cache then ends by "length")."""
-    steps, layer, header = w.steps, w.layer, _prompt_fields(model_id, w.encoded)
+    steps, layer, header = w.steps, w.layer, w.header(model_id)
     try:
         tokens: list[dict[str, Any]] = []
         while True:
