@@ -206,6 +206,7 @@ def test_a_block_past_n_is_refused_by_the_server(watched: Watched) -> None:
     assert "block" in w.text("chapter-error") and "1 … 5" in w.text("chapter-error")
 
 
+@pytest.mark.full  # test_layout's walk of every chapter does the same for this one
 def test_every_step_whole_on_the_first_screen_at_1280x720(browser: Any, server: str) -> None:
     """Each step reached by the step list: the explanation and what it speaks of on the first screen,
     nothing over anything, no sideways scroll (test_layout's walk)."""
@@ -241,6 +242,7 @@ def test_every_step_on_a_phone(browser: Any, server: str) -> None:
     assert not bad, bad
 
 
+@pytest.mark.full  # test_projector's walk of every chapter does the same for this one
 def test_every_step_whole_and_large_on_the_projector(projector: Watched) -> None:  # noqa: F811
     problems = walk_chapter(projector, "tiles", "")
     shot(projector, "tiles-projector-last")
