@@ -3,6 +3,7 @@ weights written as a GGUF file, with and without grouped-query attention, agains
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,32 @@ def test_a_gguf_header_is_parsed_once_per_file(
     path.touch()  # a newer file is read again
     with pytest.raises(AssertionError, match="parsed again"):
         gguf.header_config(path)
+
+
+def test_threads_asking_at_once_share_one_reading_of_a_header(
+    tiny_llamas: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server just started is asked for its GGUF file's header by every page that opens: the first
+    thread reads it (seconds of CPU for the real model's), the others wait for that answer."""
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.model.families.llama import gguf
+
+    monkeypatch.setenv(gguf.CACHE_ENV, str(tmp_path / "cache"))
+    path = Path(shutil.copy(tiny_llamas["mha.gguf"], tmp_path / "herd.gguf"))
+    real, reads = gguf._reader, []
+
+    def slow_reader(p: Path) -> Any:
+        reads.append(p)
+        time.sleep(0.3)  # every other thread asks while this one reads
+        return real(p)
+
+    monkeypatch.setattr(gguf, "_reader", slow_reader)
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda _: gguf.header_config(path), range(6)))
+    assert reads == [path]
+    assert all(a == answers[0] for a in answers) and answers[0]["num_attention_heads"] == 4
 
 
 @pytest.mark.parametrize("kind", ["gqa", "mha.gguf"])

@@ -182,29 +182,38 @@ def header_config(path: Path) -> dict[str, Any]:
     """The file's facts (config()) from its header alone, no tensor dequantized. Reading the header
     parses every field, the tokenizer's ~100,000 strings too (seconds of CPU), so the facts are read
     once per file and version: kept in this process and, for other processes (a school's workers, a
-    restart), as a small JSON file beside where the converted folder goes."""
+    restart), as a small JSON file beside where the converted folder goes. One thread reads a file's
+    header while the others asking for it wait for its answer: a server just started, its model not
+    converted yet, is asked for it by every page that opens (GET /api/models), and each reading its own
+    copy kept the server's cores busy for minutes."""
     if not path.is_file():
         raise ModelError(f"GGUF file {path} does not exist")
     where = cached_dir(path)
     with _headers_lock:
         if where in _headers:
             return dict(_headers[where])
-    saved = where.with_name(where.name + ".header.json")
-    try:
-        cfg: dict[str, Any] = json.loads(saved.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        cfg = config(_reader(path), path)
-        with contextlib.suppress(OSError):  # a read-only cache still answers, from this process's copy
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            tmp = saved.with_name(saved.name + f".tmp{os.getpid()}-{threading.get_ident()}")
-            tmp.write_text(json.dumps(cfg), encoding="utf-8")
-            tmp.replace(saved)  # atomic: a reader sees the whole file or none
-    with _headers_lock:
-        _headers[where] = cfg
+        reading = _reading.setdefault(where, threading.Lock())
+    with reading:
+        with _headers_lock:
+            if where in _headers:  # read by the thread this one waited for
+                return dict(_headers[where])
+        saved = where.with_name(where.name + ".header.json")
+        try:
+            cfg: dict[str, Any] = json.loads(saved.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cfg = config(_reader(path), path)
+            with contextlib.suppress(OSError):  # a read-only cache still answers, from this process's copy
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                tmp = saved.with_name(saved.name + f".tmp{os.getpid()}-{threading.get_ident()}")
+                tmp.write_text(json.dumps(cfg), encoding="utf-8")
+                tmp.replace(saved)  # atomic: a reader sees the whole file or none
+        with _headers_lock:
+            _headers[where] = cfg
     return dict(cfg)
 
 
 _headers: dict[Path, dict[str, Any]] = {}  # cached_dir(path) → header_config(path)
+_reading: dict[Path, threading.Lock] = {}  # cached_dir(path) → held by the thread reading its header
 _headers_lock = threading.Lock()
 
 
