@@ -116,4 +116,4 @@ debs:
 	@$(if $(DEBS_MISSING),apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS_MISSING),true)
 
 clean:
-	rm -rf $(VENV) node_modules static/vendor static/fonts .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules static/vendor static/fonts .pytest_cache .mypy_cache .ruff_cache .cache

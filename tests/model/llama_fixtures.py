@@ -20,8 +20,10 @@ from app.model import registry
 from app.model.families.llama import gguf as gguf_io
 from app.model.loader import Model, handle_for
 
-# converted models are a cache keyed by the GGUF file: every test run may share one
-os.environ.setdefault(gguf_io.CACHE_ENV, str(Path.home() / ".cache" / "attention3d-tests" / "models"))
+# converted models are a cache keyed by the GGUF file's path: every test run of this checkout shares the
+# checkout's own (.cache/, ignored by git, removed by make clean). One in the home folder was shared by no
+# two clones (each one's GGUF file has its own path) and grew by 515 MB with every fresh clone tested.
+os.environ.setdefault(gguf_io.CACHE_ENV, str(Path(__file__).resolve().parents[2] / ".cache" / "models"))
 
 PROMPTS = [
     "The cat ate its fish because it was hungry.",
