@@ -12,8 +12,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # collection 28 s instead of 12 s), so make's commands run without it.
 unexport PYTHONDONTWRITEBYTECODE
 # Packages go in with uv's pip interface (uv, pinned, is the first thing pip puts in the venv): the same
-# resolution as pip's, downloads and unpacking in parallel. The test extras took pip 51 s on the 2-core
-# machine, the longest step of `make test`'s installs, uv 11 s. uv reads no pip.conf: where pip is told
+# resolution as pip's, downloads and unpacking in parallel. The app and its test extras took pip 51 s on
+# the 2-core machine, the longest step of `make test`'s installs, uv 11–13 s. uv reads no pip.conf: where pip is told
 # of a folder of wheels (find-links: this machine keeps torch's CPU build in one), uv is told the same.
 # uv compiles no bytecode at install (pip did with --no-compile): only what is imported gets compiled,
 # not all 14,000 modules of the venv (torch and transformers are most of them).
