@@ -13,12 +13,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 unexport PYTHONDONTWRITEBYTECODE
 # Packages go in with uv's pip interface (uv, pinned, is the first thing pip puts in the venv): the same
 # resolution as pip's, downloads and unpacking in parallel. The app and its test extras took pip 51 s on
-# the 2-core machine, the longest step of `make test`'s installs, uv 11–13 s. uv reads no pip.conf: where pip is told
-# of a folder of wheels (find-links: this machine keeps torch's CPU build in one), uv is told the same.
-# uv compiles no bytecode at install (pip did with --no-compile): only what is imported gets compiled,
-# not all 14,000 modules of the venv (torch and transformers are most of them).
+# the 2-core machine, the longest step of `make test`'s installs, uv 11–13 s. uv reads no pip.conf:
+# where pip is told of a folder of wheels (find-links: this machine keeps torch's CPU build in one), uv
+# is told the same. uv compiles no bytecode at install (pip did with --no-compile): only what is
+# imported gets compiled, not all 14,000 modules of the venv (torch and transformers are most of them).
+# Both expanded where an install runs, not at every make (asking pip's config costs 0.6 s).
 FIND_LINKS ?= $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
-INSTALL := $(BIN)/uv pip install -q --python $(BIN)/python $(foreach d,$(FIND_LINKS),--find-links $(d))
+INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python $(foreach d,$(FIND_LINKS),--find-links $(d))
 
 .PHONY: run test lint typecheck pytest bench setup setup-test debs clean notebook docs test-all checks beside-pytest
 
