@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -105,6 +104,8 @@ def test_multi_head_is_each_head_on_its_own(arrs: tuple[np.ndarray, ...], mask: 
 @settings(max_examples=examples(60, 25), deadline=None)
 @given(st.booleans().flatmap(lambda h: qkv(heads=h)), st.sampled_from(["full", "causal"]))
 def test_matches_torch_scaled_dot_product_attention(arrs: tuple[np.ndarray, ...], mask: str) -> None:
+    import torch
+
     q, k, v = arrs
     causal = mask == "causal"
     s = attention(q, k, v, mask=mask)  # type: ignore[arg-type]
@@ -200,4 +201,6 @@ def test_unknown_mask_and_backend_are_refused() -> None:
 
 
 def test_default_backend_is_numpy_without_a_gpu() -> None:
+    import torch
+
     assert default_backend() == ("torch" if torch.cuda.is_available() else "numpy")

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -127,6 +126,8 @@ def problems(draw: st.DrawFn, heads: bool = False, square: bool = True) -> tuple
 
 def _plain(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, offset: int) -> np.ndarray:
     """torch's scaled_dot_product_attention with the mask written out (query i sees keys ≤ offset + i)."""
+    import torch
+
     seen = None
     if causal:
         seen = torch.from_numpy(np.arange(k.shape[-2])[None, :] <= np.arange(q.shape[-2])[:, None] + offset)

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 from app import limits
 from app.lesson import tiles
@@ -78,6 +77,8 @@ def test_running_numbers_continue_across_calls(backend: str) -> None:
     rng = np.random.default_rng(7)
     q, k, v = rng.standard_normal((2, 3, 12, 5)), rng.standard_normal((2, 1, 70, 5)), rng.standard_normal((2, 1, 70, 4))
     if backend == "torch":
+        import torch
+
         q, k, v = (torch.from_numpy(a) for a in (q, k, v))
     for mask, offset in (("full", 0), ("causal", 58)):
         whole = tiles.online(q, k, v, 8, mask, offset)  # type: ignore[arg-type]
@@ -98,6 +99,8 @@ def test_the_layer_in_blocks_is_transformers(tiny_llamas: dict[str, Path], monke
     150-token prompt is "long": every layer's attention in blocks, on every worker's rows (a later
     block's queries see keys before them whole and their own under the mask), the blocks not dividing
     the keys. Hidden states and greedy ids are transformers' (eager attention, the whole softmax)."""
+    import torch
+
     monkeypatch.setattr(llama_layer, "LONG", 20)
     monkeypatch.setattr(llama_layer, "QUERY_TILE", 16)
     monkeypatch.setattr(llama_layer, "KEY_BLOCK", 7)
@@ -134,6 +137,8 @@ def test_the_layer_in_blocks_is_transformers(tiny_llamas: dict[str, Path], monke
 def test_greedy_ids_after_4096_tokens_are_transformers_generate(smollm: Model, hf_smollm: Any) -> None:
     """A 4,096-token prompt (the limit): our prefill in blocks and 8 written tokens give the ids of
     transformers' generate(do_sample=False) on the same ids (eager attention, float32). ~2 minutes."""
+    import torch
+
     ids = smollm.tokenizer.encode(long_text(smollm, limits.MAX_LONG_TOKENS)).ids[: limits.MAX_LONG_TOKENS]
     assert len(ids) == limits.MAX_LONG_TOKENS
     done = list(generate.write(smollm, ids, 8, generate.Sampling(), None, 0, 0))[-1]
