@@ -180,7 +180,9 @@ def test_any_shape_block_mask_and_key_offset_against_torch(
     _close(run.output, ref)
     t = tiles.steps(q, k, v, block, mask, offset)  # type: ignore[arg-type]
     _close(t.output, ref)
-    np.testing.assert_array_equal(t.running.m, run.m)  # the skipped blocks change nothing
+    # the skipped blocks change nothing; a score's last bit may (online() multiplies only the rows that see
+    # a block, and BLAS may sum a dot product in another order for fewer rows: 1 ulp in a fresh clone's run)
+    _close(t.running.m, run.m)
     np.testing.assert_allclose(t.running.l, run.l, rtol=1e-13)
 
 
