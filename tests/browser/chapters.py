@@ -1,5 +1,6 @@
 """What the chapter tests share (not a test module): the sizes they run at, the page's number
-formats, opening a chapter at a step, and the check that nothing overlaps or runs off the screen."""
+formats, opening a chapter at a step, what every opened chapter shows, and the check that nothing
+overlaps or runs off the screen."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 from tests.browser.conftest import Watched
 from tests.browser.helpers import chapter_fits
+from tests.browser.registry import CHAPTERS
 
 VIEWPORTS = [(1280, 720), (390, 844)]
 ANIMAL = "The animal didn't cross the street because it was too tired."
@@ -44,6 +46,31 @@ def open_chapter(w: Watched, query: str, size: tuple[int, int] = (1280, 720)) ->
     w.page.goto(w.base + "/?" + query)
     w.page.wait_for_selector('#app[data-ready="true"]', timeout=60_000)
     w.page.wait_for_selector("#chapter-text:not(:empty)", timeout=30_000)
+
+
+# What every chapter shows once opened: its title (drawn), "Chapter k of n", its numbers and its NumPy
+# code, and not "coming"
+OPENED = """() => {
+  const attention = document.getElementById('app').dataset.layout === 'attention';
+  const title = document.querySelector(attention ? '[data-testid=step-title]' : '[data-testid=chapter-title]');
+  const drawn = (e) => e && e.getClientRects().length && getComputedStyle(e).visibility !== 'hidden';
+  return {
+    title: drawn(title) ? title.innerText.trim() : '',
+    line: document.querySelector('[data-testid=chapter-name]')?.innerText ?? '',
+    numbers: document.querySelectorAll('#lesson-numbers li').length,
+    code: document.querySelector('[data-testid=numpy-code]')?.textContent ?? '',
+    coming: Boolean(drawn(document.querySelector('[data-testid=chapter-coming]'))),
+  };
+}"""
+
+
+def shows_chapter(w: Watched, chapter: str) -> None:
+    """The page, ready on `chapter`, shows what every opened chapter shows (OPENED)."""
+    seen = w.page.evaluate(OPENED)
+    assert seen["title"] and not seen["coming"], (chapter, w.page.viewport_size, seen)
+    where = f"Chapter {CHAPTERS.index(chapter) + 1} of {len(CHAPTERS)}"
+    assert where in seen["line"], (chapter, w.page.viewport_size, seen)
+    assert seen["numbers"] >= 1 and "import numpy as np" in seen["code"], (chapter, w.page.viewport_size, seen)
 
 
 def fits(w: Watched) -> None:

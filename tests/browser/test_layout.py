@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.chapters import fits
+from tests.browser.chapters import fits, shows_chapter
 from tests.browser.conftest import Watched, watched_page
 from tests.browser.helpers import next_frames
 from tests.browser.registry import CHAPTERS, OPENING
@@ -357,34 +357,16 @@ FIRST_SCREEN_PENDING: dict[str, str] = {}
 PHONE_PENDING: dict[str, str] = {}
 
 
-# A chapter opened by its URL: its title, "Chapter k of n", its numbers and its NumPy code, not "coming"
-OPENED = """() => {
-  const attention = document.getElementById('app').dataset.layout === 'attention';
-  const title = document.querySelector(attention ? '[data-testid=step-title]' : '[data-testid=chapter-title]');
-  const coming = document.querySelector('[data-testid=chapter-coming]');
-  return {
-    title: title && title.getClientRects().length ? title.innerText.trim() : '',
-    line: document.querySelector('[data-testid=chapter-name]')?.innerText ?? '',
-    numbers: document.querySelectorAll('#lesson-numbers li').length,
-    code: document.querySelector('[data-testid=numpy-code]')?.textContent ?? '',
-    coming: Boolean(coming && coming.getClientRects().length),
-  };
-}"""
-
-
 def _walk(w: Watched, chapter: str, check: str) -> dict[str, Any]:
     """Every step of `chapter`, from its first: `check`'s result for each step id. The chapter is opened
-    by its URL, and shows what a chapter opened so shows (OPENED: its title, "Chapter k of n", its
-    numbers, its NumPy code). A chapter of its own layout (not the attention view) is also checked at
+    by its URL, and shows what every opened chapter shows (chapters.shows_chapter: its title, "Chapter
+    k of n", its numbers, its NumPy code). A chapter of its own layout (not the attention view) is also checked at
     each step as test_chapters_fit checks it (which runs in make test-all only): chapters.fits() (no
     sideways scroll; stage, explanation and panel apart; no two 3D labels over each other) and, at
     1280×720, the explanation and the panel's first table or chart inside the first screen."""
     w.page.goto(f"{w.base}/?chapter={chapter}{OPENING.get(chapter, '')}")
     w.page.wait_for_selector(f'#app[data-ready="true"][data-chapter="{chapter}"]', timeout=60_000)
-    opened = w.page.evaluate(OPENED)
-    assert opened["title"] and not opened["coming"], (chapter, opened)
-    assert f"Chapter {CHAPTERS.index(chapter) + 1} of {len(CHAPTERS)}" in opened["line"], (chapter, opened)
-    assert opened["numbers"] >= 1 and "import numpy as np" in opened["code"], (chapter, opened)
+    shows_chapter(w, chapter)
     steps = w.page.eval_on_selector_all("#step-list button", "(bs) => bs.map((b) => b.dataset.step)")
     seen: dict[str, Any] = {}
     for step in steps:

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.chapters import shows_chapter
 from tests.browser.conftest import ROOT, Watched
 from tests.browser.helpers import post, run_python
 from tests.browser.registry import CHAPTERS
@@ -85,13 +86,7 @@ def test_every_chapter_by_the_contents_list(watched: Watched) -> None:
         assert query(w).get("chapter", ["steps"]) == [chapter]
         for name in ("phone", "tablet"):
             w.page.set_viewport_size(dict(zip(("width", "height"), VIEWPORTS[name], strict=True)))
-            title = w.page.get_by_test_id("step-title" if chapter in ATTENTION else "chapter-title")
-            expect(title).to_be_visible()
-            assert title.inner_text().strip(), f"{chapter} has no title on the {name}"
-            expect(w.page.get_by_test_id("chapter-name")).to_contain_text(f"Chapter {k + 1} of {len(CHAPTERS)}")
-            assert w.page.locator("#lesson-numbers li").count() >= 1, f"{chapter}: no numbers on the {name}"
-            assert "import numpy as np" in w.text("numpy-code")
-            expect(w.page.get_by_test_id("chapter-coming")).to_be_hidden()
+            shows_chapter(w, chapter)
             no_sideways_scroll(w)
         w.page.set_viewport_size(dict(zip(("width", "height"), VIEWPORTS["phone"], strict=True)))
 
