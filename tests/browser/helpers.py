@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LOCAL_SCHEMES, Watched
+from tests.browser.conftest import LOCAL_SCHEMES, Watched, watched_page
 
 
 def get(base: str, path: str) -> Any:
@@ -119,14 +119,10 @@ def chapter_violations(browser: Any, server: str, query: str) -> list[Any]:
 
     if not AXE.exists():
         pytest.skip("axe-core is not installed (npm ci)")
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True, reduced_motion="reduce")
-    page = context.new_page()
-    page.base = server
-    try:
-        found: list[Any] = _violations(page, query, '#app[data-ready="true"] #chapter-text:not(:empty)')
-        return found
-    finally:
-        context.close()
+    with watched_page(browser, server, bypass_csp=True) as w:
+        w.page.base = server
+        found: list[Any] = _violations(w.page, query, '#app[data-ready="true"] #chapter-text:not(:empty)')
+    return found
 
 
 def download(w: Watched, button: Any, folder: Path, timeout: float = 30_000) -> Path:

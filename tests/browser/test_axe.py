@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import ROOT
+from tests.browser.conftest import ROOT, watched_page
 from tests.browser.helpers import next_frames
 
 pytestmark = pytest.mark.browser
@@ -21,11 +21,10 @@ ANIMAL = "The animal didn't cross the street because it was too tired."
 def axe_page(browser: Any, server: str) -> Iterator[Any]:
     if not AXE.exists():
         pytest.skip("axe-core is not installed (npm ci)")
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True, reduced_motion="reduce")
-    page = context.new_page()
-    page.base = server
-    yield page
-    context.close()
+    # a watched page (errors fail the test) that lets axe's script in past the page's CSP
+    with watched_page(browser, server, bypass_csp=True) as w:
+        w.page.base = server
+        yield w.page
 
 
 def _violations(page: Any, query: str, ready: str = '#app[data-ready="true"]') -> list[str]:

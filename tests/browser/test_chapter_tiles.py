@@ -219,25 +219,14 @@ def test_every_step_whole_on_the_first_screen_at_1280x720(browser: Any, server: 
 
 
 def test_every_step_on_a_phone(browser: Any, server: str) -> None:
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, reduced_motion="reduce", has_touch=True, is_mobile=True
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    try:
-        w = Watched(page=page, base=server)
+    with watched_page(browser, server, viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True) as w:
         seen = _walk(w, "tiles", PHONE_CHECK)
         for step in ("read", "finish"):
-            page.get_by_test_id(f"step-{step}").click()
+            w.page.get_by_test_id(f"step-{step}").click()
             wait(w, step)
-            next_frames(page)
+            next_frames(w.page)
             shot(w, f"tiles-phone-{step}")
             fits(w)
-    finally:
-        context.close()
-    assert not errors, errors
     bad = {s: v for s, v in seen.items() if v["overlaps"] or v["cut"] or v["width"] > 390}
     assert not bad, bad
 

@@ -413,19 +413,9 @@ def test_every_step_has_its_words_and_figure_on_the_first_screen(browser: Any, s
 def test_every_step_on_a_phone_has_no_overlap_legible_steps_and_no_sideways_scroll(
     browser: Any, server: str, chapter: str
 ) -> None:
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, reduced_motion="reduce", has_touch=True, is_mobile=True
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        w = Watched(page=page, base=server)
+    with watched_page(browser, server, viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True) as w:
         seen = _walk(w, chapter, PHONE_CHECK)
-        hints = page.evaluate("[...document.querySelectorAll('kbd')].filter((k) => k.getClientRects().length).length")
-    finally:
-        context.close()
-    assert not errors, errors
+        hints = w.page.evaluate("[...document.querySelectorAll('kbd')].filter((k) => k.getClientRects().length).length")
     bad = {s: v for s, v in seen.items() if v["overlaps"] or v["cut"] or v["width"] > 390}
     assert not bad, f"{chapter} at 390×844: {bad}"
     assert hints == 0, "keyboard hints on a touch screen"

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.chapters import shows_chapter
-from tests.browser.conftest import ROOT, Watched
+from tests.browser.conftest import ROOT, Watched, watched_page
 from tests.browser.helpers import post, run_python
 from tests.browser.registry import CHAPTERS
 
@@ -263,9 +263,8 @@ def test_the_lesson_frame_has_no_axe_violations(browser: Any, server: str) -> No
 
     if not AXE.exists():
         pytest.skip("axe-core is not installed (npm ci)")
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, bypass_csp=True, reduced_motion="reduce")
-    page = context.new_page()
-    try:
+    with watched_page(browser, server, viewport={"width": 1280, "height": 720}, bypass_csp=True) as w:
+        page = w.page
         for query in ("?step=softmax&focus=3&predict=1", "?chapter=masks&step=difference"):
             page.goto(server + "/" + query)
             page.wait_for_selector('#app[data-ready="true"]', timeout=20_000)
@@ -275,5 +274,3 @@ def test_the_lesson_frame_has_no_axe_violations(browser: Any, server: str) -> No
             result = page.evaluate(f"() => axe.run(document, {{ runOnly: {{ type: 'tag', values: {tags} }} }})")
             found = [f"{v['id']}: {v['help']} — {v['nodes'][0]['target']}" for v in result["violations"]]
             assert found == [], query
-    finally:
-        context.close()
