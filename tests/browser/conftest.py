@@ -199,8 +199,20 @@ def close_room(base: str, room: dict[str, Any] | None) -> None:
 # Contexts kept for the next test, by their options: a new context costs Chromium a renderer process
 # and the page's code compiled again (~0.4 s of CPU a test); a kept one is handed on as a new one would
 # be: no cookies, no storage, no listeners or routes of the last test, its page on about:blank.
-_KEPT: dict[str, list[tuple[Any, Any, dict[str, Any]]]] = {}
+@dataclass
+class _Kept:
+    context: Any
+    page: Any
+    holder: dict[str, Watched]  # "w": the test's Watched, for the guard and listeners made once
+    page_listeners: dict[str, list[Any]] = field(default_factory=dict)  # those made once, not a test's
+    context_listeners: dict[str, list[Any]] = field(default_factory=dict)
+
+
+_KEPT: dict[str, list[_Kept]] = {}
 _KEEP_AT_MOST = 4  # of one kind: the classroom's tests hold four pages at once
+# what Playwright keeps as a child of a page or context that clearing cannot undo: an init script or an
+# exposed function (a Disposable each), a DevTools session's changes (a slowed network, a debugger)
+_LASTING = {"Disposable", "CDPSession"}
 
 
 def _kind(options: dict[str, Any]) -> str:
@@ -216,22 +228,49 @@ def _added_listeners(emitter: Any, before: dict[str, list[Any]]) -> list[tuple[s
     return [(name, f) for name, fs in _listeners(emitter).items() for f in fs if f not in before.get(name, [])]
 
 
-def _hand_on(context: Any, page: Any, options: dict[str, Any], w: Watched, baseline: dict[str, Any]) -> bool:
-    """Make `context` as a new one would be, for the next test; False where it cannot be (the test
+def _new_kept(browser: Any, options: dict[str, Any]) -> _Kept:
+    """A new context and page, guarded and listened to once for whichever test holds them."""
+    context = browser.new_context(**options)
+    page = context.new_page()
+    holder: dict[str, Watched] = {}
+
+    def guard(route: Any) -> None:
+        url = urlparse(route.request.url)
+        if url.scheme in LOCAL_SCHEMES or url.hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            holder["w"].outside.append(route.request.url)
+            route.abort()
+
+    def navigated(frame: Any) -> None:
+        url = urlparse(frame.url)
+        if frame.parent_frame is None and url.scheme in {"http", "https"}:
+            holder["w"].origins.add(url.netloc)
+
+    context.route("**/*", guard)
+    page.on("console", lambda m: holder["w"].errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: holder["w"].errors.append(f"pageerror: {e}"))
+    page.on(
+        "requestfailed",
+        lambda r: holder["w"].outside.append(f"failed: {r.url}") if "127.0.0.1" not in r.url else None,
+    )
+    page.on("framenavigated", navigated)
+    return _Kept(context, page, holder, _listeners(page), _listeners(context))
+
+
+def _hand_on(kept: _Kept, options: dict[str, Any]) -> bool:
+    """Make `kept` as a new context would be, for the next test; False where it cannot be (the test
     closed its page, opened others, went to a second server, added a listener to the context, an init
     script or an exposed function, or left a DevTools session attached)."""
+    context, page, w = kept.context, kept.page, kept.holder["w"]
     if page.is_closed() or len(context.pages) != 1 or len(w.origins) > 1:
         return False
-    if _added_listeners(context, baseline["context"]):
+    if _added_listeners(context, kept.context_listeners):
         return False
-    # an init script or an exposed function (Playwright keeps each as a Disposable) stays in a context,
-    # and what a DevTools session changed (a slowed network, a debugger) while it is attached
-    kept = {"Disposable", "CDPSession"}
-    if any(o._type in kept for x in (page, context) for o in x._impl_obj._objects.values()):
+    if any(o._type in _LASTING for x in (page, context) for o in x._impl_obj._objects.values()):
         return False
-    impl = page._impl_obj
-    for name, f in _added_listeners(page, baseline["page"]):
-        impl.remove_listener(name, f)
+    for name, f in _added_listeners(page, kept.page_listeners):
+        page._impl_obj.remove_listener(name, f)
     page.unroute_all(behavior="ignoreErrors")
     page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch {} }")
     page.goto("about:blank")
@@ -255,54 +294,25 @@ def watched_page(browser: Any, base: str, **options: Any) -> Iterator[Watched]:
     # reduced motion: transitions jump to their end, which keeps the suite fast (the page honours it)
     options = {"viewport": {"width": 1280, "height": 800}, "reduced_motion": "reduce", **options}
     kind = _kind(options)
-    kept = _KEPT.get(kind)
-    if kept:
-        context, page, baseline = kept.pop()
-    else:
-        context = browser.new_context(**options)
-        page = context.new_page()
-        # the guard, errors and origins of whichever test holds the page now
-        current: dict[str, Watched] = {}
-
-        def guard(route: Any) -> None:
-            url = urlparse(route.request.url)
-            if url.scheme in LOCAL_SCHEMES or url.hostname == "127.0.0.1":
-                route.continue_()
-            else:
-                current["w"].outside.append(route.request.url)
-                route.abort()
-
-        def navigated(frame: Any) -> None:
-            url = urlparse(frame.url)
-            if frame.parent_frame is None and url.scheme in {"http", "https"}:
-                current["w"].origins.add(url.netloc)
-
-        context.route("**/*", guard)
-        page.on("console", lambda m: current["w"].errors.append(f"console: {m.text}") if m.type == "error" else None)
-        page.on("pageerror", lambda e: current["w"].errors.append(f"pageerror: {e}"))
-        page.on(
-            "requestfailed",
-            lambda r: current["w"].outside.append(f"failed: {r.url}") if "127.0.0.1" not in r.url else None,
-        )
-        page.on("framenavigated", navigated)
-        baseline = {"current": current, "page": _listeners(page), "context": _listeners(context)}
-    w = Watched(page=page, base=base)
-    baseline["current"]["w"] = w
+    shelf = _KEPT.setdefault(kind, [])
+    kept = shelf.pop() if shelf else _new_kept(browser, options)
+    page = kept.page
+    w = kept.holder["w"] = Watched(page=page, base=base)
     room, handed_on = None, False
     try:
         yield w
         room = presented_room(page)
-        if len(_KEPT.get(kind, [])) < _KEEP_AT_MOST:
+        if len(shelf) < _KEEP_AT_MOST:
             try:
-                handed_on = _hand_on(context, page, options, w, baseline)
+                handed_on = _hand_on(kept, options)
             except Exception:  # a page that crashed or hangs: closed, as any other
                 handed_on = False
     finally:
         if handed_on:
-            _KEPT.setdefault(kind, []).append((context, page, baseline))
+            shelf.append(kept)
         else:
             room = room or presented_room(page)
-            context.close()
+            kept.context.close()
         close_room(base, room)
     assert not w.outside, f"requests left 127.0.0.1: {w.outside}"
     assert not w.unexpected_errors(), f"errors on the page: {w.unexpected_errors()}"
