@@ -9,11 +9,12 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from tests.servers import free_port
 
 
 def binaries() -> Path | None:
@@ -23,13 +24,6 @@ def binaries() -> Path | None:
         return Path(os.path.realpath(found)).parent
     folders = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
     return Path(folders[-1]) if folders else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class PostgresServer:
@@ -42,7 +36,7 @@ class PostgresServer:
         self.bin = bin_dir
         self.folder = Path(tempfile.mkdtemp(prefix="attention-pg-"))
         self.data = self.folder / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.as_root = os.geteuid() == 0
         if self.as_root:
             shutil.chown(self.folder, "postgres", "postgres")

@@ -33,8 +33,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from app import limits
 from app.classroom import limits as room_limits
-from tests.classroom.conftest import ROOT, TOKEN, free_port
-from tests.servers import stop
+from tests.classroom.conftest import ROOT, TOKEN
+from tests.servers import free_port, stop
 
 
 @contextmanager

@@ -13,7 +13,6 @@ import fcntl
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.servers import answers, stop
+from tests.servers import answers, free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 # Chromium's headless shell (Debian's chromium-headless-shell, what Playwright itself runs headless):
@@ -49,13 +48,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 LOCAL_SCHEMES = {"data", "blob", "about"}
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 _bundled = False
@@ -83,7 +75,7 @@ def build_bundle() -> None:
 def running_server() -> Iterator[str]:
     """A fresh server process (its model not loaded yet) on a free port; its base URL."""
     build_bundle()
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "ATTENTION_BACKEND": "numpy"}
     # the classroom: a known teacher token, and saved lessons in a folder of this run, not the user's
     # (set, not defaulted: an in-process test before may have left a generated token in this worker's

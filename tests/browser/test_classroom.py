@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import Watched, watched_page
-from tests.classroom.conftest import TOKEN, app_process, free_port
+from tests.classroom.conftest import TOKEN, app_process
+from tests.servers import free_port
 
 pytestmark = pytest.mark.browser
 

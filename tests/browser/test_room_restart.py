@@ -29,7 +29,8 @@ import pytest
 
 from tests.browser.conftest import Watched, build_bundle, watched_page
 from tests.browser.test_classroom import follower, params
-from tests.classroom.conftest import TOKEN, app_process, free_port, start_redis
+from tests.classroom.conftest import TOKEN, app_process, start_redis
+from tests.servers import free_port
 
 pytestmark = pytest.mark.browser
 

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from tests.postgres import PostgresServer
-from tests.servers import answers, stop
+from tests.servers import answers, free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "teacher-token-for-tests-0123456789"
@@ -45,13 +45,6 @@ def room(client: TestClient) -> dict[str, Any]:
     assert r.status_code == 201, r.text
     created: dict[str, Any] = r.json()
     return created
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_for(url: str, proc: subprocess.Popen[bytes], seconds: float = 30) -> None:

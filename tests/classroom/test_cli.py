@@ -14,8 +14,8 @@ from pathlib import Path
 
 from app.classroom import limits
 from app.classroom.broker import Subscriber
-from tests.classroom.conftest import ROOT, free_port
-from tests.servers import stop
+from tests.classroom.conftest import ROOT
+from tests.servers import free_port, stop
 
 
 def test_teacher_link_is_printed_and_the_token_never_logged(tmp_path: Path) -> None:

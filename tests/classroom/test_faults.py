@@ -27,10 +27,10 @@ from websockets.sync.client import connect
 
 from app.classroom import database, store
 from app.main import create_app
-from tests.classroom.conftest import ROOT, TOKEN, app_process, free_port, wait_for
+from tests.classroom.conftest import ROOT, TOKEN, app_process, wait_for
 from tests.classroom.test_processes import until
 from tests.postgres import PostgresServer
-from tests.servers import stop
+from tests.servers import free_port, stop
 
 LESSON: dict[str, Any] = {"title": "Frozen", "views": [{"state": {"step": "score"}, "note": "one"}]}
 

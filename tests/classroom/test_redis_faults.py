@@ -21,7 +21,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from app.classroom import broker
-from tests.classroom.conftest import TOKEN, app_process, auth, free_port, start_redis
+from tests.classroom.conftest import TOKEN, app_process, auth, start_redis
+from tests.servers import free_port
 
 STATE = {"chapter": "steps", "example": "the-cat-ate-its-fish", "step": "softmax", "mask": "full", "focus": "3"}
 PRESENTER = "attention3d.presenter"

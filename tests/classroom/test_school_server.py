@@ -24,10 +24,10 @@ import pytest
 from websockets.sync.client import connect
 
 from app.classroom import database
-from tests.classroom.conftest import ROOT, TOKEN, app_process, auth, free_port, wait_for
+from tests.classroom.conftest import ROOT, TOKEN, app_process, auth, wait_for
 from tests.classroom.test_processes import STATE, until
 from tests.postgres import PostgresServer
-from tests.servers import stop
+from tests.servers import free_port, stop
 
 LESSON = {"title": "Shared", "views": [{"state": {"step": "score"}, "note": "one"}]}
 

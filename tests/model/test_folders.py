@@ -19,7 +19,8 @@ from fastapi.testclient import TestClient
 from app import cli
 from app.main import create_app
 from app.model.spec import ModelError, read_spec
-from tests.classroom.conftest import ROOT, free_port
+from tests.classroom.conftest import ROOT
+from tests.servers import free_port
 
 WORDS = ["the", "animal", "cross", "street", "because", "it", "was", "too", "tired", ".", "didn", "'", "t", "##s"]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import socket
 import threading
 import time
 from typing import Any
@@ -19,6 +18,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.model import generate
 from app.model.loader import Model
+from tests.servers import free_port
 
 DECODER = "smollm2-135m"
 
@@ -156,12 +156,6 @@ def test_bad_input_is_a_422_naming_the_field(
     assert detail["loc"] == ["body", field] and words in detail["msg"], detail
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_closing_the_stream_stops_the_work(smollm: Model, monkeypatch: pytest.MonkeyPatch) -> None:
     steps: list[int] = []
     advance = generate.advance
@@ -171,7 +165,7 @@ def test_closing_the_stream_stops_the_work(smollm: Model, monkeypatch: pytest.Mo
         return advance(*args, **kwargs)
 
     monkeypatch.setattr(generate, "advance", counted)
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(backend="numpy"), port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
