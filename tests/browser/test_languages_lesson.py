@@ -2,9 +2,11 @@
 in the catalogs, on a projector and on a phone.
 
 For each language one projector page (1280×720, the presenter's view, ?lang=) and one phone page (390×844,
-its language from the browser's own) walk the lesson side by side, from the first chapter's first step to
-the last chapter's last, with PageDown: both pages draw each step at the same time, and one call per page
-reads all that is checked. At every step, on both:
+its language from the browser's own) walk the lesson side by side with PageDown: both pages draw each step
+at the same time, and one call per page reads all that is checked. `make test-all` walks every chapter in
+each language; `make test` walks every chapter in one of the three (SHARE: the chapters of the language's
+axe-core checks), and the pages go from one of its chapters to the next by the contents list when the lesson
+has others in between. At every step, on both:
 
 - the document's lang and dir; the chapter line ("Capítulo 1 de 13: …") and the step's numbered title are
   the catalog's; no English sentence of five or more words is left in the panels (quoted tokens and code
@@ -43,6 +45,7 @@ from tests.browser.test_languages import (
     table_reads_left_to_right,
 )
 from tests.browser.test_projector import CUT, FLOOR, SMALLEST_TEXT, TOKEN
+from tests.budget import ALL
 
 pytestmark = pytest.mark.browser
 
@@ -63,6 +66,8 @@ AXE_AT = {
         ("inside", "lens"),
     },
 }
+# the chapters each language walks in make test: those of its axe-core checks (every chapter in one language)
+SHARE = {lang: [c for c in WALKED if any(chapter == c for chapter, _ in AXE_AT[lang])] for lang in AXE_AT}
 # The share of the projector's floor (14 px at 1280×720) a language's smallest text may be drawn at: its
 # longer words may zoom the panel (classroom/fit.js) no further than English's.
 FLOOR_SHARE = {"es": 1.0, "zh": 1.0, "ar": 1.0}
@@ -308,6 +313,12 @@ def shot(w: Watched, name: str) -> None:
         w.page.screenshot(path=str(Path(SHOTS) / f"{name}.png"))
 
 
+def open_chapter(w: Watched, chapter: str) -> None:
+    """To `chapter` by the contents list, as a teacher skipping chapters would."""
+    w.page.get_by_test_id("chapters-toggle").click()
+    w.page.get_by_test_id(f"chapter-link-{chapter}").click()
+
+
 def arabic_phone(w: Watched) -> None:
     """The Arabic phone at the masks chapter: the steps bar and the explanation mirrored, the weights'
     table, the arithmetic and the code not; Arabic drawn with the app's font (its glyphs join by the
@@ -327,7 +338,8 @@ def test_the_whole_lesson_on_a_projector_and_a_phone(browser: Any, server: str, 
     walked: list[str] = []
     steps: dict[str, list[str]] = {}  # each chapter's steps, as its page lists them
     rtl = LANGS[lang][1] == "rtl"
-    first = WALKED[0]
+    walks = WALKED if ALL else SHARE[lang]
+    first = walks[0]
     with (
         watched_page(browser, server, viewport={"width": 1280, "height": 720}, bypass_csp=True) as projector,
         watched_page(browser, server, viewport={"width": 390, "height": 844}, locale=LANGS[lang][2]) as phone,
@@ -347,7 +359,7 @@ def test_the_whole_lesson_on_a_projector_and_a_phone(browser: Any, server: str, 
             chapter, step = seen["projector"]["chapter"], seen["projector"]["step"]
             assert (seen["phone"]["chapter"], seen["phone"]["step"]) == (chapter, step), (seen["phone"], chapter, step)
             at = [chapter, step]
-            if chapter not in LATER:
+            if chapter in walks:
                 walked.append(f"{chapter}/{step}")
                 steps.setdefault(chapter, seen["projector"]["steps"])
                 for name, w in pages.items():
@@ -357,9 +369,19 @@ def test_the_whole_lesson_on_a_projector_and_a_phone(browser: Any, server: str, 
                     problems += axe_problems(projector, f"projector {chapter}/{step}")
                 if rtl and (chapter, step) == ("masks", "weights"):
                     arabic_phone(phone)
-            if chapter == WALKED[-1] and step == seen["projector"]["steps"][-1]:
+            last = step == seen["projector"]["steps"][-1]
+            if chapter == walks[-1] and last:
                 break
-            for w in pages.values():  # the clicker's PageDown, pressed on both pages at once
-                w.page.evaluate(PAGE_DOWN)
-    assert list(steps) == WALKED and walked == [f"{c}/{s}" for c in WALKED for s in steps[c]], walked
+            after = WALKED[WALKED.index(chapter) + 1] if last else chapter
+            for w in pages.values():
+                if after in walks:  # the clicker's PageDown, pressed on both pages at once
+                    w.page.evaluate(PAGE_DOWN)
+                else:
+                    open_chapter(w, walks[walks.index(chapter) + 1])
+    assert list(steps) == walks and walked == [f"{c}/{s}" for c in walks for s in steps[c]], walked
     assert not problems, "\n".join(problems)
+
+
+def test_make_test_walks_every_chapter_in_one_language() -> None:
+    walked = [c for lang in SHARE for c in SHARE[lang]]
+    assert sorted(walked) == sorted(WALKED), SHARE
