@@ -19,8 +19,9 @@ import numpy as np
 from app.attention import attention
 from app.errors import InputError
 from app.model import registry
-from app.model.loader import Model
+from app.model.loader import Model, ModelHandle
 from app.model.select import layer_heads
+from app.model.trace import Trace
 
 MAX_TOKENS = 64  # tokens of the chapter's sentence (its tables are n × n)
 SHIFTS = 8  # places the same pair of tokens is moved to, keeping its distance
@@ -57,10 +58,10 @@ class Today:
     cache_bytes_per_token_mha: int  # if every query head had its own
 
 
-def today(model: Model, ids: list[int], tokens: list[str], layer: int, head: int) -> Today:
+def today(model: Model, trace: Trace, tokens: list[str], layer: int, head: int) -> Today:
+    """The chapter's numbers from the decoder's trace of a sentence (every layer) and its tokens."""
     s = model.spec
-    trace = model.forward(ids)
-    n = len(ids)
+    n = len(tokens)
     sink = []
     for i in range(s.layers):
         w = attention(*layer_heads(trace, i), "causal").weights  # (h, n, n)
@@ -101,8 +102,11 @@ def as_json(t: Today) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def for_sentence(model: Model, sentence: str, layer: int, head: int) -> Today:
-    """The chapter's numbers for a typed sentence, or an InputError naming the field (a 422 on the web)."""
+def for_sentence(handle: ModelHandle, sentence: str, layer: int, head: int) -> Today:
+    """The chapter's numbers for a typed sentence, or an InputError naming the field (a 422 on the web).
+    The trace comes through the handle's cache: a class whose phones all open the chapter on the same
+    sentence runs the decoder once, not once a phone (and every layer and head of it answers from there)."""
+    model = handle.model()
     s = model.spec
     if s.kind != "llama":
         raise InputError("model", f"{s.name} is not a Llama-family decoder: use {registry.DECODER_ID!r}")
@@ -112,7 +116,7 @@ def for_sentence(model: Model, sentence: str, layer: int, head: int) -> Today:
         raise InputError("head", f"head must be 0 … {s.heads - 1} ({s.name} has {s.heads} query heads)")
     if not sentence.strip():
         raise InputError("sentence", "sentence is empty: type at least one word")
-    enc = model.tokenizer.encode(sentence)
+    enc = handle.encode(sentence)
     if not 2 <= len(enc) <= MAX_TOKENS:
         raise InputError("sentence", f"sentence is {len(enc)} tokens; this chapter takes 2 … {MAX_TOKENS}")
-    return today(model, enc.ids, enc.tokens, layer, head)
+    return today(model, handle.trace(sentence, enc, "numpy"), enc.tokens, layer, head)

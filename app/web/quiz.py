@@ -93,8 +93,9 @@ class ServerModels:
 
     def today(self, sentence: str, layer: int, head: int) -> tuple[list[str], np.ndarray]:
         from app.lesson.today import for_sentence
+        from app.model import registry
 
-        t = for_sentence(self._decoder(), sentence, layer, head)
+        t = for_sentence(self._handle(registry.DECODER_ID), sentence, layer, head)
         return list(t.tokens), np.asarray(t.head_weights)
 
     def next_tokens(self, prompt: str, written: int, sampling: tuple[float, int, float]) -> list[tuple[str, float]]:

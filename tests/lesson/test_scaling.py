@@ -84,6 +84,22 @@ def test_api(client: TestClient) -> None:
     assert d["ln_keys"] == math.log(scaling.KEYS)
 
 
+def test_a_class_at_one_d_k_is_measured_once(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every phone of a class opens the chapter at the same d_k: measured for the first, the same bytes for all."""
+    measured: list[int] = []
+    measure = scaling.measure
+
+    def counted(d_k: int) -> scaling.Scaling:
+        measured.append(d_k)
+        return measure(d_k)
+
+    monkeypatch.setattr(scaling, "measure", counted)
+    answers = [client.post("/api/scaling", json={"d_k": 77}).content for _ in range(5)]
+    assert measured == [77] and len(set(answers)) == 1
+    client.post("/api/scaling", json={"d_k": 78})
+    assert measured == [77, 78]
+
+
 @pytest.mark.parametrize("body", [{"d_k": 1}, {"d_k": 1025}, {"d_k": 0}, {"d_k": 64.5}, {"d_k": "64"}, {}])
 def test_bad_d_k(client: TestClient, body: object) -> None:
     r = client.post("/api/scaling", json=body)

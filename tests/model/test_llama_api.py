@@ -235,3 +235,25 @@ def test_todays_numbers(app_client: TestClient) -> None:
     assert np.allclose(w.sum(axis=1), 1) and np.allclose(np.triu(w, 1), 0)
     r = app_client.post("/api/decoder/today", json={**body, "head": 9})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "head"]
+
+
+def test_a_class_opening_todays_chapter_runs_the_decoder_once(
+    app_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every phone of a class asks for the chapter's numbers of the same sentence: the decoder runs for the
+    first; the others, at any layer and head, answer from the server's trace of it."""
+    runs: list[int] = []
+    forward = Model.forward
+
+    def counted(self: Model, *args: Any, **kwargs: Any) -> Any:
+        runs.append(1)
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(Model, "forward", counted)
+    body = {"sentence": "A class of phones reads one sentence at once.", "layer": 3, "head": 4}
+    first = app_client.post("/api/decoder/today", json=body).json()
+    for layer, head in [(3, 4), (0, 0), (29, 8)]:
+        again = app_client.post("/api/decoder/today", json={**body, "layer": layer, "head": head})
+        assert again.status_code == 200 and again.json()["layer"] == layer
+    assert len(runs) == 1
+    assert app_client.post("/api/decoder/today", json=body).json() == first

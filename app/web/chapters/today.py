@@ -32,9 +32,8 @@ class TodayRequest(BaseModel):
 
 
 def _answer(handle: ModelHandle, req: TodayRequest) -> bytes:
-    model = handle.model()
-    numbers = today.for_sentence(model, req.sentence, req.layer, req.head)
-    return json_bytes({"model": model.spec.name, **today.as_json(numbers)})
+    numbers = today.for_sentence(handle, req.sentence, req.layer, req.head)
+    return json_bytes({"model": handle.spec().name, **today.as_json(numbers)})
 
 
 @router.post(
