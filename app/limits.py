@@ -29,6 +29,9 @@ MODEL_CACHE_SENTENCES = 8  # recent sentences whose per-layer Q, K, V are kept (
 # ... and at most this many bytes of them per model: a decoder's trace is larger (SmolLM2, 30 layers: ~56 MB
 # at 300 tokens, ~96 MB at 512), and 8 long ones would hold ~770 MB; the newest is always kept
 MODEL_CACHE_BYTES = 192 << 20
+# answers that depend on their request only (a chapter's numbers, Look inside's), the last ones made, kept whole
+# (app.web.transport.KEPT): what a class's phones ask for at once is computed once; one answer ≤ 1/8 of it
+KEPT_ANSWER_BYTES = 32 << 20
 MAX_ROLLOUT_TOKENS = 64  # tokens for POST /api/rollout: L × n × n shares (30 · 64² ≈ 123k for SmolLM2)
 FLOW_MAX_WORK = 10_000_000  # edges its maximum flows run over (app.model.rollout.flow_work): 1–2 s here
 # ... past it, flow answers the focus's paths only (no table per layer), up to this work (rollout.focus_work):

@@ -116,7 +116,7 @@ async def post_rollout(request: Request) -> Response:
         req.mask is not None,
         request.app.state.backend,
     )
-    return await in_slot(JSON, _rollout, *args)
+    return await in_slot(JSON, _rollout, *args, keep=True)
 
 
 def _rollout(*args: Any) -> bytes:
@@ -200,7 +200,7 @@ async def post_ablate(request: Request) -> Response:
     handle = registry.handle(req.model, request.app.state.model_dir)
     heads = [(pair[0], pair[1]) for pair in req.heads]
     args = (handle, text, field, heads, req.layer, req.head, request.app.state.backend)
-    return await in_slot(JSON, _ablate, *args)
+    return await in_slot(JSON, _ablate, *args, keep=True)
 
 
 def _text_of(sentence: str | None, prompt: str | None) -> tuple[str, str]:
@@ -259,7 +259,7 @@ async def post_lens(request: Request) -> Response:
     """Each layer's residual stream at one position, through the final RMSNorm and the LM head."""
     req = await json_body(request, LensRequest)
     handle = registry.handle(req.model or registry.DECODER_ID, request.app.state.model_dir)
-    return await in_slot(JSON, _lens, handle, req.prompt, req.position, request.app.state.backend)
+    return await in_slot(JSON, _lens, handle, req.prompt, req.position, request.app.state.backend, keep=True)
 
 
 def _lens(*args: Any) -> bytes:

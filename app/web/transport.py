@@ -12,6 +12,10 @@
   once with 503 and a Retry-After (seconds) instead of waiting in a long queue.
 - stream_in_slot / StreamedAnswer: the same for an answer that leaves part by part while the
   rest is still being computed (a frame's stages: the wire and the math overlap).
+- KEPT: in_slot(keep=True) for an answer that depends on its arguments only (a model's weights do not
+  change while the server runs): the last ones made are kept, up to limits.KEPT_ANSWER_BYTES, so that
+  a class whose phones all open the same view at once has it computed once: the requests that come
+  while it is being made wait for it, without a slot and without being counted in the queue.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import asyncio
 import math
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -178,17 +183,84 @@ async def _borrowed(work: Callable[..., T], *args: Any) -> tuple[T, Callable[[],
         raise
 
 
+class Kept:
+    """The last answers made, by their maker and arguments, up to `budget` bytes in all (the least
+    recently asked for goes first); an answer larger than an eighth of the budget is not kept."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._answers: OrderedDict[Hashable, bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+        self.making: dict[Hashable, anyio.Event] = {}  # answers being made now (the event loop's own record)
+
+    def get(self, key: Hashable) -> bytes | None:
+        with self._lock:
+            body = self._answers.get(key)
+            if body is not None:
+                self._answers.move_to_end(key)
+            return body
+
+    def put(self, key: Hashable, body: bytes) -> None:
+        if len(body) > self.budget // 8:
+            return
+        with self._lock:
+            old = self._answers.pop(key, None)
+            self._size += len(body) - (len(old) if old is not None else 0)
+            self._answers[key] = body
+            while self._size > self.budget:
+                _, gone = self._answers.popitem(last=False)
+                self._size -= len(gone)
+
+
+KEPT = Kept(limits.KEPT_ANSWER_BYTES)
+
+
+def _frozen(value: Any) -> Hashable:
+    """`value` as a key: lists and tuples as tuples, dicts as sorted pairs, the rest as they are."""
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return cast(Hashable, value)
+
+
+def _kept(key: Hashable, encode: Callable[..., Body], *args: Any) -> Body:
+    """encode(*args), or the answer a request before this one made while this one waited for its slot."""
+    kept = KEPT.get(key)
+    if kept is not None:
+        return kept
+    body = encode(*args)
+    if isinstance(body, bytes):
+        KEPT.put(key, body)
+    return body
+
+
 async def in_slot(
     media_type: str,
     encode: Callable[..., Body],
     *args: Any,
     headers: dict[str, str] | None = None,
     lane: anyio.CapacityLimiter | None = None,
+    keep: bool = False,
 ) -> Response:
     """Run encode(*args) in a worker thread holding one of the SLOTS until its answer is sent.
 
     lane: a limiter of its own that the request holds while it waits for a slot and computes (as
-    OVERVIEW_LANE), so that requests of its kind never hold more slots than the lane has."""
+    OVERVIEW_LANE), so that requests of its kind never hold more slots than the lane has.
+    keep: the answer depends on `args` only: one kept in KEPT is sent without a slot, and one made is kept."""
+    if keep:
+        key = (encode, _frozen(args))
+        while (body := KEPT.get(key)) is None and (making := KEPT.making.get(key)) is not None:
+            await making.wait()  # another request is making it: its answer, once kept, is this one's too
+        if body is not None:
+            return Answer(body, media_type, None, headers)
+        made = KEPT.making[key] = anyio.Event()
+        try:
+            return await in_slot(media_type, partial(_kept, key, encode), *args, headers=headers, lane=lane)
+        finally:
+            del KEPT.making[key]
+            made.set()
     if lane is None:
         content, release = await _borrowed(encode, *args)
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
@@ -184,3 +185,75 @@ async def _chunks() -> None:
     bodies = [m for m in sent if m["type"] == "http.response.body"]
     assert len(bodies) == 6 and all(len(m["body"]) <= transport.CHUNK for m in bodies)
     assert b"".join(bytes(m["body"]) for m in bodies) == payload and bodies[-1]["more_body"] is False
+
+
+def test_kept_answers_go_least_recently_asked_first_and_a_large_one_is_not_kept() -> None:
+    kept = transport.Kept(budget=160)  # an answer of at most 20 bytes is kept
+    for key in "abcdefg":
+        kept.put(key, key.encode() * 20)  # 140 bytes
+    assert kept.get("a") == b"a" * 20  # asked for again: now the most recent
+    kept.put("h", b"h" * 20)
+    kept.put("i", b"i" * 20)  # 180 bytes: "b", the least recently asked for, goes
+    assert kept.get("b") is None and all(kept.get(k) == k.encode() * 20 for k in "acdefghi")
+    kept.put("j", b"j" * 21)  # over 160 / 8 bytes: not kept
+    assert kept.get("j") is None and kept.get("c") == b"c" * 20
+
+
+def test_a_class_asking_one_kept_answer_at_once_has_it_made_once() -> None:
+    run_async(_asked_at_once)
+
+
+async def _asked_at_once() -> None:
+    made: list[tuple[str, tuple[int, ...]]] = []
+
+    def encode(word: str, heads: list[tuple[int, int]]) -> bytes:
+        made.append((word, tuple(h for pair in heads for h in pair)))
+        time.sleep(0.05)
+        return orjson.dumps({"word": word, "heads": heads})
+
+    bodies: list[bytes] = []
+
+    async def phone(word: str) -> None:
+        response = await transport.in_slot("application/json", encode, word, [(0, 1), (2, 3)], keep=True)
+        sent: list[Any] = []
+
+        async def receive() -> Any:
+            return {"type": "http.disconnect"}
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await response({"type": "http"}, receive, send)
+        bodies.append(b"".join(m.get("body", b"") for m in sent))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(25):
+            tg.start_soon(phone, "kept-answers-test")
+    assert len(made) == 1  # made for the first; the others waited for it, without a slot
+    assert len(set(bodies)) == 1 and orjson.loads(bodies[0])["heads"] == [[0, 1], [2, 3]]
+    await phone("kept-answers-test")  # later: from the kept answer, no slot
+    await phone("another word")  # other arguments: made
+    assert len(made) == 2 and made[-1][0] == "another word"
+    assert transport.SLOTS.borrowed_tokens == 0
+
+
+def test_an_answer_that_fails_is_not_kept_and_each_waiting_request_tries_it_again() -> None:
+    run_async(_failing_at_once)
+
+
+async def _failing_at_once() -> None:
+    tried: list[str] = []
+
+    def encode(word: str) -> bytes:
+        tried.append(word)
+        time.sleep(0.02)
+        raise InputError("sentence", "not a word this test accepts")
+
+    async def phone() -> None:
+        with pytest.raises(InputError):
+            await transport.in_slot("application/json", encode, "refused", keep=True)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(phone)
+    assert tried == ["refused"] * 3 and not transport.KEPT.making and transport.SLOTS.borrowed_tokens == 0

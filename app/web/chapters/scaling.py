@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import anyio
 import numpy as np
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.lesson import scaling
 from app.web.chapters.shared import ERRORS, Int
 from app.web.http import JSON, body_doc, json_body, json_bytes
-from app.web.transport import SLOTS
+from app.web.transport import in_slot
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 
@@ -77,10 +76,7 @@ def _sweep() -> list[dict[str, Any]]:
     return [_point(s) for s in scaling.sweep()]  # the same numbers every time: computed once
 
 
-@functools.lru_cache(maxsize=32)
 def _answer(d_k: int) -> bytes:
-    """The answer for d_k: the same every time (a fixed seed), so a class whose phones open the chapter at
-    one d_k is answered from the first phone's bytes."""
     return json_bytes(_scaling(d_k))
 
 
@@ -100,4 +96,4 @@ def _scaling(d_k: int) -> dict[str, Any]:
 async def post_scaling(request: Request) -> Response:
     """The measured spread of q·k beside √d_k, and one query's softmax with and without ÷√d_k."""
     req = await json_body(request, ScalingRequest, empty_is_default=True, named=True)
-    return Response(await anyio.to_thread.run_sync(_answer, req.d_k, limiter=SLOTS), media_type=JSON)
+    return await in_slot(JSON, _answer, req.d_k, keep=True)  # a fixed seed: the same d_k, the same answer

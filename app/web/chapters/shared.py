@@ -127,6 +127,7 @@ async def layer_answer(request: Request, compute: Callable[[ModelHandle, str, in
         req.sentence,
         req.layer,
         backend,
+        keep=True,
     )
 
 

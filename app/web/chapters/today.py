@@ -31,8 +31,8 @@ class TodayRequest(BaseModel):
     head: int = Field(0, ge=0, description="0-based query head.")
 
 
-def _answer(handle: ModelHandle, req: TodayRequest) -> bytes:
-    numbers = today.for_sentence(handle, req.sentence, req.layer, req.head)
+def _answer(handle: ModelHandle, sentence: str, layer: int, head: int) -> bytes:
+    numbers = today.for_sentence(handle, sentence, layer, head)
     return json_bytes({"model": handle.spec().name, **today.as_json(numbers)})
 
 
@@ -45,4 +45,4 @@ def _answer(handle: ModelHandle, req: TodayRequest) -> bytes:
 async def post_today(request: Request) -> Response:
     req = await json_body(request, TodayRequest)
     handle = registry.handle(req.model or registry.DECODER_ID, request.app.state.model_dir)
-    return await in_slot("application/json", _answer, handle, req)
+    return await in_slot("application/json", _answer, handle, req.sentence, req.layer, req.head, keep=True)
