@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -118,3 +119,20 @@ def test_bad_input(client: TestClient, body: object, loc: list[object]) -> None:
     r = client.post("/api/positions", json=body)
     assert r.status_code == 422, r.json()
     assert r.json()["detail"][0]["loc"] == loc
+
+
+def test_a_class_on_one_order_runs_the_model_once(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every phone of a class opens the chapter on the same words and order: the model runs for the first."""
+    runs: list[list[str]] = []
+    model = positions.model
+
+    def counted(*args: Any) -> Any:
+        runs.append(list(args[1]))
+        return model(*args)
+
+    monkeypatch.setattr(positions, "model", counted)
+    body = {"words": ["a", "class", "reads", "one", "order"], "order": [4, 1, 2, 3, 0], "head": 5}
+    answers = {client.post("/api/positions", json=body).content for _ in range(4)}
+    assert len(answers) == 1 and runs == [body["words"]]
+    client.post("/api/positions", json={**body, "head": 6})
+    assert len(runs) == 2

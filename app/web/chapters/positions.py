@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from app.errors import InputError, in_range
 from app.lesson import positions
 from app.model import registry, service
+from app.model.loader import ModelHandle
 from app.web.chapters.shared import MAX_WORD_CHARS, MODEL_ERRORS, Int, Word
-from app.web.http import body_doc, json_body, json_response
-from app.web.transport import SLOTS
+from app.web.http import JSON, body_doc, json_body, json_bytes
+from app.web.transport import in_slot
 
 router = APIRouter(prefix="/api", tags=["lesson"])
 POSITIONS_MAX_WORDS = 12  # two n × n tables side by side must fit a phone
@@ -61,23 +61,23 @@ def _table(m: positions.ModelPositions | None) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def _positions(request: Request, req: PositionsRequest, order: list[int]) -> dict[str, Any]:
-    t = positions.toy(req.words, order)
+def _positions(handle: ModelHandle | None, words: list[str], order: list[int], layer: int, head: int) -> bytes:
+    """Both orders through the toy, and through `handle`'s model at (layer, head) when there is one."""
+    t = positions.toy(words, order)
     real = None
-    if req.model:
-        handle = registry.handle(None, request.app.state.model_dir)
+    if handle is not None:
         spec = service.spec_of(handle)
-        in_range("layer", req.layer, spec.layers, spec.name)
-        in_range("head", req.head, spec.heads, spec.name)
-        real = positions.model(handle.model(), req.words, order, req.layer, req.head)
-    return {
+        in_range("layer", layer, spec.layers, spec.name)
+        in_range("head", head, spec.heads, spec.name)
+        real = positions.model(handle.model(), words, order, layer, head)
+    return json_bytes({
         "words": t.words, "order": t.order, "words_perm": t.words_perm, "d_model": positions.D_MODEL,
         "w_q": positions.projections()[0], "w_k": positions.projections()[1],
         "x": t.x, "x_perm": t.x_perm, "pe": t.pe,
         "plain": t.plain, "plain_perm": t.plain_perm, "plain_moved": t.plain_moved, "plain_gap": t.plain_gap,
         "encoded": t.encoded, "encoded_perm": t.encoded_perm, "encoded_moved": t.encoded_moved,
         "encoded_gap": t.encoded_gap, "model": _table(real),
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 class ModelTable(BaseModel):
@@ -135,4 +135,5 @@ async def post_positions(request: Request) -> Response:
         if sorted(order) != list(range(n)):
             raise InputError("order", f"order must hold each of 0 … {n - 1} exactly once (a permutation of the "
                              f"{n} words), got {order}", "not_a_permutation", ctx={"last": n - 1})  # fmt: skip
-    return json_response(await anyio.to_thread.run_sync(_positions, request, req, order, limiter=SLOTS))
+    handle = registry.handle(None, request.app.state.model_dir) if req.model else None
+    return await in_slot(JSON, _positions, handle, req.words, order, req.layer, req.head, keep=True)
