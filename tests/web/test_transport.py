@@ -22,13 +22,8 @@ def _rows(n: int, d: int, value: float = 1.0) -> list[list[float]]:
     return [[value] * d for _ in range(n)]
 
 
-def test_a_big_answer_holds_its_compute_slot_until_it_is_sent() -> None:
-    run_async(_holds_its_slot)
-
-
-async def _holds_its_slot() -> None:
-    response = await transport.in_slot("application/json", lambda: b"{}")
-    assert transport.SLOTS.borrowed_tokens == 1  # computed, not yet sent: still counted
+async def _sent(answer: Any) -> list[Any]:
+    """What `answer` sends to a client that has gone once it is asked for more."""
     sent: list[Any] = []
 
     async def receive() -> Any:
@@ -37,7 +32,18 @@ async def _holds_its_slot() -> None:
     async def send(message: Any) -> None:
         sent.append(message)
 
-    await response({"type": "http"}, receive, send)
+    await answer({"type": "http"}, receive, send)
+    return sent
+
+
+def test_a_big_answer_holds_its_compute_slot_until_it_is_sent() -> None:
+    run_async(_holds_its_slot)
+
+
+async def _holds_its_slot() -> None:
+    response = await transport.in_slot("application/json", lambda: b"{}")
+    assert transport.SLOTS.borrowed_tokens == 1  # computed, not yet sent: still counted
+    sent = await _sent(response)
     assert transport.SLOTS.borrowed_tokens == 0 and sent[-1]["body"] == b"{}"
 
     def broken() -> bytes:
@@ -173,15 +179,7 @@ def test_answers_leave_in_chunks_of_at_most_a_mebibyte() -> None:
 
 async def _chunks() -> None:
     payload = bytes(range(256)) * (5 * 4096 + 7)  # 5 MiB and a bit
-    sent: list[Any] = []
-
-    async def receive() -> Any:
-        return {"type": "http.disconnect"}
-
-    async def send(message: Any) -> None:
-        sent.append(message)
-
-    await transport.Answer(payload, "application/json")({"type": "http"}, receive, send)
+    sent = await _sent(transport.Answer(payload, "application/json"))
     bodies = [m for m in sent if m["type"] == "http.response.body"]
     assert len(bodies) == 6 and all(len(m["body"]) <= transport.CHUNK for m in bodies)
     assert b"".join(bytes(m["body"]) for m in bodies) == payload and bodies[-1]["more_body"] is False
@@ -215,16 +213,7 @@ async def _asked_at_once() -> None:
 
     async def phone(word: str) -> None:
         response = await transport.in_slot("application/json", encode, word, [(0, 1), (2, 3)], keep=True)
-        sent: list[Any] = []
-
-        async def receive() -> Any:
-            return {"type": "http.disconnect"}
-
-        async def send(message: Any) -> None:
-            sent.append(message)
-
-        await response({"type": "http"}, receive, send)
-        bodies.append(b"".join(m.get("body", b"") for m in sent))
+        bodies.append(b"".join(m.get("body", b"") for m in await _sent(response)))
 
     async with anyio.create_task_group() as tg:
         for _ in range(25):
