@@ -225,11 +225,8 @@ def _frozen(value: Any) -> Hashable:
     return cast(Hashable, value)
 
 
-def _kept(key: Hashable, encode: Callable[..., Body], *args: Any) -> Body:
-    """encode(*args), or the answer a request before this one made while this one waited for its slot."""
-    kept = KEPT.get(key)
-    if kept is not None:
-        return kept
+def _keeping(key: Hashable, encode: Callable[..., Body], *args: Any) -> Body:
+    """encode(*args), kept under `key` when it is one piece (bytes)."""
     body = encode(*args)
     if isinstance(body, bytes):
         KEPT.put(key, body)
@@ -257,7 +254,7 @@ async def in_slot(
             return Answer(body, media_type, None, headers)
         made = KEPT.making[key] = anyio.Event()
         try:
-            return await in_slot(media_type, partial(_kept, key, encode), *args, headers=headers, lane=lane)
+            return await in_slot(media_type, partial(_keeping, key, encode), *args, headers=headers, lane=lane)
         finally:
             del KEPT.making[key]
             made.set()
