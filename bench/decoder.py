@@ -264,7 +264,7 @@ def _status_mb(pid: int, field: str) -> float:
     return float("nan")
 
 
-def _cpu_s(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     """CPU seconds (user + system) the process `pid` has used so far (/proc/PID/stat)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rpartition(")")[2].split()
@@ -304,13 +304,13 @@ def spawned(rng: random.Random, rounds: int) -> dict[str, float]:
         first, prefill, first_cpu, prefill_cpu = [], [], [], []
         for _ in range(rounds):
             p = prompt(300, rng)
-            c0 = _cpu_s(proc.pid)
+            c0 = cpu_seconds(proc.pid)
             prefill.append(_post(port, "/api/attention", {"sentence": p, "model": DECODER, "layer": 29, "head": 0}))
-            prefill_cpu.append(_cpu_s(proc.pid) - c0)
+            prefill_cpu.append(cpu_seconds(proc.pid) - c0)
             p = prompt(300, rng)
-            c0 = _cpu_s(proc.pid)
+            c0 = cpu_seconds(proc.pid)
             first.append(_post(port, "/api/generate", {"prompt": p, "max_new_tokens": 1}, first_line=True))
-            first_cpu.append(_cpu_s(proc.pid) - c0)
+            first_cpu.append(cpu_seconds(proc.pid) - c0)
         _post(port, "/api/generate", {"prompt": prompt(300, rng), "max_new_tokens": 32})
         rss = _status_mb(proc.pid, "VmRSS")
     with tempfile.TemporaryDirectory() as empty, server({"ATTENTION_MODEL_CACHE": empty}) as (proc, port, converting):

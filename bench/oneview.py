@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from app.model.registry import DECODER_ID as DECODER
 from bench.classload import start_server
+from bench.decoder import DECODER, cpu_seconds
 
 TEXT = "the cat ate its fish because it was hungry and then the dog slept near the warm door"
 
@@ -47,29 +47,25 @@ VIEWS: list[tuple[str, Callable[[int], dict[str, Any]]]] = [
 ]
 
 
-def server_cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def ask(
     client: httpx.AsyncClient, pid: int, route: str, body: dict[str, Any], n: int
 ) -> tuple[float, float, str]:
     """(server CPU, slowest answer's seconds, what went wrong) for `n` clients asking `body` at once."""
-    start_cpu, start = server_cpu(pid), time.perf_counter()
+    start_cpu, start = cpu_seconds(pid), time.perf_counter()
     answers = await asyncio.gather(*(client.post(route, json=body) for _ in range(n)))
     wall = time.perf_counter() - start
     await asyncio.sleep(0.05)  # the server's last bytes out
     codes = sorted({r.status_code for r in answers})
     wrong = "" if codes == [200] and len({r.content for r in answers}) == 1 else f"statuses {codes}"
-    return server_cpu(pid) - start_cpu, wall, wrong
+    return cpu_seconds(pid) - start_cpu, wall, wrong
 
 
 async def bench(base: str, pid: int, phones: int, rounds: int) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=httpx.Limits(max_connections=phones)) as client:
-        for route, body in VIEWS:  # the models loaded and warm, on a sentence not asked again
-            await client.post(route, json=body(999))
+        warm = 2 * rounds * len(VIEWS)  # the first k the rounds do not use
+        for route, body in VIEWS:  # the models loaded and each route's first work done, on a sentence not asked again
+            warmed = await client.post(route, json=body(warm))
+            assert warmed.status_code == 200, (route, warmed.text[:300])
         print(f"{'view':<20} {'1 phone CPU':>12} {f'{phones} phones CPU':>15} {'ratio':>6} {'slowest':>8}  problems")
         for v, (route, body) in enumerate(VIEWS):  # sentences of its own: no view finds another's trace
             one, many, slowest, problems = [], [], [], []
