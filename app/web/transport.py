@@ -217,11 +217,9 @@ KEPT = Kept(limits.KEPT_ANSWER_BYTES)
 
 
 def _frozen(value: Any) -> Hashable:
-    """`value` as a key: lists and tuples as tuples, dicts as sorted pairs, the rest as they are."""
+    """`value` as a key: lists and tuples as tuples (a list of heads), the rest as they are."""
     if isinstance(value, list | tuple):
         return tuple(_frozen(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
     return cast(Hashable, value)
 
 

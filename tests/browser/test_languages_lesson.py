@@ -49,8 +49,7 @@ from tests.budget import ALL
 
 pytestmark = pytest.mark.browser
 
-LATER: set[str] = set()  # chapters walked elsewhere (none: Look inside too, on both pages)
-WALKED = [c for c in CHAPTERS if c not in LATER]
+WALKED = list(CHAPTERS)  # the whole lesson, Look inside too, on both pages
 ATTENTION_VIEW = ["steps", "masks"]  # chapters drawn on the attention view (its own panels)
 FORMULA_TITLES = {("projections", "q"), ("projections", "k"), ("projections", "v")}  # "q = x · W_Q": no words
 # where axe-core looks on the projector's walk (it costs a second or more a run): every chapter once, in one
@@ -67,7 +66,7 @@ AXE_AT = {
     },
 }
 # the chapters each language walks in make test: those of its axe-core checks (every chapter in one language)
-SHARE = {lang: [c for c in WALKED if any(chapter == c for chapter, _ in AXE_AT[lang])] for lang in AXE_AT}
+SHARE = {lang: [c for c in WALKED if c in {chapter for chapter, _ in AXE_AT[lang]}] for lang in AXE_AT}
 # The share of the projector's floor (14 px at 1280×720) a language's smallest text may be drawn at: its
 # longer words may zoom the panel (classroom/fit.js) no further than English's.
 FLOOR_SHARE = {"es": 1.0, "zh": 1.0, "ar": 1.0}
