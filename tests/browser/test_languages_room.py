@@ -10,6 +10,8 @@ projector in English (1280×720), phones (390×844) whose browsers speak Spanish
   left to right, and the prompt the model reads, quoted in its sentences, reads in order where the line
   wraps inside it (its words isolated, its quotation marks the Arabic sentence's).
 
+- A projector told its language by the address (?lang=es): the teacher's window Present opens is in it too.
+
 One page per language (the phones), the projector driving them; LANG_SHOTS=<folder> keeps screenshots.
 """
 
@@ -131,3 +133,21 @@ def test_a_room_and_look_inside_in_each_phones_language(room: tuple[Watched, Wat
     assert (
         language_of(ar) == ("ar", "rtl") and language_of(es) == ("es", "ltr") and language_of(zh) == ("zh-Hans", "ltr")
     )
+
+
+def test_the_teachers_window_speaks_the_projectors_language(browser: Any, server: str) -> None:
+    """A projector told its language by the address (?lang=es, not the menu): Present opens the teacher's
+    window in Spanish too, its address naming the language as the projector's does."""
+    with watched_page(browser, server, viewport={"width": 1280, "height": 720}) as projector:
+        projector.page.goto(f"{projector.base}/?token={TOKEN}&lang=es")
+        projector.wait_ready()
+        with projector.page.context.expect_page() as opened:
+            projector.page.get_by_test_id("present").click()
+        window = opened.value
+        window.wait_for_selector("[data-testid=teacher-status]:has-text('·')")
+        assert "lang=es" in window.url  # (the window writes its view into its address, as every page does)
+        assert window.evaluate("document.documentElement.lang") == "es"
+        status = plain(window.get_by_test_id("teacher-status").inner_text())
+        assert status.startswith("Sala ") and say("es", "classroom.teacher.state.live") in status, status
+        assert plain(window.get_by_test_id("teacher-next").inner_text()) == say("es", "classroom.teacher.next")
+        window.close()

@@ -15,7 +15,7 @@
 
 import { isTextField } from "../keys.js";
 import { el } from "../dom.js";
-import { t } from "../i18n.js";
+import { t, withLang } from "../i18n.js";
 import { applyViewState, onViewChange, presenting, reframe, viewState } from "../pageview.js";
 import { call } from "../api.js";
 import { fitPanels, PANELS } from "./fit.js";
@@ -220,9 +220,10 @@ export class Presenter {
     this.emit("room", this.room);
   }
 
-  /** The teacher's window: this page without the projector, with the notes and the controls. */
+  /** The teacher's window: this page without the projector, with the notes and the controls, in the
+   *  projector's language when its address names one (?lang=; a language picked in the menu is kept for both). */
   openTeacher() {
-    const opened = window.open("/?teacher=1", "a3d-teacher", "popup=yes,width=1100,height=800");
+    const opened = window.open("/" + withLang("?teacher=1"), "a3d-teacher", "popup=yes,width=1100,height=800");
     if (!opened) this.say(say("popupBlocked"));
     return opened;
   }
