@@ -3,6 +3,8 @@
 - Every catalog has exactly English's keys, and each message has English's placeholders, select cases
   and tags: checked by scripts/check-catalogs.mjs with the page's own parser (intl-messageformat), here
   on the real catalogs and on broken copies of them (the check must catch each kind of mistake).
+- A formula set left to right inside Arabic (isolated: U+2066 … U+2069) keeps to one line; a long one
+  breaks only before an "=".
 - The template's messages are plain text (or text with tags) in every language, as app/i18n.py needs.
 - The server writes the page in ?lang=, the reader's cookie, or the browser's Accept-Language, with
   the document's lang and dir, and the other catalogs' and fonts' URLs for the page's script.
@@ -97,6 +99,26 @@ def template_keys() -> tuple[set[str], set[str]]:
     rich = set(re.findall(r"""\brich\(["']([\w.-]+)["']\)""", text))
     plain |= {f"example.{i}.title" for i in ("the-cat-ate-its-fish", "select-from-customers")}
     return plain, rich
+
+
+ISOLATED = re.compile("\u2066([^\u2069]*)\u2069")
+ONE_LINE = 33  # characters: a formula up to this long fits a phone's line
+
+
+def test_arabics_formulas_do_not_break_inside() -> None:
+    """A line break inside a formula the Arabic text holds left to right splits it over two lines of right-to-
+    left text: "5 × 5 = 25" showed as "= 5 × 5" above "25". Its spaces are no-break spaces (U+00A0), and a
+    longer formula breaks only before an "=" (its next line starts "= …")."""
+    formulas = [(key, f) for key, text in read("ar").items() for f in ISOLATED.findall(text)]
+    spaced = [(key, f) for key, f in formulas if "\u00a0" in f]
+    assert len(formulas) > 90 and len(spaced) > 45
+    for key, formula in formulas:
+        breaks = formula.count(" ")
+        if len(formula) <= ONE_LINE:
+            assert breaks == 0, (key, formula)
+        else:
+            assert breaks == formula.count(" =\u00a0"), (key, formula)
+    assert len(ISOLATED.findall("\u2066{n} × {n} = {cells}\u2069")[0]) <= ONE_LINE  # the one that broke
 
 
 def test_the_templates_messages_are_plain_in_every_language() -> None:
