@@ -572,3 +572,36 @@ def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watc
         assert w.page.evaluate("document.documentElement.scrollHeight") <= 720
     w.page.keyboard.press("PageDown")  # past the last view: it stays there
     assert w.page.get_by_test_id("lesson-playing").get_attribute("data-index") == str(len(views) - 1)
+
+
+# the canvas's drawing buffer and its label layer at the size of the box they are shown in
+FITTED = """(testid) => {
+  const c = document.querySelector(`[data-testid=${testid}]`);
+  const box = c?.parentElement, labels = box?.querySelector(".label-layer");
+  if (!c || !labels || !box.clientWidth) return null;
+  const [w, h, dpr] = [box.clientWidth, box.clientHeight, window.devicePixelRatio];
+  const drawn = [c.width, c.height, labels.style.width, labels.style.height];
+  return drawn.join() === [Math.round(w * dpr), Math.round(h * dpr), `${w}px`, `${h}px`].join();
+}"""
+
+
+@pytest.mark.parametrize(("query", "canvas"), [("", "scene-canvas"), ("&chapter=heads", "stage-canvas")])
+def test_present_fits_the_3d_view_to_the_projector_while_the_teachers_window_is_open(
+    watched: Watched, classroom_server: str, query: str, canvas: str
+) -> None:
+    """Present turns the page into the projector view (another shape for the 3D view) and opens the
+    teacher's window, which takes the focus: Chromium then calls no ResizeObserver in the projector's
+    page, and the canvas stayed stretched at its old shape, its labels placed for the new one."""
+    w = watched
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{classroom_server}/?token={TOKEN}{query}")
+    w.wait_ready()
+    before = w.page.evaluate(f"() => document.querySelector('[data-testid={canvas}]').width")
+    with w.page.context.expect_page() as teachers_window:
+        w.page.get_by_test_id("present").click()
+    window = teachers_window.value
+    w.page.wait_for_selector("[data-testid=join-qr]")
+    w.page.wait_for_function(FITTED, arg=canvas, timeout=5000)
+    after = w.page.evaluate(f"() => document.querySelector('[data-testid={canvas}]').width")
+    assert after < before  # the projector view's 3D view is narrower (the panels and the join panel beside it)
+    window.close()

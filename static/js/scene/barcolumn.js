@@ -27,14 +27,9 @@ export class BarColumn {
     this.span = null; // the whole drawing's extent (set by the caller when objects share the stage)
     this.last = null; // the last update's arguments: the labels are placed again when the view changes size
     this.shown = "";
-    this.resizer = new ResizeObserver(() => {
-      if (this.last && this.sizeKey() !== this.shown) this.update(...this.last);
+    this.resizer = stage.onResize((size) => {
+      if (this.last && size !== this.shown) this.update(...this.last);
     });
-    this.resizer.observe(stage.container);
-  }
-
-  sizeKey() {
-    return sizeOf(this.stage.container);
   }
 
   /** About how many pixels a scene unit takes once the stage has fitted the drawing. */
@@ -50,7 +45,7 @@ export class BarColumn {
   update(rows, opts = {}) {
     const { x0 = 0, y0 = 0, dy = 0.4, marked = -1, title = null } = opts;
     this.last = [rows, opts];
-    this.shown = this.sizeKey();
+    this.shown = sizeOf(this.stage.container);
     this.clear();
     this.size = { width: LENGTH + 2, height: rows.length * dy };
     const unit = this.pixelsPerUnit();

@@ -6,6 +6,7 @@
 
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
+import { sizeOf } from "./resize.js";
 
 const CELL = 0.5; // width and depth of a cell
 const GAP = 1.2; // space between grids
@@ -25,11 +26,9 @@ export class BarGrid {
     this.size = { width: 1, depth: 1 };
     this.last = null; // the last update's arguments: names are placed again when the view changes size
     this.shown = "";
-    this.resizer = new ResizeObserver(() => {
-      const size = `${stage.container.clientWidth}x${stage.container.clientHeight}`;
+    this.resizer = stage.onResize((size) => {
       if (this.last && size !== this.shown) this.update(...this.last);
     });
-    this.resizer.observe(stage.container);
   }
 
   /**
@@ -39,7 +38,7 @@ export class BarGrid {
    */
   update(grids, { height = 2, max = 1, names = true, perRow = grids.length } = {}) {
     this.last = [grids, { height, max, names, perRow }];
-    this.shown = `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+    this.shown = sizeOf(this.stage.container);
     this.clearExtras();
     const count = grids.reduce((s, g) => s + g.values.length * (g.values[0]?.length ?? 0), 0);
     if (!this.mesh || this.mesh.count !== count) {

@@ -10,6 +10,7 @@
 
 import * as THREE from "three";
 import { deltaRgb, heatRgb } from "../format.js";
+import { sizeOf } from "./resize.js";
 
 const CELL = 0.5; // width of a cell
 const GAP = 1.1; // space between grids
@@ -34,11 +35,9 @@ export class HeadGrids {
     this.last = null;
     this.shown = "";
     this.framed = "";
-    this.resizer = new ResizeObserver(() => {
-      const size = `${stage.container.clientWidth}x${stage.container.clientHeight}`;
+    this.resizer = stage.onResize((size) => {
       if (this.last && size !== this.shown) this.update(...this.last);
     });
-    this.resizer.observe(stage.container);
   }
 
   /**
@@ -50,7 +49,7 @@ export class HeadGrids {
    */
   update(grids, tokens, { focus = null, perRow = 4, scale = 1, between = null, names = true } = {}) {
     this.last = [grids, tokens, { focus, perRow, scale, between, names }];
-    this.shown = `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+    this.shown = sizeOf(this.stage.container);
     this.clearExtras();
     const shapes = grids.map((g) => [g.weights.length, g.weights[0]?.length ?? 0]);
     const count = shapes.reduce((s, [r, c]) => s + r * c, 0);

@@ -41,14 +41,9 @@ export class LayerStack {
     this.span = null; // the whole drawing's extent (set by the caller when objects share the stage)
     this.last = null; // the last update's view: the words are placed again when the view changes size
     this.shown = "";
-    this.resizer = new ResizeObserver(() => {
-      if (this.last && this.sizeKey() !== this.shown) this.update(this.last);
+    this.resizer = stage.onResize((size) => {
+      if (this.last && size !== this.shown) this.update(this.last);
     });
-    this.resizer.observe(stage.container);
-  }
-
-  sizeKey() {
-    return sizeOf(this.stage.container);
   }
 
   /**
@@ -58,7 +53,7 @@ export class LayerStack {
   update(view) {
     const { tokens, layers, through = null, edges = [], focus = null, title = null, axis = true } = view;
     this.last = view;
-    this.shown = this.sizeKey();
+    this.shown = sizeOf(this.stage.container);
     this.clear();
     const n = tokens.length;
     const { dx, dy } = spacing(n, layers);

@@ -1,5 +1,5 @@
-// A chapter's drawing redone when its view changes size (the view itself is fitted by
-// surface.js's fitToContainer).
+// A chapter's drawing redone when its view changes size: the stage (stage.js) notices the change
+// and fits its canvas (surface.js's fitToContainer), then calls the drawings that asked (onResize).
 
 /** `container`'s size as "W×H" text, to compare with the size a drawing was made for. */
 export function sizeOf(container) {
@@ -8,13 +8,11 @@ export function sizeOf(container) {
 
 /**
  * Redraws `owner` (`owner.update(...owner.last)`) when the stage's container changes size and
- * differs from `owner.size`, the size (sizeOf) its last update was drawn for. Returns the observer.
+ * differs from `owner.size`, the size (sizeOf) its last update was drawn for. Returns what
+ * `disconnect()` stops.
  */
 export function redrawOnResize(owner, stage) {
-  const resizer = new ResizeObserver(() => {
-    const size = sizeOf(stage.container);
+  return stage.onResize((size) => {
     if (owner.last && size !== owner.size) owner.update(...owner.last);
   });
-  resizer.observe(stage.container);
-  return resizer;
 }

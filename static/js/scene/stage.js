@@ -7,6 +7,7 @@ import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
 import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
+import { sizeOf } from "./resize.js";
 import { t } from "../i18n.js";
 
 export class Stage {
@@ -34,13 +35,17 @@ export class Stage {
     this.controls.addEventListener("start", () => {
       this.userMoved = true;
     });
+    this.fitted = ""; // the container's size (sizeOf) the canvas was last fitted to
+    this.sized = new Set(); // the drawings redone at a new size (onResize)
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(container);
     this.resize();
   }
 
   resize() {
+    this.fitted = sizeOf(this.container);
     fitToContainer(this.container, this.renderer, this.labels, this.camera);
+    for (const redraw of this.sized) redraw(this.fitted);
     // the drawing framed again for the new shape, keeping the direction; a camera the user
     // orbited or zoomed (or a chapter without autoFit) is only backed off when the new size crops it
     if (this.root.children.length) {
@@ -48,6 +53,22 @@ export class Stage {
       else this.reframe({ onlyIfCropped: true });
     }
     this.requestRender();
+  }
+
+  /**
+   * Fit the canvas again if its container changed size since: before each frame and each reframe.
+   * The ResizeObserver alone is not enough: in a window that lost the focus to one it opened (the
+   * projector's, when Present opens the teacher's window) Chromium may not call it at all, and the
+   * canvas stayed stretched at its old shape with its labels placed for the new one.
+   */
+  syncSize() {
+    if (sizeOf(this.container) !== this.fitted) this.resize();
+  }
+
+  /** `redraw(size)` after each fit to a new size (size as sizeOf); `disconnect()` on the result stops it. */
+  onResize(redraw) {
+    this.sized.add(redraw);
+    return { disconnect: () => this.sized.delete(redraw) };
   }
 
   /** Every drawn point of the chapter's content: the corners of its meshes' box, and its labels. */
@@ -70,6 +91,7 @@ export class Stage {
    * `onlyIfCropped`: back off only when something is past the canvas's edge.
    */
   reframe({ onlyIfCropped = false } = {}) {
+    this.syncSize();
     const { box, labels } = this.content();
     if (box.isEmpty() && !labels.length) return;
     const w = Math.max(1, this.container.clientWidth);
@@ -197,6 +219,7 @@ export class Stage {
     if (this.frameRequested) return;
     this.frameRequested = true;
     requestAnimationFrame(() => {
+      this.syncSize(); // (its own requests for a frame are this one)
       this.frameRequested = false;
       if (this.needsFit && !this.userMoved) {
         this.needsFit = false;
@@ -210,6 +233,7 @@ export class Stage {
 
   dispose() {
     this.clear();
+    this.sized.clear();
     this.resizeObserver.disconnect();
     this.controls.dispose();
     this.renderer.dispose();

@@ -7,6 +7,7 @@
 
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
+import { sizeOf } from "./resize.js";
 
 const CELL = 0.5; // width and depth of a cell
 const GAP = 0.16; // between two blocks of keys
@@ -39,11 +40,9 @@ export class TileGrid {
     this.shown = "";
     this.slide = null; // the frame's slide in progress: { from, to, start }
     this.reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-    this.resizer = new ResizeObserver(() => {
-      const size = `${stage.container.clientWidth}x${stage.container.clientHeight}`;
+    this.resizer = stage.onResize((size) => {
       if (this.last && size !== this.shown) this.show(this.last, { slide: false });
     });
-    this.resizer.observe(stage.container);
   }
 
   /** update(view), the camera fitted to what it drew (unless the user has turned or zoomed it), then the
@@ -70,7 +69,7 @@ export class TileGrid {
   update(view, { slide = true } = {}) {
     const previous = this.last;
     this.last = view;
-    this.shown = `${this.stage.container.clientWidth}x${this.stage.container.clientHeight}`;
+    this.shown = sizeOf(this.stage.container);
     this.clearExtras();
     const { rows, cols, blocks, focus } = view;
     const blockOf = cols.map((_, c) => blocks.findIndex(([s, e]) => c >= s && c < e));

@@ -86,6 +86,17 @@ export class SceneView {
     this.renderer.compileAsync(this.scene, this.camera).catch(() => {});
   }
 
+  /**
+   * Fit the canvas again if its container changed size since: before each frame and each reframe.
+   * The ResizeObserver alone is not enough: in a window that lost the focus to one it opened (the
+   * projector's, when Present opens the teacher's window) Chromium may not call it at all.
+   */
+  syncSize() {
+    const w = Math.max(1, this.container.clientWidth);
+    const h = Math.max(1, this.container.clientHeight);
+    if (w !== this.size.w || h !== this.size.h) this.resize();
+  }
+
   resize() {
     fitToContainer(this.container, this.renderer, this.labels, this.camera);
     this.size = { w: Math.max(1, this.container.clientWidth), h: Math.max(1, this.container.clientHeight) };
@@ -303,6 +314,7 @@ export class SceneView {
 
   /** Fit the camera to what is drawn again (a resize, the projector view), as Reset view does. */
   reframe() {
+    this.syncSize();
     this.resetView();
   }
 
@@ -365,6 +377,7 @@ export class SceneView {
   }
 
   frame(now) {
+    this.syncSize(); // (its own requests for a frame are this one)
     this.frameRequested = false;
     if (this.animation) {
       const t = Math.min(1, Math.max(0, (now - this.animation.start) / TRANSITION_MS));
