@@ -3,6 +3,8 @@ the NumPy panel's code run and compared, and the real model's heads through its 
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from tests.browser.chapters import ANIMAL, VIEWPORTS, open_chapter
@@ -10,6 +12,12 @@ from tests.browser.conftest import Watched
 from tests.browser.helpers import chapter_fits, close, drawn_pixels, f3, get, post, run_python
 
 pytestmark = pytest.mark.browser
+
+# the 3D view's row names: [text, top, bottom] in pixels, in the page's order
+ROW_NAMES = """() => [...document.querySelectorAll('.grid-row')].map((e) => {
+  const r = e.getBoundingClientRect();
+  return [e.textContent, r.top, r.bottom];
+})"""
 
 
 @pytest.mark.parametrize("size", VIEWPORTS)
@@ -31,6 +39,12 @@ def test_heads_example_numbers_and_code(watched: Watched, size: tuple[int, int])
     assert close(run_python(w.text("numpy-code"))["weights"], mh["heads"]["weights"], 1e-9)
     assert drawn_pixels(w) > 500
     chapter_fits(w)
+    # the 3D view names the grids' rows, none over another: on a screen all four (the names were placed
+    # for the camera before the stage fitted it to the grids, and two of the four had no room)
+    rows = w.page.evaluate(ROW_NAMES)
+    if size[0] > 500:
+        assert [name for name, _, _ in rows] == ex["tokens"]
+    assert len(rows) >= 2 and all(b[1] >= a[2] - 0.5 for a, b in pairwise(rows) if b[1] > a[1])
 
     w.page.get_by_test_id("step-concat").click()
     w.page.wait_for_selector("[data-testid=heads-concat-table]")

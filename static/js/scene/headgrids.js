@@ -46,8 +46,9 @@ export class HeadGrids {
    * @param tokens the default row and column names (the words)
    * @param opts { focus: the row kept bright, perRow: grids per line, scale: height of 1, between: [text
    *               between grid g and g + 1 (e.g. "·", "=")], names: label rows and columns (default true) }
+   * @param refitted the stage's camera was just fitted to this drawing (below: its names are placed again)
    */
-  update(grids, tokens, { focus = null, perRow = 4, scale = 1, between = null, names = true } = {}) {
+  update(grids, tokens, { focus = null, perRow = 4, scale = 1, between = null, names = true } = {}, refitted = false) {
     this.last = [grids, tokens, { focus, perRow, scale, between, names }];
     this.shown = sizeOf(this.stage.container);
     this.clearExtras();
@@ -185,6 +186,16 @@ export class HeadGrids {
         });
       }
     });
+    // a stage that fits its camera to the drawing (autoFit) does it now rather than in the next frame,
+    // and the names are placed again for that camera: how many rows have room for a name depends on it
+    // (with the camera before the fit, a phone named two of four rows)
+    if (this.stage.needsFit && !this.stage.userMoved && !refitted) {
+      this.stage.needsFit = false;
+      this.stage.reframe();
+      this.update(...this.last, true);
+      this.stage.reframe({ onlyIfCropped: true });
+      return;
+    }
     this.stage.requestRender();
   }
 
