@@ -605,3 +605,52 @@ def test_present_fits_the_3d_view_to_the_projector_while_the_teachers_window_is_
     after = w.page.evaluate(f"() => document.querySelector('[data-testid={canvas}]').width")
     assert after < before  # the projector view's 3D view is narrower (the panels and the join panel beside it)
     window.close()
+
+
+def test_the_clicker_running_ahead_of_the_room_keeps_the_lesson_where_it_is(
+    watched: Watched, classroom_server: str
+) -> None:
+    """The teacher presses PageDown three times while the room is slow to take the first view's deck: the
+    projector stays on the last view (the echo of an earlier deck took it back there, the play bar said
+    view 10 of 12 on view 12) and the teacher's window ends on the last view's note (decks sent together
+    reached the room in any order)."""
+    w = watched
+    teacher = {"authorization": f"Bearer {TOKEN}"}
+    with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
+        ready_made = json.loads(r.read())[0]
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{classroom_server}/api/lessons/{ready_made['id']}", headers=teacher)
+    ) as r:
+        views = json.loads(r.read())["views"]
+    last = len(views) - 1
+    w.page.set_viewport_size({"width": 1280, "height": 720})
+    w.page.goto(f"{classroom_server}/?token={TOKEN}")
+    w.wait_ready()
+    w.page.locator("[data-testid=lessons] summary").click()
+    w.page.wait_for_selector("[data-testid=lesson-select] option", state="attached")
+    w.page.get_by_test_id("lesson-select").select_option(str(ready_made["id"]))
+    w.page.get_by_test_id("lesson-play").click()
+    with w.page.context.expect_page() as opened:
+        w.page.get_by_test_id("present").click()
+    window = opened.value
+    w.page.wait_for_selector("[data-testid=join-qr]")
+    for i in range(1, last - 2):
+        w.page.keyboard.press("PageDown")
+        w.page.wait_for_selector(f'[data-testid=lesson-playing][data-index="{i}"]')
+    window.wait_for_selector(f'[data-testid=lesson-playing][data-index="{last - 3}"]', state="attached")
+    held: list[Any] = []  # the next deck the projector sends waits here: a slow room
+    w.page.route("**/api/rooms/*/deck", lambda route: held.append(route) if not held else route.continue_())
+    for i in range(last - 2, last + 1):
+        w.page.keyboard.press("PageDown")
+        w.page.wait_for_selector(f'[data-testid=lesson-playing][data-index="{i}"]')
+    wait_params(w, chapter=views[last]["state"]["chapter"])
+    assert len(held) == 1
+    with w.page.expect_response(lambda r: r.url.endswith("/deck") and r.request.method == "PUT"):
+        held[0].continue_()  # the room takes the first deck at last
+    w.page.wait_for_timeout(700)  # its echo, and any deck sent after it, reach both windows
+    window.wait_for_selector(f'[data-testid=lesson-playing][data-index="{last}"]', state="attached", timeout=5000)
+    assert window.get_by_test_id("teacher-note").inner_text() == views[last]["note"]
+    assert w.page.get_by_test_id("lesson-playing").get_attribute("data-index") == str(last)
+    assert window.get_by_test_id("lesson-playing").get_attribute("data-index") == str(last)
+    w.page.unroute_all()
+    window.close()

@@ -49,6 +49,16 @@ export function canonical(state) {
   return JSON.stringify(entries);
 }
 
+/** A deck as the room sends it back: none (no lesson) or its four fields. */
+const deckKey = (deck) => (deck?.lesson ? canonical({ lesson: deck.lesson, title: deck.title ?? "", index: deck.index ?? 0, count: deck.count ?? 0 }) : "none");
+
+/** Was `key` in `sent` (sent by this window lately: the room echoing it)? Forgets it, and what is older than 10 s. */
+function ownEcho(sent, key) {
+  const now = performance.now();
+  for (const [k, at] of sent) if (now - at > 10_000) sent.delete(k);
+  return sent.delete(key);
+}
+
 export class Presenter {
   /** `teacher`: this page is the teacher's window (notes and controls), not the projector. */
   constructor(bar, { teacher = false } = {}) {
@@ -65,6 +75,9 @@ export class Presenter {
     this.adopted = !teacher; // … and sends nothing before (its own opening view would move the class)
     this.questions = null;
     this.deck = null; // the lesson the teacher's windows play ({lesson, title, index, count})
+    this.deckWaiting = undefined; // the deck to send once the one on its way is taken (putDeck)
+    this.deckSending = false;
+    this.decksSent = new Map(); // decks this window sent → when, until the room echoes them (or 10 s pass)
     this.listeners = { deck: [], room: [], quiz: [], view: [] };
     this.whenSent = []; // flush()'s waiters
     this.lastTokens = null; // a writing's last tokens, to send before its end
@@ -405,7 +418,9 @@ export class Presenter {
     }
     if ("quiz" in msg) this.quiz.show(msg.quiz);
     if (msg.votes) this.quiz.progress(msg.votes);
-    if ("deck" in msg) {
+    // this window's own deck coming back is not news (putDeck told this window already); taken as a step,
+    // the echo of an earlier view's deck took the lesson back to that view while the clicker ran ahead
+    if ("deck" in msg && !ownEcho(this.decksSent, deckKey(msg.deck))) {
       this.deck = msg.deck ?? null;
       this.emit("deck", this.deck);
     }
@@ -413,9 +428,7 @@ export class Presenter {
 
   /** Was this view sent by this window lately (the room echoing it)? Forgets it, and what is older than 10 s. */
   ownEcho(key) {
-    const now = performance.now();
-    for (const [k, at] of this.sent) if (now - at > 10_000) this.sent.delete(k);
-    return this.sent.delete(key);
+    return ownEcho(this.sent, key);
   }
 
   /** Apply a view the room holds (sent by another of the teacher's windows), without sending it back. */
@@ -649,13 +662,29 @@ export class Presenter {
     }
   }
 
-  /** The lesson the teacher's windows play, for both of them (the server tells presenters only). */
+  /** The lesson the teacher's windows play, for both of them (the server tells presenters only). One
+   *  request at a time, the newest deck waiting for it: sent together, an earlier view's deck could
+   *  reach the room last and leave the other window on that view's note. */
   async putDeck(deck) {
-    if (!this.room) return;
+    this.deck = deck?.lesson ? deck : null;
+    this.emit("deck", this.deck); // this window's panels at once; the other window hears it from the room
+    this.deckWaiting = deck ?? { lesson: null };
+    if (this.deckSending) return;
+    this.deckSending = true;
     try {
-      await call("PUT", `/api/rooms/${this.room.code}/deck`, { body: deck ?? { lesson: null }, secret: this.room.key });
-    } catch (e) {
-      this.say(say("deckFailed", { reason: e.message }));
+      while (this.deckWaiting !== undefined && this.room) {
+        const next = this.deckWaiting;
+        this.deckWaiting = undefined;
+        this.decksSent.set(deckKey(next), performance.now());
+        try {
+          await call("PUT", `/api/rooms/${this.room.code}/deck`, { body: next, secret: this.room.key });
+        } catch (e) {
+          this.decksSent.delete(deckKey(next));
+          this.say(say("deckFailed", { reason: e.message }));
+        }
+      }
+    } finally {
+      this.deckSending = false;
     }
   }
 
