@@ -539,8 +539,9 @@ def test_classroom_controls_have_no_axe_violations(browser: Any, classroom_serve
         teacher.get_by_test_id("quiz-end").click()
 
 
-def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watched, classroom_server: str) -> None:
-    w = watched
+def present_the_ready_made_lesson(w: Watched, classroom_server: str) -> tuple[list[dict[str, Any]], Any]:
+    """At 1280×720, the teacher's page plays the ready-made lesson and presses Present: its views (read with
+    the teacher token) and the teacher's window that Present opened."""
     w.base = classroom_server
     teacher = {"authorization": f"Bearer {TOKEN}"}  # reading lessons needs the teacher token
     with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
@@ -548,7 +549,7 @@ def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watc
     with urllib.request.urlopen(
         urllib.request.Request(f"{classroom_server}/api/lessons/{ready_made['id']}", headers=teacher)
     ) as r:
-        views = json.loads(r.read())["views"]
+        views: list[dict[str, Any]] = json.loads(r.read())["views"]
     w.page.set_viewport_size({"width": 1280, "height": 720})
     w.page.goto(f"{classroom_server}/?token={TOKEN}")
     w.wait_ready()
@@ -556,10 +557,16 @@ def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watc
     w.page.wait_for_selector("[data-testid=lesson-select] option", state="attached")
     w.page.get_by_test_id("lesson-select").select_option(str(ready_made["id"]))
     w.page.get_by_test_id("lesson-play").click()
-    with w.page.context.expect_page() as teachers_window:
+    with w.page.context.expect_page() as opened:
         w.page.get_by_test_id("present").click()
-    teachers_window.value.close()
     w.page.wait_for_selector("[data-testid=join-qr]")
+    return views, opened.value
+
+
+def test_the_ready_made_lesson_plays_through_in_the_projector_view(watched: Watched, classroom_server: str) -> None:
+    w = watched
+    views, window = present_the_ready_made_lesson(w, classroom_server)
+    window.close()
     for i, view in enumerate(views):
         if i:
             w.page.keyboard.press("PageDown")
@@ -615,25 +622,8 @@ def test_the_clicker_running_ahead_of_the_room_keeps_the_lesson_where_it_is(
     view 10 of 12 on view 12) and the teacher's window ends on the last view's note (decks sent together
     reached the room in any order)."""
     w = watched
-    teacher = {"authorization": f"Bearer {TOKEN}"}
-    with urllib.request.urlopen(urllib.request.Request(classroom_server + "/api/lessons", headers=teacher)) as r:
-        ready_made = json.loads(r.read())[0]
-    with urllib.request.urlopen(
-        urllib.request.Request(f"{classroom_server}/api/lessons/{ready_made['id']}", headers=teacher)
-    ) as r:
-        views = json.loads(r.read())["views"]
+    views, window = present_the_ready_made_lesson(w, classroom_server)
     last = len(views) - 1
-    w.page.set_viewport_size({"width": 1280, "height": 720})
-    w.page.goto(f"{classroom_server}/?token={TOKEN}")
-    w.wait_ready()
-    w.page.locator("[data-testid=lessons] summary").click()
-    w.page.wait_for_selector("[data-testid=lesson-select] option", state="attached")
-    w.page.get_by_test_id("lesson-select").select_option(str(ready_made["id"]))
-    w.page.get_by_test_id("lesson-play").click()
-    with w.page.context.expect_page() as opened:
-        w.page.get_by_test_id("present").click()
-    window = opened.value
-    w.page.wait_for_selector("[data-testid=join-qr]")
     for i in range(1, last - 2):
         w.page.keyboard.press("PageDown")
         w.page.wait_for_selector(f'[data-testid=lesson-playing][data-index="{i}"]')
