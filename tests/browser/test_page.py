@@ -301,6 +301,26 @@ def test_hovering_a_cell_highlights_its_link(watched: Watched) -> None:
     expect(w.page.get_by_test_id(f"cell-{ITS}-{CAT}")).to_have_class(re.compile(r"\bhot\b"))
 
 
+def test_the_3d_views_labels_stay_while_its_words_do(watched: Watched) -> None:
+    """A hover or a new focus restyles the 3D view's labels (words, values) in place. They were
+    made anew at each redraw (a hover, a new focus, the overview's answer arriving) and entered the
+    page only at the view's next frame: whoever read the page in between found no words in the
+    view (test_layout's overlap test, about once in 160 loads under make test's load)."""
+    w = watched
+    w.goto(f"?step=softmax&focus={ITS}")
+    labels = "[...document.querySelectorAll('.label-layer :is(.label-query, .label-key, .label-value)')]"
+    marked = w.page.evaluate(f"() => {labels}.map((e, i) => (e.dataset.kept = i)).length")
+    assert marked == 3 * 5  # the cat ate its fish: a query, a key and a value label each
+    w.page.get_by_test_id(f"cell-{ITS}-{CAT}").hover()
+    expect(w.page.locator(".label-layer .label-key.hot")).to_have_text("cat")
+    expect(w.page.get_by_test_id(f"link-label-{CAT}")).to_have_class(re.compile(r"\bhot\b"))
+    w.page.locator(f'#scene button.label[data-focus="{CAT}"]').click()
+    w.wait_ready(focus=CAT)
+    expect(w.page.locator(".label-layer .label-query.focused")).to_have_text("cat")
+    kept = w.page.evaluate(f"() => {labels}.filter((e) => e.dataset.kept).length")
+    assert kept == marked
+
+
 def test_tablet_layout_fits(watched: Watched) -> None:
     w = watched
     w.page.set_viewport_size({"width": 768, "height": 1024})

@@ -69,11 +69,6 @@ export class AttentionLinks {
     this.colourFrom = sameShape ? prevColour : this.colourTo.map((c) => c.clone());
     this.mesh.count = n;
 
-    for (const obj of this.labels) {
-      obj.element.remove();
-      obj.removeFromParent();
-    }
-    this.labels = [];
     // a crowded row names only its largest values (the table has every one)
     const LABELLED = 6;
     const labelled = linked ??
@@ -86,24 +81,41 @@ export class AttentionLinks {
               .map(([, j]) => j),
           )
         : null);
+    // a key labelled before keeps its label (text, style and place set again): a label made anew
+    // enters the page only at the view's next frame
+    const before = new Map(this.labels.map((obj) => [obj.element.dataset.testid, obj]));
+    this.labels = [];
     for (let j = 0; j < n; j++) {
       if (labelled && !labelled.has(j) && !(hover && hover.col === j && hover.row === row)) continue;
-      const node = document.createElement("div");
+      const id = `link-label-${j}`;
+      const obj = before.get(id) ?? this.valueLabel(id);
+      before.delete(id);
+      const node = obj.element;
       const hidden = step.masked && data.masked[row][j] === null;
       node.className = hidden ? "label label-value masked" : "label label-value";
       if (hover && hover.col === j && hover.row === row) node.classList.add("hot");
       node.textContent = fixed3(values[j]);
-      node.dataset.testid = `link-label-${j}`;
-      const obj = new CSS2DObject(node);
       // just under the key's name label (tokens.js), so the number reads as "key: value"
       obj.position.set(lay.xs[j], -0.45, lay.z.key);
       // below the key's name; a crowded row staggers names in two or three lines, and values in as many more
       const lines = lay.lines ?? 1;
       obj.center.set(0.5, -1.15 * (lines + (j % lines)));
-      this.group.add(obj);
       this.labels.push(obj);
     }
+    for (const obj of before.values()) {
+      obj.element.remove();
+      obj.removeFromParent();
+    }
     this.tick(0);
+  }
+
+  /** A key's value label (its text and place set by update). */
+  valueLabel(id) {
+    const node = document.createElement("div");
+    node.dataset.testid = id;
+    const obj = new CSS2DObject(node);
+    this.group.add(obj);
+    return obj;
   }
 
   tick(t) {

@@ -50,13 +50,27 @@ export class TokenMarkers {
     return obj;
   }
 
-  update({ data, lay, focus, hover }) {
-    const { n, xs } = lay;
+  /** Each word's query and key labels, [q0, k0, q1, k1, …]: kept while the words are the same
+   * (a hover, a new focus, the page redrawn for another panel's sake), made anew for other words.
+   * A kept label stays in the page; a new one enters it at the view's next frame. */
+  labelsFor(tokens) {
+    const same = this.labels.length === 2 * tokens.length && tokens.every((word, i) => this.labels[2 * i].element.textContent === word);
+    if (same) return this.labels;
     for (const obj of this.labels) {
       obj.element.remove();
       obj.removeFromParent();
     }
     this.labels = [];
+    tokens.forEach((word, i) => {
+      this.label(word, "label-query", i);
+      this.label(word, "label-key", null);
+    });
+    return this.labels;
+  }
+
+  update({ data, lay, focus, hover }) {
+    const { n, xs } = lay;
+    const labels = this.labelsFor(data.tokens);
     this.mesh.count = n * 3;
     const col = hover ? hover.col : -1;
     for (let i = 0; i < n; i++) {
@@ -71,13 +85,15 @@ export class TokenMarkers {
       this.mesh.setMatrixAt(2 * n + i, _m);
       this.mesh.setColorAt(2 * n + i, _c.setHex(KIND_COLOURS.v));
 
-      const ql = this.label(data.tokens[i], q ? "label-query focused" : "label-query", i);
+      const ql = labels[2 * i];
+      ql.element.className = q ? "label label-query focused" : "label label-query";
       // a crowded row staggers its labels in lay.lines lines (view.js decides how many)
       const drop = -1.15 * (i % (lay.lines ?? 1));
       ql.position.set(xs[i], -0.55, lay.z.query + 0.5);
       ql.center.set(0.5, drop);
       ql.element.setAttribute("aria-label", t("table.focusColumn", { i: i + 1, token: data.tokens[i] }));
-      const kl = this.label(data.tokens[i], i === col ? "label-key hot" : "label-key", null);
+      const kl = labels[2 * i + 1];
+      kl.element.className = i === col ? "label label-key hot" : "label label-key";
       kl.position.set(xs[i], -0.45, lay.z.key);
       kl.center.set(0.5, drop);
     }
