@@ -62,6 +62,12 @@ from app.model.families.llama.config import (
 from app.model.nn import NumpyOps
 
 WIDE_ROWS = 8  # at most this many rows: each product's weight rows split over the cores (a token being written)
+# … and only a weight of at least this many floats (4 MiB). A few rows' product mostly waits on reading its
+# weight; handing half of it to a helper costs ~50 µs (waking it on the other core), more than the second
+# core saves on q, k, v's weight (2.2 MB) or the output's (1.3 MB). Split, the feed-forward's (10.6 MB) and
+# the logits' (113 MB) are quicker: a written token took 38.2 ms with every weight split, 35.4 ms with
+# these two only, 40 ms with the feed-forward's only (after a 5-token prompt, two cores, 7 Dec).
+WIDE_FLOATS = 1 << 20
 # one row's projections and feed-forward cost about as much as its query reading this many keys
 # (measured on one core: ~0.15 ms a row of a layer's products, ~7e-5 ms a query's key in causal_attend)
 ROW_COST = 2000
@@ -143,9 +149,10 @@ def linear(x: Any, weight: Any) -> Any:
     return x @ weight.T  # (n, out)
 
 
-def _weight_parts(out: int) -> list[slice]:
-    """A weight's rows (outputs) in one part per core, in multiples of 64 rows."""
-    if nn.WORKERS == 1 or out < 256:
+def _weight_parts(out: int, floats: int) -> list[slice]:
+    """A weight's rows (outputs) in one part per core, in multiples of 64 rows; one part for a weight
+    of fewer than WIDE_FLOATS floats (`floats`: what the parts read in all)."""
+    if nn.WORKERS == 1 or out < 256 or floats < WIDE_FLOATS:
         return [slice(0, out)]
     size = math.ceil(out / nn.WORKERS / 64) * 64
     return [slice(i, min(i + size, out)) for i in range(0, out, size)]
@@ -154,7 +161,7 @@ def _weight_parts(out: int) -> list[slice]:
 def wide_linear(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """linear() for a few rows: the weight's rows split over the cores, each part's outputs
     computed whole by one of them (the same numbers)."""
-    parts = _weight_parts(weight.shape[0])
+    parts = _weight_parts(weight.shape[0], weight.size)
     if len(parts) == 1:
         one: np.ndarray = x @ weight.T
         return one
@@ -397,7 +404,7 @@ class LlamaLayer:
             out: np.ndarray = act @ down[:, f].T  # (r, C): this part's share of the output
             return out
 
-        shares = nn.parallel(share, _weight_parts(F))
+        shares = nn.parallel(share, _weight_parts(F, gate_up.size + down.size))
         total = shares[0]
         for more in shares[1:]:
             total += more
