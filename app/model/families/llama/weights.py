@@ -7,7 +7,7 @@ file, memory-mapped at the next start.
 
 The layout: OpenBLAS multiplied a prompt's blocks of ~150 rows by a column-major W 9–13% quicker
 than by the transpose of a row-major one (the four products of a SmolLM2 layer, one core), and a
-written token's single row as quickly (the VM of 5 Dec; on 7 Dec's the whole forward took the same
+written token's single row as quickly (the VM of 6 Dec; on 7 Dec's the whole forward took the same
 in either layout, 366 against 371 ms: docs/speed.md); bert.column_major does the same for BERT.
 """
 
