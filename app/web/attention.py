@@ -266,11 +266,11 @@ def _parse(body: bytes | memoryview, content_type: str) -> AttentionRequest:
             if unknown := sorted(set(arrays) - {"q", "k", "v"}):
                 msg = f"frame: a request's arrays are q, k and v, not {unknown[0]}"
                 raise ClientError(422, ["body", "arrays", unknown[0]], msg, "frame_invalid")
-            return AttentionRequest.model_validate({**fields, **arrays})
+            return AttentionRequest.model_validate({**fields, **arrays}, strict=True)
         if is_json(media):
             body = body if isinstance(body, bytes) else bytes(body)
             no_bools = b"true" not in body and b"false" not in body  # lets numpy convert matrices in C
-            return AttentionRequest.model_validate_json(body, context={"no_bools": no_bools})
+            return AttentionRequest.model_validate_json(body, strict=True, context={"no_bools": no_bools})
     except ValidationError as e:
         raise body_error(e) from None
     raise ClientError(

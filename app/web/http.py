@@ -100,11 +100,16 @@ async def json_body(
     *,
     empty_is_default: bool = False,
     named: bool = False,
+    strict: bool = True,
 ) -> M:
     """The JSON body as `model`: 415 if it is not JSON, 413 past `limit` bytes, 422 naming the field.
 
     empty_is_default: an empty body is `{}` (every field its default), for bodies that are all optional.
     named: each 422 message starts with the field's name (see body_error).
+    strict: each field must be of its schema's JSON type (pydantic's strict mode): an integer takes no
+    true, "1" or 1.5, a number no "0.5", a flag no 1 — read as something else, such a body would be
+    answered as if it were valid. False only for the address bar's state, whose strings may come as
+    numbers (app.classroom.schemas.ViewState); a model of its own may still be stricter.
     """
     require_json(request)
     body = await read_body(request, limit)
@@ -112,7 +117,7 @@ async def json_body(
         body = b"{}"
     no_bools = b"true" not in body and b"false" not in body  # app.schemas.Matrix may then convert in C
     try:
-        return model.model_validate_json(body, context={"no_bools": no_bools})
+        return model.model_validate_json(body, strict=strict, context={"no_bools": no_bools})
     except ValidationError as e:
         raise body_error(e, named) from None
 

@@ -184,7 +184,7 @@ async def put_state(request: Request, code: str = Code) -> Response:
     code = rooms.normal_code(code)
     room = classroom(request.app)
     await web_auth.require_presenter(request, room.broker, code)
-    state = await json_body(request, ViewState, limits.MAX_STATE_BYTES)
+    state = await json_body(request, ViewState, limits.MAX_STATE_BYTES, strict=False)  # numbers as strings
     room.count_put(code)
     await room.broker.set_state(code, json.dumps(state.plain(), ensure_ascii=False, separators=(",", ":")))
     return Response(status_code=204)

@@ -37,6 +37,14 @@ class Needs(BaseModel):
     d_k: int
 
 
+class Address(BaseModel):
+    """Strings that may come as numbers, as the classroom's ViewState (read with strict=False)."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    focus: str | None = None
+
+
 LIMIT = 64
 
 
@@ -53,6 +61,11 @@ def make_app() -> FastAPI:
     async def needs(request: Request) -> Response:
         got = await json_body(request, Needs, LIMIT, named=True)
         return json_response({"d_k": got.d_k})
+
+    @app.post("/address")
+    async def address(request: Request) -> Response:
+        got = await json_body(request, Address, LIMIT, strict=False)
+        return json_response(got.model_dump())
 
     @app.post("/model/{name}")
     async def model(request: Request, name: str) -> Response:
@@ -96,6 +109,47 @@ def test_the_field_that_broke_a_rule_is_named(client: TestClient) -> None:
     assert r.json()["detail"][0]["msg"].startswith("d_k: Input should be a valid integer")
     r = client.post("/body", json={"colour": "red"})
     assert r.json()["detail"][0]["loc"] == ["body", "colour"] and r.json()["detail"][0]["type"] == "extra_forbidden"
+
+
+@pytest.mark.parametrize("d_k", [True, "64", 64.5, 64.0, None])
+def test_a_field_takes_its_own_json_type_only(client: TestClient, d_k: Any) -> None:
+    """The schema says integer: true, "64", 64.5 (and 64.0) are refused, not read as 1, 64 or 64."""
+    r = client.post("/needs", json={"d_k": d_k})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "d_k"]
+    assert client.post("/needs", json={"d_k": 64}).json() == {"d_k": 64}
+
+
+def test_a_body_read_leniently_takes_numbers_for_strings(client: TestClient) -> None:
+    assert client.post("/address", json={"focus": 3}).json() == {"focus": "3"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/generate", {"prompt": "x", "layer": False}),  # schemathesis' case: was written from layer 0
+        ("/api/generate", {"prompt": "x", "max_new_tokens": "3"}),
+        ("/api/generate", {"prompt": "x", "temperature": "0.5"}),
+        ("/api/generate", {"prompt": "x", "chat": 1}),
+        ("/api/lens", {"prompt": "x", "position": True}),
+        ("/api/scaling", {"d_k": "64"}),
+        ("/api/attention", {"tokens": ["a"], "q": [[1.0]], "k": [[1.0]], "v": [[1.0]], "rows": [True]}),
+    ],
+)
+def test_the_apps_bodies_are_read_strictly(app_client: TestClient, path: str, body: dict[str, Any]) -> None:
+    """Every route's body goes through json_body (or, for /api/attention, its own strict read)."""
+    r = app_client.post(path, json=body)
+    assert r.status_code == 422, r.text[:200]
+    assert r.json()["detail"][0]["loc"][:2] == [
+        "body",
+        next(k for k in body if k not in ("prompt", "tokens", "q", "k", "v")),
+    ]
+
+
+@pytest.fixture(scope="module")
+def app_client() -> TestClient:
+    from app.main import create_app
+
+    return TestClient(create_app(backend="numpy"))
 
 
 def test_a_body_that_is_not_json_is_a_415_naming_its_type(client: TestClient) -> None:
