@@ -107,7 +107,7 @@ async def json_body(
     empty_is_default: an empty body is `{}` (every field its default), for bodies that are all optional.
     named: each 422 message starts with the field's name (see body_error).
     strict: each field must be of its schema's JSON type (pydantic's strict mode): an integer takes no
-    true, "1" or 1.5, a number no "0.5", a flag no 1 — read as something else, such a body would be
+    true, "1" or 1.0, a number no "0.5", a flag no 1 — read as something else, such a body would be
     answered as if it were valid. False only for the address bar's state, whose strings may come as
     numbers (app.classroom.schemas.ViewState); a model of its own may still be stricter.
     """
