@@ -1,8 +1,8 @@
 """HTTP plumbing, in one place, for every route:
 
   read_body(request, limit)         the raw body, refused with 413 as soon as it passes `limit` bytes
-  json_body(request, Model, limit)  the body as a pydantic Model: 415 if not JSON, 413 past the limit,
-                                    422 whose detail names the field and the rule it broke
+  json_body(request, Model, limit)  the body as a pydantic Model, each field of its own JSON type: 415 if
+                                    not JSON, 413 past the limit, 422 naming the field and the rule it broke
   json_response(obj) / json_bytes   JSON out (orjson; NumPy arrays as nested lists)
   body_doc(Model) / error_docs(…)   the OpenAPI text for a hand-read body and its error answers
   install(app)                      the one mapping from the app's errors (app.errors) to answers
