@@ -189,9 +189,7 @@ export class HeadGrids {
     // a stage that fits its camera to the drawing (autoFit) does it now rather than in the next frame,
     // and the names are placed again for that camera: how many rows have room for a name depends on it
     // (with the camera before the fit, the view at 1280×720 named two of four rows)
-    if (this.stage.needsFit && !this.stage.userMoved && !refitted) {
-      this.stage.needsFit = false;
-      this.stage.reframe();
+    if (!refitted && this.stage.fitIfDue()) {
       this.update(...this.last, true);
       this.stage.reframe({ onlyIfCropped: true });
       return;

@@ -215,16 +215,22 @@ export class Stage {
     this.requestRender();
   }
 
+  /** A chapter with autoFit has its camera fitted to its drawing once drawn: now, if still due and the
+   *  user has not moved it (else at the next frame). Whether it fitted. */
+  fitIfDue() {
+    if (!this.needsFit || this.userMoved) return false;
+    this.needsFit = false;
+    this.reframe();
+    return true;
+  }
+
   requestRender() {
     if (this.frameRequested) return;
     this.frameRequested = true;
     requestAnimationFrame(() => {
       this.syncSize(); // (its own requests for a frame are this one)
       this.frameRequested = false;
-      if (this.needsFit && !this.userMoved) {
-        this.needsFit = false;
-        this.reframe();
-      }
+      this.fitIfDue();
       this.renderer.render(this.scene, this.camera);
       this.labels.render(this.scene, this.camera);
       this.frames += 1;
