@@ -361,7 +361,7 @@ export class Presenter {
       await this.adopt(state);
     } else {
       const room = state ? canonical(state) : null;
-      if (state) this.ownEcho(room); // the view this window sent, or older
+      if (state) ownEcho(this.sent, room); // the view this window sent, or older
       const mine = canonical(this.withScreen(viewState()));
       if (this.sending) this.wake?.(); // the room could not take it: it goes now
       else if (room === mine) this.lastRoom = room;
@@ -426,15 +426,10 @@ export class Presenter {
     }
   }
 
-  /** Was this view sent by this window lately (the room echoing it)? Forgets it, and what is older than 10 s. */
-  ownEcho(key) {
-    return ownEcho(this.sent, key);
-  }
-
   /** Apply a view the room holds (sent by another of the teacher's windows), without sending it back. */
   async follow(state) {
     const key = canonical(state);
-    if (this.ownEcho(key)) return; // this window's own view, echoed
+    if (ownEcho(this.sent, key)) return; // this window's own view, echoed
     const { screen, ...view } = state;
     this.applyScreen(screen ?? null);
     if (canonical(viewOnly(viewState())) === canonical(view)) return;
