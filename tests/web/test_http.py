@@ -124,35 +124,6 @@ def test_a_body_read_leniently_takes_numbers_for_strings(client: TestClient) -> 
     assert client.post("/address", json={"focus": 3}).json() == {"focus": "3"}
 
 
-@pytest.mark.parametrize(
-    ("path", "body"),
-    [
-        ("/api/generate", {"prompt": "x", "layer": False}),  # schemathesis' case: was written from layer 0
-        ("/api/generate", {"prompt": "x", "max_new_tokens": "3"}),
-        ("/api/generate", {"prompt": "x", "temperature": "0.5"}),
-        ("/api/generate", {"prompt": "x", "chat": 1}),
-        ("/api/lens", {"prompt": "x", "position": True}),
-        ("/api/scaling", {"d_k": "64"}),
-        ("/api/attention", {"tokens": ["a"], "q": [[1.0]], "k": [[1.0]], "v": [[1.0]], "rows": [True]}),
-    ],
-)
-def test_the_apps_bodies_are_read_strictly(app_client: TestClient, path: str, body: dict[str, Any]) -> None:
-    """Every route's body goes through json_body (or, for /api/attention, its own strict read)."""
-    r = app_client.post(path, json=body)
-    assert r.status_code == 422, r.text[:200]
-    assert r.json()["detail"][0]["loc"][:2] == [
-        "body",
-        next(k for k in body if k not in ("prompt", "tokens", "q", "k", "v")),
-    ]
-
-
-@pytest.fixture(scope="module")
-def app_client() -> TestClient:
-    from app.main import create_app
-
-    return TestClient(create_app(backend="numpy"))
-
-
 def test_a_body_that_is_not_json_is_a_415_naming_its_type(client: TestClient) -> None:
     r = client.post("/body", content=b"word=cat", headers={"content-type": "application/x-www-form-urlencoded"})
     assert r.status_code == 415

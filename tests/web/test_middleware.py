@@ -1,11 +1,12 @@
 """HTTP truthfulness: HEAD on every GET route, zstd or gzip for text but never for frames, Accept and
 Accept-Encoding q-values,
-an OpenAPI schema that documents what is sent, and one plain message per rule."""
+an OpenAPI schema that documents what is sent, bodies read as it says, and one plain message per rule."""
 
 from __future__ import annotations
 
 import gzip
 from collections.abc import AsyncIterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -212,3 +213,26 @@ def test_head_on_an_endless_stream_returns_at_once() -> None:
     with TestClient(app) as c:
         r = c.head("/forever")
     assert r.status_code == 200 and r.content == b"" and r.headers["content-type"].startswith("text/event-stream")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/generate", {"prompt": "x", "layer": False}),  # schemathesis' case: was answered with layer 0
+        ("/api/generate", {"prompt": "x", "max_new_tokens": "3"}),
+        ("/api/generate", {"prompt": "x", "temperature": "0.5"}),
+        ("/api/generate", {"prompt": "x", "chat": 1}),
+        ("/api/lens", {"prompt": "x", "position": True}),
+        ("/api/scaling", {"d_k": "64"}),
+        ("/api/attention", {"tokens": ["a"], "q": [[1.0]], "k": [[1.0]], "v": [[1.0]], "rows": [True]}),
+    ],
+)
+def test_the_apps_bodies_are_read_as_their_schema_says(client: TestClient, path: str, body: dict[str, Any]) -> None:
+    """Each field of its own JSON type: every route's body goes through app.web.http.json_body (strict),
+    /api/attention's through its own strict read (tests/web/test_http.py tests the plumbing itself)."""
+    r = client.post(path, json=body)
+    assert r.status_code == 422, r.text[:200]
+    assert r.json()["detail"][0]["loc"][:2] == [
+        "body",
+        next(k for k in body if k not in ("prompt", "tokens", "q", "k", "v")),
+    ]
