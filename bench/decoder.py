@@ -12,6 +12,8 @@ twice: as the machine is, and loaded, with a busy loop of another process on one
 whole measurement (it ends with the rows, and by itself after --load-seconds at most).
 
   forward, ~300-token prompt: our forward (every layer's q, k, v, output)     goal ≤ 1.1× transformers'
+    the same prompt's prefill (generate.advance): its KV cache and last logits  goal ≤ 1.1× (exactly
+      transformers' work; the forward above also keeps what the views show)
   POST /api/attention, the last layer (all 30 run), float64 and float32 frames goal ≤ 1.3× the same
   32 greedy tokens after a 5-token and a 400-token prompt: POST /api/generate
     (Accept: application/json, in-process) against transformers' generate()    goal ≤ 1.0×
@@ -117,7 +119,7 @@ def main() -> None:
     from fastapi.testclient import TestClient
 
     from app.main import create_app
-    from app.model import nn, registry
+    from app.model import generate, nn, registry
     from app.model.loader import handle_for
 
     path = registry.decoder_file()
@@ -142,6 +144,10 @@ def main() -> None:
 
     def ours_forward() -> object:
         return model.forward(ids(300))
+
+    def ours_prefill() -> object:
+        prompt_ids = ids(300)
+        return generate.advance(model, prompt_ids, generate.new_cache(model, len(prompt_ids)), 0, 0)
 
     def route(dtype: str) -> Callable[[], object]:
         def call() -> object:
@@ -182,6 +188,7 @@ def main() -> None:
     rows: dict[str, tuple[str, Callable[[], object], str | None, float | None]] = {
         "theirs": ("transformers forward, ~300 tokens (sdpa, logits_to_keep=1)", theirs_forward, None, None),
         "ours": ("our forward (NumPy): every layer's q, k, v, output", ours_forward, "theirs", 1.1),
+        "prefill": ("our prefill (NumPy): the KV cache and the last logits", ours_prefill, "theirs", 1.1),
         "route": ("POST /api/attention, smollm2, last layer, float64 frame", route("float64"), "theirs", 1.3),
         "route32": ("POST /api/attention, smollm2, last layer, float32 frame", route("float32"), "theirs", 1.3),
     }
@@ -206,7 +213,7 @@ def main() -> None:
         return call
 
     print(f"bench.decoder {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {model.spec.name}; NumPy "
-          f"{np.__version__}, {nn.WORKERS} threads of ours, torch {torch.__version__} at {nn.WORKERS} threads; "
+          f"{np.__version__}, {nn.WORKERS} thread(s) of ours, torch {torch.__version__} at {nn.WORKERS} thread(s); "
           f"llama.cpp {'row included' if cpp else 'not installed'}; median of {args.rounds} rounds")  # fmt: skip
     runs = [("as the machine is", False), ("beside a busy core (another process spinning)", True)]
     if args.quiet_only or args.loaded_only:
