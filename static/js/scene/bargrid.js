@@ -6,29 +6,23 @@
 
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
-import { sizeOf } from "./resize.js";
+import { Drawing } from "./extras.js";
 
 const CELL = 0.5; // width and depth of a cell
 const GAP = 1.2; // space between grids
 
-export class BarGrid {
+export class BarGrid extends Drawing {
   /** @param stage a Stage (scene/stage.js) */
   constructor(stage) {
-    this.stage = stage;
-    this.group = new THREE.Group();
-    this.group.name = "bar-grid";
-    stage.root.add(this.group);
+    super(stage, "bar-grid");
     this.geometry = new THREE.BoxGeometry(CELL * 0.84, 1, CELL * 0.84).translate(0, 0.5, 0); // grows up
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.6, metalness: 0 });
     this.floorMaterial = new THREE.MeshBasicMaterial({ color: 0xdedbd0 });
-    this.mesh = null;
-    this.extras = []; // floors and labels of the last update
     this.size = { width: 1, depth: 1 };
-    this.last = null; // the last update's arguments: names are placed again when the view changes size
-    this.shown = "";
-    this.resizer = stage.onResize((size) => {
-      if (this.last && size !== this.shown) this.update(...this.last);
-    });
+  }
+
+  redraw(last) {
+    this.update(...last); // names are placed again when the view changes size
   }
 
   /**
@@ -37,20 +31,9 @@ export class BarGrid {
    *               names: label rows/columns (default true), perRow: grids per line (default all) }
    */
   update(grids, { height = 2, max = 1, names = true, perRow = grids.length } = {}) {
-    this.last = [grids, { height, max, names, perRow }];
-    this.shown = sizeOf(this.stage.container);
-    this.clearExtras();
+    this.begin([grids, { height, max, names, perRow }]);
     const count = grids.reduce((s, g) => s + g.values.length * (g.values[0]?.length ?? 0), 0);
-    if (!this.mesh || this.mesh.count !== count) {
-      if (this.mesh) {
-        this.group.remove(this.mesh);
-        this.mesh.dispose();
-      }
-      this.mesh = new THREE.InstancedMesh(this.geometry, this.material, Math.max(1, count));
-      this.mesh.count = count;
-      this.mesh.name = "bars";
-      this.group.add(this.mesh);
-    }
+    this.cells(count, "bars");
     const widths = grids.map((g) => (g.values[0]?.length ?? 0) * CELL);
     const depths = grids.map((g) => g.values.length * CELL);
     const cols = Math.max(1, Math.min(perRow, grids.length));
@@ -66,11 +49,9 @@ export class BarGrid {
     grids.forEach((grid, g) => {
       const gx = (g % cols) * (cellW + GAP) - width / 2;
       const gz = Math.floor(g / cols) * (cellD + GAP * 1.5) - depth / 2;
-      const floor = new THREE.Mesh(new THREE.PlaneGeometry(widths[g], depths[g]), this.floorMaterial);
+      const floor = this.keep(new THREE.Mesh(new THREE.PlaneGeometry(widths[g], depths[g]), this.floorMaterial));
       floor.rotation.x = -Math.PI / 2;
       floor.position.set(gx + widths[g] / 2, -0.005, gz + depths[g] / 2);
-      this.group.add(floor);
-      this.extras.push(floor);
       grid.values.forEach((row, r) => {
         row.forEach((value, c) => {
           const t = Math.max(0, Math.min(1, value / max));
@@ -83,17 +64,17 @@ export class BarGrid {
       });
       // the title lies on the floor in front of its grid, where no bar can hide it
       const titleAt = [gx + widths[g] / 2, 0, gz + depths[g] + 0.35];
-      this.extras.push(this.stage.label(grid.title, titleAt, "stage-label ca-grid-title"));
+      this.label(grid.title, titleAt, "stage-label ca-grid-title");
       if (names && grid.colNames && this.roomy(grid.colNames, [gx, gz], [1, 0])) {
         grid.colNames.forEach((name, c) => {
-          this.extras.push(this.stage.label(name, [gx + (c + 0.5) * CELL, 0, gz - 0.3], "stage-label ca-grid-word"));
+          this.label(name, [gx + (c + 0.5) * CELL, 0, gz - 0.3], "stage-label ca-grid-word");
         });
       }
       if (names && grid.rowNames && this.roomy(grid.rowNames, [gx, gz], [0, 1], 21)) {
         grid.rowNames.forEach((name, r) => {
           // centred on its point: a longer name stands further out, so that it ends before the grid
           const dx = 0.25 + 0.045 * name.length;
-          this.extras.push(this.stage.label(name, [gx - dx, 0, gz + (r + 0.5) * CELL], "stage-label ca-grid-word"));
+          this.label(name, [gx - dx, 0, gz + (r + 0.5) * CELL], "stage-label ca-grid-word");
         });
       }
     });
@@ -105,31 +86,12 @@ export class BarGrid {
   /** Whether neighbouring cells stand far enough apart on screen for `names` (else they are left out:
    *  the tables beside the view name every row and column). */
   roomy(names, [gx, gz], [dx, dz], need = null) {
-    const { camera, container } = this.stage;
-    camera.updateMatrixWorld();
-    const a = new THREE.Vector3(gx, 0, gz).project(camera);
-    const b = new THREE.Vector3(gx + dx * CELL, 0, gz + dz * CELL).project(camera);
-    const px = Math.hypot(((a.x - b.x) * container.clientWidth) / 2, ((a.y - b.y) * container.clientHeight) / 2);
+    const px = this.pixels([gx, gz], [gx + dx * CELL, gz + dz * CELL]);
     const longest = Math.max(...names.map((n) => n.length));
     return px >= (need ?? longest * 7.5 + 12);
   }
 
-  clearExtras() {
-    for (const o of this.extras) {
-      o.removeFromParent();
-      o.geometry?.dispose();
-      if (o.element) o.element.remove();
-    }
-    this.extras = [];
-  }
-
   dispose() {
-    this.resizer.disconnect();
-    this.clearExtras();
-    this.group.removeFromParent();
-    this.mesh?.dispose();
-    this.geometry.dispose();
-    this.material.dispose();
-    this.floorMaterial.dispose();
+    super.dispose([this.geometry, this.material, this.floorMaterial]);
   }
 }

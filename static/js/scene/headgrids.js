@@ -10,7 +10,7 @@
 
 import * as THREE from "three";
 import { deltaRgb, heatRgb } from "../format.js";
-import { sizeOf } from "./resize.js";
+import { Drawing } from "./extras.js";
 
 const CELL = 0.5; // width of a cell
 const GAP = 1.1; // space between grids
@@ -18,26 +18,20 @@ const HEIGHT = 1.6; // height of a value of `max`
 const WHITE = new THREE.Color(1, 1, 1);
 const BAND = new THREE.Color(0xe69f00); // under the focused row
 
-export class HeadGrids {
+export class HeadGrids extends Drawing {
   /** @param stage a Stage (scene/stage.js) */
   constructor(stage) {
-    this.stage = stage;
-    this.group = new THREE.Group();
-    this.group.name = "head-grids";
-    stage.root.add(this.group);
+    super(stage, "head-grids");
     this.geometry = new THREE.BoxGeometry(CELL * 0.86, 1, CELL * 0.86);
     this.geometry.translate(0, 0.5, 0); // grows up from the floor
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.65, metalness: 0 });
     this.bandMaterial = new THREE.MeshBasicMaterial({ color: BAND });
     this.floorMaterial = new THREE.MeshBasicMaterial({ color: 0xe4e1d6 });
-    this.mesh = null;
-    this.extras = []; // labels, floors and bands of the last update
-    this.last = null;
-    this.shown = "";
     this.framed = "";
-    this.resizer = stage.onResize((size) => {
-      if (this.last && size !== this.shown) this.update(...this.last);
-    });
+  }
+
+  redraw(last) {
+    this.update(...last);
   }
 
   /**
@@ -49,21 +43,10 @@ export class HeadGrids {
    * @param refitted the stage's camera was just fitted to this drawing (below: its names are placed again)
    */
   update(grids, tokens, { focus = null, perRow = 4, scale = 1, between = null, names = true } = {}, refitted = false) {
-    this.last = [grids, tokens, { focus, perRow, scale, between, names }];
-    this.shown = sizeOf(this.stage.container);
-    this.clearExtras();
+    this.begin([grids, tokens, { focus, perRow, scale, between, names }]);
     const shapes = grids.map((g) => [g.weights.length, g.weights[0]?.length ?? 0]);
     const count = shapes.reduce((s, [r, c]) => s + r * c, 0);
-    if (!this.mesh || this.mesh.count !== count) {
-      if (this.mesh) {
-        this.group.remove(this.mesh);
-        this.mesh.dispose();
-      }
-      this.mesh = new THREE.InstancedMesh(this.geometry, this.material, Math.max(1, count));
-      this.mesh.count = count;
-      this.mesh.name = "head-cells";
-      this.group.add(this.mesh);
-    }
+    this.cells(count, "head-cells");
     // a column group's first column stands half a cell further right: x of column c in grid g
     const colX = grids.map((g) => {
       const xs = [];
@@ -159,7 +142,7 @@ export class HeadGrids {
       });
       const colNames = grid.colNames ?? tokens;
       if (colNames && colNames.length === colX[g].length) {
-        const step = this.pixels([gx, gz], [CELL, 0]);
+        const step = this.pixels([gx, gz], [gx + CELL, gz]);
         const longest = Math.max(...colNames.map((s) => String(s).length));
         const slant = step < longest * 8 + 14; // too long to stand upright side by side: at a slant
         const everyCol = Math.max(1, Math.ceil(18 / Math.max(1, step))); // slanted names at least 18 px apart
@@ -174,7 +157,7 @@ export class HeadGrids {
       }
       const rowNames = grid.rowNames ?? tokens;
       const firstOfLine = g % cols === 0 || (grid.rowNames && !between);
-      const rowStep = this.pixels([gx, gz], [0, CELL]);
+      const rowStep = this.pixels([gx, gz], [gx, gz + CELL]);
       const everyRow = Math.max(1, Math.ceil(20 / Math.max(1, rowStep))); // a label is about 18 px high
       if (rowNames && firstOfLine && rowNames.length === grid.weights.length) {
         rowNames.forEach((name, r) => {
@@ -197,36 +180,6 @@ export class HeadGrids {
     this.stage.requestRender();
   }
 
-  /** Screen pixels between the points [x, z] and [x + dx, z + dz] of the floor. */
-  pixels([x, z], [dx, dz]) {
-    const { camera, container } = this.stage;
-    camera.updateMatrixWorld();
-    const a = new THREE.Vector3(x, 0, z).project(camera);
-    const b = new THREE.Vector3(x + dx, 0, z + dz).project(camera);
-    return Math.hypot(((a.x - b.x) * container.clientWidth) / 2, ((a.y - b.y) * container.clientHeight) / 2);
-  }
-
-  keep(obj) {
-    this.group.add(obj);
-    this.extras.push(obj);
-    return obj;
-  }
-
-  label(text, position, cls) {
-    const obj = this.stage.label(text, position, cls);
-    this.extras.push(obj);
-    return obj;
-  }
-
-  clearExtras() {
-    for (const o of this.extras) {
-      o.removeFromParent();
-      o.geometry?.dispose();
-      if (o.element) o.element.remove();
-    }
-    this.extras = [];
-  }
-
   /** Look from the front and well above (so that a row is not hidden behind the row in front of it),
    *  backed off until a w × d floor (and the columns on it) fits the view. */
   fit(w, d) {
@@ -240,14 +193,6 @@ export class HeadGrids {
   }
 
   dispose() {
-    this.resizer.disconnect();
-    this.clearExtras();
-    if (this.mesh) this.mesh.dispose();
-    this.geometry.dispose();
-    this.material.dispose();
-    this.bandMaterial.dispose();
-    this.floorMaterial.dispose();
-    this.group.removeFromParent();
-    this.stage.requestRender();
+    super.dispose([this.geometry, this.material, this.bandMaterial, this.floorMaterial]);
   }
 }

@@ -7,7 +7,7 @@
 
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
-import { sizeOf } from "./resize.js";
+import { Drawing } from "./extras.js";
 
 const CELL = 0.5; // width and depth of a cell
 const GAP = 0.16; // between two blocks of keys
@@ -19,13 +19,10 @@ const FRAME = 0xd55e00; // vermillion (Okabe–Ito): the block being read
 const BAND = 0xa9cce3; // under the focused query's row
 const PLAIN = new THREE.Color(0x56b4e9); // sky blue (Okabe–Ito): the plain way's bars beside the blocks' ones
 
-export class TileGrid {
+export class TileGrid extends Drawing {
   /** @param stage a Stage (scene/stage.js) */
   constructor(stage) {
-    this.stage = stage;
-    this.group = new THREE.Group();
-    this.group.name = "tile-grid";
-    stage.root.add(this.group);
+    super(stage, "tile-grid");
     this.geometry = new THREE.BoxGeometry(CELL * 0.8, 1, CELL * 0.8).translate(0, 0.5, 0); // grows up
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.6, metalness: 0 });
     this.floors = Object.fromEntries(Object.entries(FLOORS).map(([k, c]) => [k, new THREE.MeshBasicMaterial({ color: c })]));
@@ -34,15 +31,12 @@ export class TileGrid {
     this.frame = new THREE.Group();
     this.frame.name = "block-frame";
     this.group.add(this.frame);
-    this.mesh = null;
-    this.extras = []; // floors, labels and the frame's sides of the last update
-    this.last = null;
-    this.shown = "";
     this.slide = null; // the frame's slide in progress: { from, to, start }
     this.reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-    this.resizer = stage.onResize((size) => {
-      if (this.last && size !== this.shown) this.show(this.last, { slide: false });
-    });
+  }
+
+  redraw(last) {
+    this.show(last, { slide: false });
   }
 
   /** update(view), the camera fitted to what it drew (unless the user has turned or zoomed it), then the
@@ -68,9 +62,7 @@ export class TileGrid {
    */
   update(view, { slide = true } = {}) {
     const previous = this.last;
-    this.last = view;
-    this.shown = sizeOf(this.stage.container);
-    this.clearExtras();
+    this.begin(view);
     const { rows, cols, blocks, focus } = view;
     const blockOf = cols.map((_, c) => blocks.findIndex(([s, e]) => c >= s && c < e));
     const colX = cols.map((_, c) => c * CELL + blockOf[c] * GAP + CELL / 2);
@@ -88,16 +80,7 @@ export class TileGrid {
       compare.left.forEach((v, c) => cells.push([colX[c] - CELL * 0.2, compareZ, v, null, null]));
       compare.right.forEach((v, c) => cells.push([colX[c] + CELL * 0.2, compareZ, v, null, PLAIN]));
     }
-    if (!this.mesh || this.mesh.count !== cells.length) {
-      if (this.mesh) {
-        this.group.remove(this.mesh);
-        this.mesh.dispose();
-      }
-      this.mesh = new THREE.InstancedMesh(this.geometry, this.material, Math.max(1, cells.length));
-      this.mesh.count = cells.length;
-      this.mesh.name = "tile-bars";
-      this.group.add(this.mesh);
-    }
+    this.cells(cells.length, "tile-bars");
     const m = new THREE.Matrix4();
     const colour = new THREE.Color();
     cells.forEach(([x, z, v, r, fixed], i) => {
@@ -142,10 +125,8 @@ export class TileGrid {
         [t, d, -w / 2, 0],
         [t, d, w / 2, 0],
       ]) {
-        const side = new THREE.Mesh(new THREE.BoxGeometry(sx, 0.05, sz), this.frameMaterial);
+        const side = this.keep(new THREE.Mesh(new THREE.BoxGeometry(sx, 0.05, sz), this.frameMaterial), this.frame);
         side.position.set(px, 0.025, pz);
-        this.frame.add(side);
-        this.extras.push(side);
       }
       const to = x0 + colX[s] - CELL / 2 + (e - s) * CELL / 2;
       const from = previous && slide && this.frame.userData.x !== undefined ? this.frame.userData.x : to;
@@ -222,46 +203,8 @@ export class TileGrid {
   }
 
   /** Screen pixels between the floor points [x, z] and [x2, z2]. */
-  pixels([x, z], [x2, z2]) {
-    const { camera, container } = this.stage;
-    camera.updateMatrixWorld();
-    const a = new THREE.Vector3(x, 0, z).project(camera);
-    const b = new THREE.Vector3(x2, 0, z2).project(camera);
-    return Math.hypot(((a.x - b.x) * container.clientWidth) / 2, ((a.y - b.y) * container.clientHeight) / 2);
-  }
-
-  keep(obj) {
-    this.group.add(obj);
-    this.extras.push(obj);
-    return obj;
-  }
-
-  label(text, position, cls) {
-    const obj = this.stage.label(text, position, cls);
-    this.extras.push(obj);
-    return obj;
-  }
-
-  clearExtras() {
-    for (const o of this.extras) {
-      o.removeFromParent();
-      o.geometry?.dispose();
-      if (o.element) o.element.remove();
-    }
-    this.extras = [];
-  }
-
   dispose() {
     this.slide = null;
-    this.resizer.disconnect();
-    this.clearExtras();
-    this.mesh?.dispose();
-    this.geometry.dispose();
-    this.material.dispose();
-    for (const f of Object.values(this.floors)) f.dispose();
-    this.bandMaterial.dispose();
-    this.frameMaterial.dispose();
-    this.group.removeFromParent();
-    this.stage.requestRender();
+    super.dispose([this.geometry, this.material, ...Object.values(this.floors), this.bandMaterial, this.frameMaterial]);
   }
 }
