@@ -1,6 +1,7 @@
 """What the browser tests share: the server's JSON, the NumPy panel's code run in a plain Python,
 numbers compared within a tolerance, the page's number format, a canvas's drawn pixels, the
-chapter's layout checks, an axe-core run on a chapter, and a download opened from its file."""
+stage's labels counted through a redraw, the chapter's layout checks, an axe-core run on a
+chapter, and a download opened from its file."""
 
 from __future__ import annotations
 
@@ -47,6 +48,40 @@ def next_frames(page: Any, n: int = 3) -> None:
     """Waits until `page` has run `n` more animation frames: a drawing it asked for before this call
     (a 3D view renders on its next frame) is on screen, however slow the machine."""
     page.evaluate(_FRAMES, n)
+
+
+_WATCH_LABELS = """() => {
+  const layer = document.querySelector('[data-testid=stage-canvas]').parentElement.querySelector('.label-layer');
+  const shown = () => [...layer.querySelectorAll('.stage-label')].filter((e) => e.style.display !== 'none').length;
+  window.__fewestLabels = shown();
+  // counted once the task that changed them has run (its microtasks too): what the page can paint
+  const count = () => { window.__fewestLabels = Math.min(window.__fewestLabels, shown()); };
+  new MutationObserver(() => queueMicrotask(count))
+    .observe(layer, { childList: true, subtree: true, attributes: true, attributeFilter: ['style'] });
+  return window.__fewestLabels;
+}"""
+
+
+def watch_stage_labels(w: Watched) -> int:
+    """From its next frame on, the page counts the stage's labels shown after each task that changes
+    them (fewest_stage_labels): how many are shown now."""
+    next_frames(w.page, 2)
+    shown: int = w.page.evaluate(_WATCH_LABELS)
+    return shown
+
+
+def stage_labels_shown(w: Watched) -> int:
+    """How many of the stage's labels are shown now."""
+    shown: int = w.page.evaluate(
+        "() => [...document.querySelectorAll('.stage-label')].filter((e) => e.style.display !== 'none').length"
+    )
+    return shown
+
+
+def fewest_stage_labels(w: Watched) -> int:
+    """The fewest of the stage's labels shown at once since watch_stage_labels."""
+    fewest: int = w.page.evaluate("window.__fewestLabels")
+    return fewest
 
 
 def close(a: Any, b: Any, tol: float) -> bool:

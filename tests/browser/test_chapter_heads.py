@@ -9,7 +9,18 @@ import pytest
 
 from tests.browser.chapters import ANIMAL, VIEWPORTS, open_chapter
 from tests.browser.conftest import Watched
-from tests.browser.helpers import chapter_fits, close, drawn_pixels, f3, get, post, run_python
+from tests.browser.helpers import (
+    chapter_fits,
+    close,
+    drawn_pixels,
+    f3,
+    fewest_stage_labels,
+    get,
+    next_frames,
+    post,
+    run_python,
+    watch_stage_labels,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -82,3 +93,18 @@ def test_heads_real_model_step(watched: Watched, size: tuple[int, int]) -> None:
     assert out["token"] == t and close(out["output"], real["output"][t], 1e-5)
     assert drawn_pixels(w) > 500
     chapter_fits(w)
+
+
+def test_the_grids_names_stay_while_they_are_redrawn(watched: Watched) -> None:
+    """New numbers redraw the grids and their names. The names were taken off the page at once and
+    their replacements put in at the stage's next frame: for that frame (longer on a loaded phone)
+    the view had no names at all. Now the new ones are in by the end of the redraw's task."""
+    w = watched
+    open_chapter(w, "chapter=heads&step=heads&heads=3&seed=7")
+    shown = watch_stage_labels(w)
+    assert shown >= 3 + 12  # three grids' titles, the four words along each one's back (and the rows')
+    w.page.get_by_test_id("heads-reseed").click()
+    w.page.get_by_test_id("heads-reseed").filter(has_text="seed 8").wait_for()
+    next_frames(w.page, 2)
+    assert "seed=8" in w.page.url
+    assert fewest_stage_labels(w) == shown

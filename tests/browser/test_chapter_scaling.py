@@ -10,7 +10,8 @@ from playwright.sync_api import expect
 
 from tests.browser.chapters import VIEWPORTS, f4, fits, open_at_step, param
 from tests.browser.conftest import Watched
-from tests.browser.helpers import close, drawn_pixels, f3, post, run_python
+from tests.browser.helpers import close, drawn_pixels, f3, next_frames, post, run_python
+from tests.browser.test_withhold import shown_when_withheld
 
 pytestmark = pytest.mark.browser
 
@@ -57,3 +58,16 @@ def test_scaling_control_and_its_limit(watched: Watched) -> None:
     w.page.goto(w.base + "/?chapter=scaling&step=spread&dk=2000")
     w.page.wait_for_selector("[data-testid=chapter-error]:not([hidden])", timeout=20_000)
     assert "d_k" in w.text("chapter-error") and "1024" in w.text("chapter-error")
+
+
+def test_withheld_weights_leave_the_grids_titles_at_once(watched: Watched) -> None:
+    """The grids' titles carry the largest weight ("softmax(q·k): largest 0.945"). A class question
+    withholds the weights: the grids are drawn again with the scores; by the end of that task (before
+    the page paints) the old titles are gone and the new ones in."""
+    w = watched
+    open_at_step(w, "chapter=scaling&step=scaled&dk=256", (1280, 720), "scaled")
+    next_frames(w.page)
+    titles = w.page.locator(".ca-grid-title").all_inner_texts()
+    assert len(titles) == 2 and all("largest" in t for t in titles)
+    shown = shown_when_withheld(w, "quiz", ".ca-grid-title", "#chapter-text", "hidden")
+    assert len(shown) == 2 and not any("largest" in t for t in shown)  # the scores' two grids only

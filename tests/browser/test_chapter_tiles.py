@@ -18,6 +18,7 @@ from tests.browser.conftest import Watched, watched_page
 from tests.browser.helpers import chapter_violations, close, drawn_pixels, f3, next_frames, post, run_python
 from tests.browser.test_layout import FIRST_SCREEN, PHONE_CHECK, _walk
 from tests.browser.test_projector import projector, walk_chapter  # noqa: F401 (projector: a fixture)
+from tests.browser.test_withhold import shown_when_withheld
 
 pytestmark = pytest.mark.browser
 
@@ -148,6 +149,16 @@ def test_the_numpy_panel_is_the_same_arithmetic(watched: Watched) -> None:
         assert close(mine["m"], theirs["m"], 1e-12) and close(mine["l"], theirs["l"], 1e-12)
     assert out["largest_difference"] < 1e-15
     assert out["row"] == out["output"][ITS]
+
+
+def test_withheld_running_numbers_leave_the_3d_view_at_once(watched: Watched) -> None:
+    """A class question withholds the weights: the running m, l, o beside the focused row leave the 3D
+    view in the redraw's own task, before the page paints."""
+    w = watched
+    open_at_step(w, "chapter=tiles&step=read", (1280, 720), "read")
+    next_frames(w.page)
+    assert w.page.locator(".tl-running").count() == 1  # "its", m, l and o beside its row
+    assert shown_when_withheld(w, "quiz", ".tl-running", "#chapter-text", "hidden") == []
 
 
 def test_block_size_and_mask_chosen_by_the_learner(watched: Watched) -> None:

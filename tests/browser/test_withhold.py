@@ -33,6 +33,30 @@ def withhold(w: Watched, reason: str | None) -> None:
     )
 
 
+_SHOWN_WHEN_WITHHELD = """([reason, selector, readyAt, readyText]) => new Promise((done) => {
+  const shown = () =>
+    [...document.querySelectorAll(selector)].filter((e) => e.style.display !== 'none').map((e) => e.textContent);
+  const ready = () => document.querySelector(readyAt)?.innerText.includes(readyText ?? '');
+  const seen = new MutationObserver(() => {
+    if (!ready()) return;
+    seen.disconnect();
+    queueMicrotask(() => done(shown())); // the redraw's task over (its microtasks too), before any frame
+  });
+  seen.observe(document.body, { childList: true, subtree: true, characterData: true });
+  document.dispatchEvent(new CustomEvent('attention:withhold', { detail: { reason } }));
+})"""
+
+
+def shown_when_withheld(
+    w: Watched, reason: str, selector: str, ready_at: str, ready_text: str | None = None
+) -> list[str]:
+    """Withholds for `reason`; the texts of the elements of `selector` shown once the page says so (an
+    element of `ready_at` appears, holding `ready_text`) and the redraw's task is over, before any
+    frame: a label left for a later frame is among them."""
+    texts: list[str] = w.page.evaluate(_SHOWN_WHEN_WITHHELD, [reason, selector, ready_at, ready_text])
+    return texts
+
+
 def apply(w: Watched, params: dict[str, str]) -> None:
     w.page.evaluate(
         """(p) => { const d = { ...p }; document.dispatchEvent(new CustomEvent('attention:apply', { detail: d }));

@@ -16,6 +16,7 @@ export class Stage {
     this.container = container;
     this.frameRequested = false;
     this.frames = 0;
+    this.labelsDue = false; // the label layer is to be rendered at the end of this task (labelsSoon())
     this.renderer = makeRenderer(container, { testid: "stage-canvas", ariaLabel: t("scene.stage.label") });
     const canvas = this.renderer.domElement;
     this.labels = makeLabelLayer(container);
@@ -191,7 +192,8 @@ export class Stage {
     this.requestRender();
   }
 
-  /** A text label at [x, y, z], styled by `className` (CSS), added to the stage's root. */
+  /** A text label at [x, y, z], styled by `className` (CSS), added to the stage's root. It enters the
+   *  page when the task that made it has run (labelsSoon), not at the next frame. */
   label(text, position, className = "stage-label") {
     const div = document.createElement("div");
     div.className = className;
@@ -199,7 +201,23 @@ export class Stage {
     const obj = new CSS2DObject(div);
     obj.position.set(...position);
     this.root.add(obj);
+    this.labelsSoon();
     return obj;
+  }
+
+  /**
+   * The label layer rendered once this task has run (a microtask: before the page paints). A CSS2D
+   * label enters the page only when the layer is rendered: left to the next frame, a redraw (which
+   * takes its old labels off at once) would show a frame without names. The frame renders the layer
+   * again, for its camera.
+   */
+  labelsSoon() {
+    if (this.labelsDue) return;
+    this.labelsDue = true;
+    queueMicrotask(() => {
+      this.labelsDue = false;
+      this.labels.render(this.scene, this.camera);
+    });
   }
 
   /** Remove and dispose everything a chapter added. */

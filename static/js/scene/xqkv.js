@@ -9,6 +9,7 @@
 import * as THREE from "three";
 import { KIND_COLOURS } from "../format.js";
 import { ArrowSet } from "./arrowset.js";
+import { clearExtras } from "./extras.js";
 import { LabelSpots } from "./labelspots.js";
 import { redrawOnResize, sizeOf } from "./resize.js";
 import { t } from "../i18n.js";
@@ -85,12 +86,7 @@ export class TokenProjection {
   }
 
   clearItems() {
-    for (const o of this.items) {
-      o.removeFromParent();
-      o.geometry?.dispose();
-      if (o.element) o.element.remove();
-    }
-    this.items = [];
+    this.items = clearExtras(this.items);
   }
 
   /**
