@@ -1,6 +1,6 @@
 """What the browser tests share: the server's JSON, the NumPy panel's code run in a plain Python,
 numbers compared within a tolerance, the page's number format, a canvas's drawn pixels, the
-stage's labels counted through a redraw, the chapter's layout checks, an axe-core run on a
+3D labels counted through a redraw, the chapter's layout checks, an axe-core run on a
 chapter, and a download opened from its file."""
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ def next_frames(page: Any, n: int = 3) -> None:
     page.evaluate(_FRAMES, n)
 
 
-_WATCH_LABELS = """() => {
-  const layer = document.querySelector('[data-testid=stage-canvas]').parentElement.querySelector('.label-layer');
-  const shown = () => [...layer.querySelectorAll('.stage-label')].filter((e) => e.style.display !== 'none').length;
+_WATCH_LABELS = """([layerAt, labels]) => {
+  const layer = document.querySelector(layerAt);
+  const shown = () => [...layer.querySelectorAll(labels)].filter((e) => e.style.display !== 'none').length;
   window.__fewestLabels = shown();
   // counted once the task that changed them has run (its microtasks too): what the page can paint
   const count = () => { window.__fewestLabels = Math.min(window.__fewestLabels, shown()); };
@@ -60,26 +60,29 @@ _WATCH_LABELS = """() => {
     .observe(layer, { childList: true, subtree: true, attributes: true, attributeFilter: ['style'] });
   return window.__fewestLabels;
 }"""
+STAGE_LABELS = ("#chapter-stage .label-layer", ".stage-label")  # a chapter's 3D drawing (scene/stage.js)
 
 
-def watch_stage_labels(w: Watched) -> int:
-    """From its next frame on, the page counts the stage's labels shown after each task that changes
-    them (fewest_stage_labels): how many are shown now."""
+def watch_labels(w: Watched, where: tuple[str, str] = STAGE_LABELS) -> int:
+    """From its next frame on, the page counts the labels `where` = (their label layer, the labels)
+    shown after each task that changes them (fewest_labels): how many are shown now."""
     next_frames(w.page, 2)
-    shown: int = w.page.evaluate(_WATCH_LABELS)
+    shown: int = w.page.evaluate(_WATCH_LABELS, list(where))
     return shown
 
 
-def stage_labels_shown(w: Watched) -> int:
-    """How many of the stage's labels are shown now."""
+def labels_shown(w: Watched, where: tuple[str, str] = STAGE_LABELS) -> int:
+    """How many of the labels `where` are shown now."""
     shown: int = w.page.evaluate(
-        "() => [...document.querySelectorAll('.stage-label')].filter((e) => e.style.display !== 'none').length"
+        "([layerAt, labels]) => [...document.querySelector(layerAt).querySelectorAll(labels)]"
+        ".filter((e) => e.style.display !== 'none').length",
+        list(where),
     )
     return shown
 
 
-def fewest_stage_labels(w: Watched) -> int:
-    """The fewest of the stage's labels shown at once since watch_stage_labels."""
+def fewest_labels(w: Watched) -> int:
+    """The fewest of the watched labels shown at once since watch_labels."""
     fewest: int = w.page.evaluate("window.__fewestLabels")
     return fewest
 

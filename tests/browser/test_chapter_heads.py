@@ -14,12 +14,12 @@ from tests.browser.helpers import (
     close,
     drawn_pixels,
     f3,
-    fewest_stage_labels,
+    fewest_labels,
     get,
     next_frames,
     post,
     run_python,
-    watch_stage_labels,
+    watch_labels,
 )
 
 pytestmark = pytest.mark.browser
@@ -101,10 +101,10 @@ def test_the_grids_names_stay_while_they_are_redrawn(watched: Watched) -> None:
     the view had no names at all. Now the new ones are in by the end of the redraw's task."""
     w = watched
     open_chapter(w, "chapter=heads&step=heads&heads=3&seed=7")
-    shown = watch_stage_labels(w)
+    shown = watch_labels(w)
     assert shown >= 3 + 12  # three grids' titles, the four words along each one's back (and the rows')
     w.page.get_by_test_id("heads-reseed").click()
     w.page.get_by_test_id("heads-reseed").filter(has_text="seed 8").wait_for()
     next_frames(w.page, 2)
     assert "seed=8" in w.page.url
-    assert fewest_stage_labels(w) == shown
+    assert fewest_labels(w) == shown

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.browser.chapters import VIEWPORTS, f4, fits, open_at_step, param, wait
 from tests.browser.conftest import Watched
-from tests.browser.helpers import close, drawn_pixels, f3, fewest_stage_labels, get, run_python, watch_stage_labels
+from tests.browser.helpers import close, drawn_pixels, f3, fewest_labels, get, run_python, watch_labels
 
 pytestmark = pytest.mark.browser
 
@@ -31,11 +31,11 @@ def test_projections(watched: Watched, size: tuple[int, int]) -> None:
     assert drawn_pixels(w) > 300
     fits(w)
 
-    shown = watch_stage_labels(w)
+    shown = watch_labels(w)
     w.page.get_by_test_id("proj-token-1").click()  # "*"
     expect(w.page.get_by_test_id("proj-token")).to_have_text("1 (*)", timeout=30_000)
     wait(w, "q")
-    assert fewest_stage_labels(w) == shown > 0  # the vectors' names stayed while they were drawn anew
+    assert fewest_labels(w) == shown > 0  # the vectors' names stayed while they were drawn anew
     assert param(w, "tok") == "1"
     assert w.text("proj-q-0") == f4(api["q"][1][0])
     assert close(run_python(w.text("numpy-code"))["q"], api["q"][1], 1e-12)

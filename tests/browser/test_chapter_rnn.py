@@ -12,12 +12,12 @@ from tests.browser.helpers import (
     close,
     drawn_pixels,
     f3,
-    fewest_stage_labels,
+    fewest_labels,
+    labels_shown,
     next_frames,
     post,
     run_python,
-    stage_labels_shown,
-    watch_stage_labels,
+    watch_labels,
 )
 
 pytestmark = pytest.mark.browser
@@ -54,13 +54,13 @@ def test_rnn_other_words(watched: Watched) -> None:
     words = ["the", "animal", "did", "not", "cross", "the", "street", "because", "it", "was", "too", "tired"]
     api = post(w.base, "/api/rnn", {"words": words})
     open_at_step(w, "chapter=rnn&step=fade", (1280, 720), "fade")
-    shown = watch_stage_labels(w)
+    shown = watch_labels(w)
     w.page.get_by_test_id("rnn-long").click()
     expect(w.page.get_by_test_id("rnn-steps")).to_have_text("12", timeout=30_000)
     wait(w, "fade")
     next_frames(w.page, 2)
     # the five words' chain names stayed until the twelve words' came
-    assert fewest_stage_labels(w) == min(shown, stage_labels_shown(w)) > 0
+    assert fewest_labels(w) == min(shown, labels_shown(w)) > 0
     assert param(w, "words") == " ".join(words)
     assert w.text("rnn-influence-last") == sig(api["influence"][11])
     assert api["influence"][11] < api["influence"][0] / 100  # the first word has faded

@@ -19,12 +19,12 @@ from tests.browser.chapters import ANIMAL, num, open_at_step, wait
 from tests.browser.conftest import Watched
 from tests.browser.helpers import (
     chapter_violations,
-    fewest_stage_labels,
+    fewest_labels,
+    labels_shown,
     next_frames,
     post,
     run_python,
-    stage_labels_shown,
-    watch_stage_labels,
+    watch_labels,
 )
 from tests.browser.test_withhold import shown_when_withheld, withhold
 
@@ -151,12 +151,12 @@ def test_the_chapter_step_by_step(watched: Watched) -> None:
     assert num(w.text("inside-flow-table-0-0")) == pytest.approx(f[0], abs=5e-4)
     assert num(w.text("inside-flow-table-0-2")) == pytest.approx(f[0] - through[0][0], abs=1e-3)
     # another token followed: the URL says so, and the shares are the server's for it
-    shown = watch_stage_labels(w)
+    shown = watch_labels(w)
     w.page.get_by_test_id("inside-focus").select_option("2")
     wait(w, "flow")
     next_frames(w.page, 2)
     # the 3D view is made anew for the new token: names on the page all along, the old ones then gone
-    assert fewest_stage_labels(w) == min(shown, stage_labels_shown(w)) > 0
+    assert fewest_labels(w) == min(shown, labels_shown(w)) > 0
     assert query(w)["follow"] == ["2"]
     other = post(
         w.base, "/api/rollout", {"model": "all-minilm-l6-v2", "sentence": ANIMAL, "focus": 2, "method": "flow"}

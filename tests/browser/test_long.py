@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Watched, watched_page
-from tests.browser.helpers import next_frames, post
+from tests.browser.helpers import fewest_labels, labels_shown, next_frames, post, watch_labels
 
 pytestmark = pytest.mark.browser
 
@@ -89,8 +89,13 @@ def test_a_long_sentence_opens_on_its_whole_table_in_blocks(browser: Any, server
         expect(page.get_by_test_id("arith-check")).to_contain_text(f"(all {N} keys)")
 
         # move the focus far: a block's row button; the rows around it come, the focused row opens under it
+        blocks = ("#scene .label-layer", ".label-block, .label-block-top")  # the 3D view's block labels
+        shown = watch_labels(w, blocks)
         page.get_by_test_id("blockrow-10").click()
         w.wait_ready(focus=edges[10])
+        next_frames(page, 2)
+        # the block labels are made anew for the new window: on the page all along
+        assert fewest_labels(w) == min(shown, labels_shown(w, blocks)) > 0
         expect(page.get_by_test_id("blockrow-focus")).to_contain_text(f"{edges[10] + 1}")
         far = _api(server, detail="summary", rows=[edges[10]], stages=["weights", "top_keys", "top_weights"])
         top = far["top_keys"][edges[10]]

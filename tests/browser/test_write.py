@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Watched, watched_page
-from tests.browser.helpers import fewest_stage_labels, next_frames, run_python, stage_labels_shown, watch_stage_labels
+from tests.browser.helpers import fewest_labels, labels_shown, next_frames, run_python, watch_labels
 
 pytestmark = pytest.mark.browser
 
@@ -195,12 +195,12 @@ def test_the_numpy_programs_of_chapters_10_and_11_agree_with_the_page(browser: A
         assert ran["bytes_gqa"] == int(w.text("today-gqa-bytes").replace(",", "")) == 2 * 30 * 3 * 64 * 4
         assert int(w.text("today-mha-bytes").replace(",", "")) == 3 * ran["bytes_gqa"] == ran["bytes_if_9"]
         # the distance step: the model's own q·k, moved together, does not change (RoPE); the pair's scores do
-        shown = watch_stage_labels(w)
+        shown = watch_labels(w)
         w.page.locator('#step-list button[data-step="distance"]').click()
         w.page.wait_for_selector('#app[data-ready="true"][data-step="distance"]')
         next_frames(w.page, 2)
         # the GQA step's four names, then the distance step's two: never a painted moment with fewer
-        assert (shown, stage_labels_shown(w), fewest_stage_labels(w)) == (4, 2, 2)
+        assert (shown, labels_shown(w), fewest_labels(w)) == (4, 2, 2)
         assert w.number("today-shift-spread") < 1e-3
         ran = run_python(w.text("numpy-code"))
         assert ran["2,0"] == ran["5,3"] == ran["9,7"] != ran["5,0"]

@@ -6,7 +6,7 @@
 import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
 import { CSS2DObject } from "three/addons/renderers/CSS2DRenderer.js";
-import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
+import { fitToContainer, litScene, makeLabelLayer, makeRenderer, renderLabelsSoon } from "./surface.js";
 import { sizeOf } from "./resize.js";
 import { t } from "../i18n.js";
 
@@ -16,7 +16,6 @@ export class Stage {
     this.container = container;
     this.frameRequested = false;
     this.frames = 0;
-    this.labelsDue = false; // the label layer is to be rendered at the end of this task (labelsSoon())
     this.renderer = makeRenderer(container, { testid: "stage-canvas", ariaLabel: t("scene.stage.label") });
     const canvas = this.renderer.domElement;
     this.labels = makeLabelLayer(container);
@@ -193,7 +192,7 @@ export class Stage {
   }
 
   /** A text label at [x, y, z], styled by `className` (CSS), added to the stage's root. It enters the
-   *  page when the task that made it has run (labelsSoon), not at the next frame. */
+   *  page when the task that made it has run (renderLabelsSoon), not at the next frame. */
   label(text, position, className = "stage-label") {
     const div = document.createElement("div");
     div.className = className;
@@ -201,23 +200,8 @@ export class Stage {
     const obj = new CSS2DObject(div);
     obj.position.set(...position);
     this.root.add(obj);
-    this.labelsSoon();
+    renderLabelsSoon(this.labels, this.scene, this.camera); // (the frame renders them again, for its camera)
     return obj;
-  }
-
-  /**
-   * The label layer rendered once this task has run (a microtask: before the page paints). A CSS2D
-   * label enters the page only when the layer is rendered: left to the next frame, a redraw (which
-   * takes its old labels off at once) would show a frame without names. The frame renders the layer
-   * again, for its camera.
-   */
-  labelsSoon() {
-    if (this.labelsDue) return;
-    this.labelsDue = true;
-    queueMicrotask(() => {
-      this.labelsDue = false;
-      this.labels.render(this.scene, this.camera);
-    });
   }
 
   /** Remove and dispose everything a chapter added. */

@@ -27,6 +27,22 @@ export function makeRenderer(container, { testid, ariaLabel }) {
   return renderer;
 }
 
+const due = new WeakSet(); // label layers to be rendered once the current task has run (renderLabelsSoon)
+
+/**
+ * The label layer `labels` rendered once the current task has run (a microtask: before the page
+ * paints). A CSS2D label enters the page only when its layer is rendered: a redraw that takes its old
+ * labels off at once and left the new ones to the next frame would show a frame without names.
+ */
+export function renderLabelsSoon(labels, scene, camera) {
+  if (due.has(labels)) return;
+  due.add(labels);
+  queueMicrotask(() => {
+    due.delete(labels);
+    labels.render(scene, camera);
+  });
+}
+
 /** The label layer in `container`, hidden from screen readers (the page says the same in text). */
 export function makeLabelLayer(container) {
   const labels = new CSS2DRenderer();

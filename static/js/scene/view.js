@@ -11,7 +11,7 @@ import { BlockMarkers } from "./blocks.js";
 import { AttentionLinks } from "./links.js";
 import { OutputArrow } from "./output.js";
 import { VectorPlanes } from "./planes.js";
-import { fitToContainer, litScene, makeLabelLayer, makeRenderer } from "./surface.js";
+import { fitToContainer, litScene, makeLabelLayer, makeRenderer, renderLabelsSoon } from "./surface.js";
 import { TokenMarkers } from "./tokens.js";
 import { VectorArrows } from "./vectors.js";
 import { t } from "../i18n.js";
@@ -293,6 +293,7 @@ export class SceneView {
     full.lay.stagger = lines > 1;
     for (const obj of this.objects) obj.update(full);
     if (!this.animation) for (const obj of this.objects) obj.tick(1);
+    renderLabelsSoon(this.labels, this.scene, this.camera); // labels made anew (the blocks') in by this task's end
     this.requestRender();
     return true;
   }
@@ -359,6 +360,7 @@ export class SceneView {
     lay.stagger = lay.lines > 1;
     this.lastFull = full;
     for (const obj of this.objects) obj.update(full);
+    renderLabelsSoon(this.labels, this.scene, this.camera); // labels made anew (the blocks') in by this task's end
     this.container.dataset.linkWidths = this.objects[1].radiusTo.map((r) => r.toFixed(4)).join(" ");
     if (!animate || this.reducedMotion) {
       for (const obj of this.objects) obj.tick(1);
