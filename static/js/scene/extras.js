@@ -68,7 +68,7 @@ export class Drawing {
   begin(last) {
     this.last = last;
     this.shown = sizeOf(this.stage.container);
-    this.clearExtras();
+    this.clear();
   }
 
   /** The InstancedMesh of `count` cells (of the subclass's geometry and material), made anew when the count changes. */
@@ -109,17 +109,13 @@ export class Drawing {
     return Math.hypot(((a.x - b.x) * container.clientWidth) / 2, ((a.y - b.y) * container.clientHeight) / 2);
   }
 
-  clearExtras() {
+  clear() {
     this.extras = clearExtras(this.extras);
   }
 
-  /** Removes it for good, with the geometries and materials in `owned`. */
+  /** Removes it for good (disposeDrawing), its cells and the geometries and materials in `owned` too. */
   dispose(owned) {
-    this.resizer.disconnect();
-    this.clearExtras();
-    this.mesh?.dispose();
-    for (const o of owned) o.dispose();
-    this.group.removeFromParent();
+    disposeDrawing(this, this.mesh ? [this.mesh, ...owned] : owned);
     this.stage.requestRender();
   }
 }

@@ -202,7 +202,6 @@ export class TileGrid extends Drawing {
     requestAnimationFrame(tick);
   }
 
-  /** Screen pixels between the floor points [x, z] and [x2, z2]. */
   dispose() {
     this.slide = null;
     super.dispose([this.geometry, this.material, ...Object.values(this.floors), this.bandMaterial, this.frameMaterial]);
