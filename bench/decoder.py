@@ -119,7 +119,7 @@ def main() -> None:
     from fastapi.testclient import TestClient
 
     from app.main import create_app
-    from app.model import generate, nn, registry
+    from app.model import blas, generate, nn, registry
     from app.model.loader import handle_for
 
     path = registry.decoder_file()
@@ -148,6 +148,13 @@ def main() -> None:
     def ours_prefill() -> object:
         prompt_ids = ids(300)
         return generate.advance(model, prompt_ids, generate.new_cache(model, len(prompt_ids)), 0, 0)
+
+    def with_numpy_blas(fn: Callable[[], object]) -> Callable[[], object]:
+        def call() -> object:
+            with blas.using("numpy"):
+                return fn()
+
+        return call
 
     def route(dtype: str) -> Callable[[], object]:
         def call() -> object:
@@ -185,10 +192,18 @@ def main() -> None:
         assert cpp is not None
         return lambda: cpp(model.tokenizer.encode(first_words(tokens)).ids)
 
+    products = blas.name()  # MKL's products when the mkl extra is installed
     rows: dict[str, tuple[str, Callable[[], object], str | None, float | None]] = {
         "theirs": ("transformers forward, ~300 tokens (sdpa, logits_to_keep=1)", theirs_forward, None, None),
-        "ours": ("our forward (NumPy): every layer's q, k, v, output", ours_forward, "theirs", 1.1),
-        "prefill": ("our prefill (NumPy): the KV cache and the last logits", ours_prefill, "theirs", 1.1),
+        "ours": (f"our forward ({products}): every layer's q, k, v, output", ours_forward, "theirs", 1.1),
+        "prefill": (f"our prefill ({products}): the KV cache and the last logits", ours_prefill, "theirs", 1.1),
+    }
+    if products.startswith("MKL"):  # the same two without the mkl extra: NumPy's own BLAS
+        with blas.using("numpy"):
+            own = blas.name()
+        rows["ours_own"] = (f"  the forward, {own} (no mkl extra)", with_numpy_blas(ours_forward), "theirs", None)
+        rows["prefill_own"] = (f"  the prefill, {own} (no mkl extra)", with_numpy_blas(ours_prefill), "theirs", None)
+    rows |= {
         "route": ("POST /api/attention, smollm2, last layer, float64 frame", route("float64"), "theirs", 1.3),
         "route32": ("POST /api/attention, smollm2, last layer, float32 frame", route("float32"), "theirs", 1.3),
     }
@@ -213,7 +228,8 @@ def main() -> None:
         return call
 
     print(f"bench.decoder {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {model.spec.name}; NumPy "
-          f"{np.__version__}, {nn.WORKERS} thread(s) of ours, torch {torch.__version__} at {nn.WORKERS} thread(s); "
+          f"{np.__version__} (products: {products}), {nn.WORKERS} thread(s) of ours, "
+          f"torch {torch.__version__} at {nn.WORKERS} thread(s); "
           f"llama.cpp {'row included' if cpp else 'not installed'}; median of {args.rounds} rounds")  # fmt: skip
     runs = [("as the machine is", False), ("beside a busy core (another process spinning)", True)]
     if args.quiet_only or args.loaded_only:

@@ -12,7 +12,9 @@ round after round, so that the machine's other work falls on all of them alike:
    and the same forward with ATTENTION_BACKEND=torch (here on the CPU); then its matrix
    products alone (every layer's six linear layers, nothing else), in NumPy as our forward
    makes them and in torch as transformers' does, and the rest of each forward: how much of
-   the gap is the matrix library (OpenBLAS against torch's MKL or oneDNN) and how much ours
+   the gap is the matrix library (OpenBLAS against torch's MKL or oneDNN) and how much ours.
+   With the mkl extra installed our products are MKL's (app.model.blas) and one more row runs
+   our forward with NumPy's own BLAS
 2. POST /api/attention end to end (in-process client, JSON out, not compressed), a sentence
    never seen before, every stage of one head in float64:  layer 2                goal ≤ 0.8×
                                                            the last layer          goal ≤ 1.3×
@@ -123,9 +125,10 @@ CPU_TIMES: dict[str, float] = {}  # interleaved()'s last run: the calling thread
 
 def products(model: Any, n: int) -> tuple[Callable[[], object], Callable[[], object]]:
     """The forward's matrix products alone, ours and torch's: every layer's six linear layers on the
-    model's own weights, for an input of n tokens, and nothing else of the forward. Ours (NumPy,
-    OpenBLAS): split over the blocks of rows our forward splits them into (nn.row_blocks), each
-    block's q, k, v, output projection and feed-forward on one thread, as its layer runs them;
+    model's own weights, for an input of n tokens, and nothing else of the forward. Ours (MKL's
+    where the mkl extra is installed, else NumPy's OpenBLAS: app.model.blas): split over the
+    blocks of rows our forward splits them into (nn.row_blocks), each block's q, k, v, output
+    projection and feed-forward on one thread, as its layer runs them;
     torch's (MKL): whole matrices on torch's threads, as transformers' forward makes them. The
     numbers in them do not change the time (random inputs); what is left of each forward beside
     them is the rest of it."""
@@ -335,7 +338,7 @@ def main() -> None:
     from threadpoolctl import threadpool_info  # type: ignore[import-untyped]
 
     from app.main import create_app
-    from app.model import nn
+    from app.model import blas, nn
     from app.model.loader import handle_for
     from app.model.spec import default_dir
 
@@ -368,8 +371,14 @@ def main() -> None:
         with torch.no_grad():
             return hf(**ids, output_attentions=True)
 
-    def ours(backend: str) -> Callable[[], object]:
-        return lambda: model.forward(model.tokenizer.encode(text).ids, backend)  # type: ignore[arg-type]
+    def ours(backend: str, own_blas: bool = False) -> Callable[[], object]:
+        """Our forward; own_blas: with NumPy's BLAS where the mkl extra is installed."""
+
+        def call() -> object:
+            with blas.using("numpy" if own_blas else "mkl"):
+                return model.forward(model.tokenizer.encode(text).ids, backend)  # type: ignore[arg-type]
+
+        return call
 
     client = TestClient(create_app(backend="numpy"))
     calls = iter(range(10**6))
@@ -401,11 +410,15 @@ def main() -> None:
 
     last = model.spec.layers - 1
     products_ours, products_theirs = products(model, n)
+    made_by = blas.name()  # MKL's products when the mkl extra is installed
+    with blas.using("numpy"):
+        own = blas.name()
     rows = {
         "theirs": ("transformers forward, output_attentions (reference)", theirs, None),
-        "ours": ("our forward: all layers and heads (NumPy)", ours("numpy"), 1.1),
+        "ours": (f"our forward: all layers and heads (NumPy, {made_by})", ours("numpy"), 1.1),
+        **({"ours_own": (f"  the same, {own} (no mkl extra)", ours("numpy", True), None)} if own != made_by else {}),
         "ours_torch": ("our forward on torch (ATTENTION_BACKEND=torch, CPU)", ours("torch"), None),
-        "products": ("  its matrix products alone (NumPy: OpenBLAS)", products_ours, None),
+        "products": (f"  its matrix products alone ({made_by})", products_ours, None),
         "products_torch": ("  the same products in torch (MKL), as transformers'", products_theirs, None),
         "api_l2": ("POST /api/attention layer 2 head 1, new sentence", api(2, 1, True), 0.8),
         "api_last": (f"POST /api/attention layer {last} head 11, new sentence", api(last, 11, True), 1.3),
@@ -424,10 +437,10 @@ def main() -> None:
     def verdict(value: float, goal: float | None) -> str:
         return "" if goal is None else f"goal ≤ {goal:g}: {'met' if value <= goal else 'MISSED'}"
 
-    blas = [f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info() if i["user_api"] == "blas"]
+    pools = [f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info() if i["user_api"] == "blas"]
     print(
         f"all-MiniLM-L6-v2, {n} tokens; torch {torch.__version__}, {torch.get_num_threads()} threads; "
-        f"NumPy {np.__version__}: {nn.WORKERS} threads of ours, BLAS {', '.join(blas)} thread; "
+        f"NumPy {np.__version__}: {nn.WORKERS} threads of ours, BLAS {', '.join(pools)} thread; "
         f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}"
     )
     print(f"{'':62} {'ms':>8} {'ratio':>7}")

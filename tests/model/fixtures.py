@@ -6,6 +6,7 @@ from here, never a fixture (an imported fixture is a second one, loaded again)."
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+from app.model import blas
 from app.model.loader import ModelHandle, handle_for
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers only ever reads local directories here
@@ -84,3 +86,13 @@ def api() -> TestClient:
 @pytest.fixture(scope="session")
 def gpt2_api(tiny_gpt2_dir: Path) -> TestClient:
     return TestClient(create_app(backend="numpy", model=str(tiny_gpt2_dir)))
+
+
+@pytest.fixture(scope="module", params=["mkl", "numpy"])
+def each_blas(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A module's tests twice: with MKL's products (the mkl extra, which the tests' extras install)
+    and with NumPy's own BLAS (what a plain install multiplies with)."""
+    if request.param == "mkl" and not blas.available():
+        pytest.skip("the mkl extra is not installed: NumPy's BLAS alone")
+    with blas.using(request.param):
+        yield request.param

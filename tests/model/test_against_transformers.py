@@ -13,6 +13,7 @@ from app.model.loader import ModelHandle, handle_for
 from tests.model.fixtures import SENTENCES
 
 TOL = 1e-5  # the bound docs/model.md gives for attention weights (and hidden states, q, k, v); measured ≤ 6e-6
+pytestmark = pytest.mark.usefixtures("each_blas")  # every test with MKL's products and with NumPy's BLAS
 
 
 def _hf(model: Any, ids: list[int]) -> Any:

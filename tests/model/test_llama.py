@@ -21,6 +21,7 @@ from tests.model.llama_fixtures import PROMPTS
 
 TOL = 1e-5  # the bound docs/decoder.md gives for attention weights; measured ≤ 4e-6
 GREEDY_TOKENS = 8
+pytestmark = pytest.mark.usefixtures("each_blas")  # every test with MKL's products and with NumPy's BLAS
 
 
 @pytest.fixture(scope="module")

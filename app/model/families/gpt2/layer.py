@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.model import blas
 from app.model.families.base import W
 from app.model.families.gpt2.config import DOWN, FINAL_NORM, LAYER, NORM1, NORM2, OUT, POSITIONS, QKV, UP, WORDS
 from app.model.families.layernorm import LayerNormLayer
 
 
 def conv1d(x: Any, w: W, name: str) -> Any:
-    """x·W + b with W stored (in, out), as transformers' Conv1D."""
-    return x @ w[name + ".weight"] + w[name + ".bias"]  # (n, out)
+    """x·W + b with W stored (in, out), as transformers' Conv1D (MKL's product where installed)."""
+    return blas.matmul(x, w[name + ".weight"]) + w[name + ".bias"]  # (n, out)
 
 
 class Gpt2Layer(LayerNormLayer):

@@ -45,7 +45,7 @@ import numpy as np
 
 from app import limits
 from app.lesson import tiles
-from app.model import nn
+from app.model import blas, nn
 from app.model.families.base import NO_HOOKS, Hooks, ModelSpec, W
 from app.model.families.llama.config import (
     ATTN_NORM,
@@ -145,8 +145,8 @@ def rope(x: Any, heads: int, first: int, theta: float, o: NumpyOps) -> Any:
 
 
 def linear(x: Any, weight: Any) -> Any:
-    """x·Wᵀ with W stored (out, in), as torch.nn.Linear without a bias."""
-    return x @ weight.T  # (n, out)
+    """x·Wᵀ with W stored (out, in), as torch.nn.Linear without a bias (MKL's product where installed)."""
+    return blas.matmul(x, weight.T)  # (n, out)
 
 
 def _weight_parts(out: int, floats: int) -> list[slice]:
@@ -163,9 +163,9 @@ def wide_linear(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     computed whole by one of them (the same numbers)."""
     parts = _weight_parts(weight.shape[0], weight.size)
     if len(parts) == 1:
-        one: np.ndarray = x @ weight.T
+        one: np.ndarray = linear(x, weight)
         return one
-    out: np.ndarray = np.concatenate(nn.parallel(lambda r: x @ weight[r].T, parts), axis=-1)  # (n, out)
+    out: np.ndarray = np.concatenate(nn.parallel(lambda r: linear(x, weight[r]), parts), axis=-1)  # (n, out)
     return out
 
 
@@ -399,9 +399,9 @@ class LlamaLayer:
             return linear(act, down)  # (r, C)
 
         def share(f: slice) -> np.ndarray:
-            act = self.act(h @ gate_up[f].T)  # (r, f)
-            act *= h @ gate_up[F + f.start : F + f.stop].T
-            out: np.ndarray = act @ down[:, f].T  # (r, C): this part's share of the output
+            act = self.act(linear(h, gate_up[f]))  # (r, f)
+            act *= linear(h, gate_up[F + f.start : F + f.stop])
+            out: np.ndarray = linear(act, down[:, f])  # (r, C): this part's share of the output
             return out
 
         shares = nn.parallel(share, _weight_parts(F, gate_up.size + down.size))
