@@ -3,6 +3,9 @@ where MKL is not wanted or the arrays do not suit it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from importlib import metadata
 
 import numpy as np
@@ -89,3 +92,12 @@ def test_workers_multiply_at_once() -> None:
     w = np.asfortranarray(RNG.standard_normal((3072, 576)), np.float32)
     for x, got in zip(xs, nn.parallel(lambda x: blas.matmul(x, w.T), xs), strict=True):
         _close(got, x, w.T)
+
+
+def test_attention_blas_numpy_leaves_mkl_out() -> None:
+    """The documented switch: a process started with ATTENTION_BLAS=numpy multiplies with NumPy's BLAS."""
+    _mkl()
+    code = "from app.model import blas; print(blas.name())"
+    env = {**os.environ, "ATTENTION_BLAS": "numpy"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("OpenBLAS")
