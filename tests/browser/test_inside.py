@@ -241,6 +241,16 @@ def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> N
     ][0]
     row = w.page.get_by_test_id("inside-compare-diff-0").locator("td").all_inner_texts()  # [CLS]
     assert num(row[0]) == pytest.approx(full[0], abs=5e-4) and num(row[1]) == pytest.approx(causal[0], abs=5e-4)
+    # the two biggest changes named under the right stack, and again once the view has a new size
+    changes = ("#chapter-stage .label-layer", ".ls-change")
+    hot = w.page.get_by_test_id("inside-compare-diff").locator("td.ca-hot").all_inner_texts()  # the 3 biggest
+    top = sorted(hot, key=lambda text: -abs(num(text)))[:2]
+    named = w.page.locator("#chapter-stage .ls-change")
+    assert labels_shown(w, changes) == 2 and sorted(named.all_inner_texts()) == sorted(top)
+    w.page.set_viewport_size({"width": 1000, "height": 700})
+    next_frames(w.page, 3)
+    assert labels_shown(w, changes) == 2 and sorted(named.all_inner_texts()) == sorted(top)
+    w.page.set_viewport_size({"width": 1280, "height": 720})
     snap = w.page.evaluate(SNAPSHOT)
     assert snap["chapter"] == "inside" and snap["step"] == "compare" and snap["mode"] == "masks"
     w.page.goto(w.base + "/?" + "&".join(f"{k}={v}" for k, v in snap.items() if k in ("chapter", "step", "mode")))

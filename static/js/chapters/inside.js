@@ -761,10 +761,10 @@ class InsideView {
 
   // ---- the 3D view ----------------------------------------------------------------------------
 
-  stack(answer, x0 = 0, title = null, span = null, axis = true) {
+  stack(answer, x0 = 0, title = null, span = null, axis = true, notes = []) {
     const s = new LayerStack(this.stage, x0);
     if (span) s.span = span;
-    s.update({ tokens: answer.tokens, layers: answer.attention.length, through: answer.focus_paths.through, edges: answer.focus_paths.edges, focus: answer.focus, title, axis });
+    s.update({ tokens: answer.tokens, layers: answer.attention.length, through: answer.focus_paths.through, edges: answer.focus_paths.edges, focus: answer.focus, title, axis, notes });
     this.objects.push(s);
     return s;
   }
@@ -826,15 +826,9 @@ class InsideView {
     const gap = Math.min(0.9, 13 / w) * w * 0.5 + 2.4;
     const span = { width: 4 * gap, height: 13 };
     this.stack(c.leftAnswer, -gap, c.leftTitle, span);
-    const right = this.stack(c.rightAnswer, gap, c.rightTitle, span, false);
-    if (c.diff && !c.byWord) {
-      // the biggest changes, named where they happen: on the right stack's input row
-      const { dx } = right.size;
-      const n = c.rightAnswer.tokens.length;
-      for (const { j, d } of c.diff.top.slice(0, 2)) {
-        right.add(this.stage.label(signed(d), [(j - (n - 1) / 2) * dx, -0.75, 0], `stage-label ls-change ${d >= 0 ? "up" : "down"}`));
-      }
-    }
+    // the biggest changes, named where they happen: under the right stack's input row
+    const notes = c.diff && !c.byWord ? c.diff.top.slice(0, 2).map(({ j, d }) => ({ at: j, text: signed(d), cls: `stage-label ls-change ${d >= 0 ? "up" : "down"}` })) : [];
+    this.stack(c.rightAnswer, gap, c.rightTitle, span, false, notes);
   }
 
   /** The drawing's size in scene units (its objects' own, side by side). */

@@ -6,35 +6,25 @@
 
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
-import { clearExtras, disposeDrawing, pixelsPerUnit } from "./extras.js";
-import { sizeOf } from "./resize.js";
+import { Drawing } from "./extras.js";
 
 const LENGTH = 3; // the bar of the value 1
 const ROW_PX = 20; // a label's height in pixels, and a little room
 const CHAR_PX = 6.5; // a label's width per character, in pixels
 
-export class BarColumn {
+export class BarColumn extends Drawing {
   constructor(stage) {
-    this.stage = stage;
-    this.group = new THREE.Group();
-    this.group.name = "bar-column";
-    stage.root.add(this.group);
+    super(stage, "bar-column");
     this.geometry = new THREE.BoxGeometry(1, 1, 1).translate(0.5, 0, 0); // grows to the right
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.6 });
     this.markMaterial = new THREE.LineBasicMaterial({ color: 0xd55e00 });
-    this.extras = [];
     this.size = { width: LENGTH + 2, height: 0 };
     this.span = null; // the whole drawing's extent (set by the caller when objects share the stage)
-    this.last = null; // the last update's arguments: the labels are placed again when the view changes size
-    this.shown = "";
-    this.resizer = stage.onResize((size) => {
-      if (this.last && size !== this.shown) this.update(...this.last);
-    });
   }
 
-  /** About how many pixels a scene unit takes once the stage has fitted the drawing. */
-  pixelsPerUnit() {
-    return pixelsPerUnit(this.stage.container, this.size, this.span);
+  /** The labels placed again for the view's new size (Drawing's resize hook). */
+  redraw(last) {
+    this.update(...last);
   }
 
   /**
@@ -44,9 +34,7 @@ export class BarColumn {
    */
   update(rows, opts = {}) {
     const { x0 = 0, y0 = 0, dy = 0.4, marked = -1, title = null } = opts;
-    this.last = [rows, opts];
-    this.shown = sizeOf(this.stage.container);
-    this.clear();
+    this.begin([rows, opts]);
     this.size = { width: LENGTH + 2, height: rows.length * dy };
     const unit = this.pixelsPerUnit();
     const bars = new THREE.InstancedMesh(this.geometry, this.material, Math.max(1, rows.length));
@@ -85,28 +73,13 @@ export class BarColumn {
     for (const i of named) {
       const text = rows[i].text;
       const half = (text.length * CHAR_PX + 8) / 2 / unit; // a label is centred on its point: its left edge at the bar's end
-      this.label(text, [x0 + LENGTH + 0.2 + half, y0 + i * dy, 0], `stage-label bar-label${i === marked ? " marked" : ""}`);
+      this.label(text, [x0 + LENGTH + 0.2 + half, y0 + i * dy, 0], `stage-label bar-label${i === marked ? " marked" : ""}`, true);
     }
-    if (title) this.label(title, [x0 + LENGTH / 2, y0 + rows.length * dy + 0.2, 0], "stage-label ls-title");
+    if (title) this.label(title, [x0 + LENGTH / 2, y0 + rows.length * dy + 0.2, 0], "stage-label ls-title", true);
     this.stage.requestRender();
   }
 
-  label(text, at, className) {
-    const obj = this.stage.label(text, at, className);
-    obj.removeFromParent();
-    this.keep(obj);
-  }
-
-  keep(obj) {
-    this.group.add(obj);
-    this.extras.push(obj);
-  }
-
-  clear() {
-    this.extras = clearExtras(this.extras);
-  }
-
   dispose() {
-    disposeDrawing(this, [this.geometry, this.material, this.markMaterial]);
+    super.dispose([this.geometry, this.material, this.markMaterial]);
   }
 }

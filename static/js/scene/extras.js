@@ -1,6 +1,6 @@
 // What a scene object draws again on every update (its "extras": meshes, lines, labels) and what it
-// frees when its chapter closes: one place for the tail the chapter `inside`'s layer stack and bar
-// column share, and the grids' common part (Drawing).
+// frees when its chapter closes: Drawing, the common part of the grids and of the chapter `inside`'s
+// layer stack and bar column.
 
 import * as THREE from "three";
 import { sizeOf } from "./resize.js";
@@ -44,9 +44,10 @@ export function pixelsPerUnit(container, size, span = null) {
 
 /**
  * A scene object drawn anew at each update: the grids of columns (bargrid.js, headgrids.js,
- * tilegrid.js). It holds its group on the stage, the extras of its last update (floors, bands,
- * labels: freed when the next begins), its one InstancedMesh of cells, and the last update's
- * arguments, drawn again by `redraw(last)` (the subclass's) when the view changes size.
+ * tilegrid.js), the layer stack and the bar column (layerstack.js, barcolumn.js). It holds its group
+ * on the stage, the extras of its last update (floors, bands, labels: freed when the next begins),
+ * its one InstancedMesh of cells (the grids'), and the last update's arguments, drawn again by
+ * `redraw(last)` (the subclass's) when the view changes size.
  */
 export class Drawing {
   /** @param stage a Stage (scene/stage.js); name: the group's name in the scene */
@@ -93,11 +94,24 @@ export class Drawing {
     return obj;
   }
 
-  /** A label (Stage.label) until the next update. */
-  label(text, position, cls) {
+  /**
+   * A label (Stage.label) until the next update: at `position` in the stage's frame, or in the
+   * group's with `inGroup` (a drawing whose group stands elsewhere: the layer stack beside the lens).
+   */
+  label(text, position, cls, inGroup = false) {
     const obj = this.stage.label(text, position, cls);
+    if (inGroup) {
+      obj.removeFromParent();
+      this.group.add(obj);
+    }
     this.extras.push(obj);
     return obj;
+  }
+
+  /** About how many pixels a scene unit takes once the stage has fitted the drawing: its `size`, or
+   *  the whole drawing's extent `span` (set by the caller when several objects share the stage). */
+  pixelsPerUnit() {
+    return pixelsPerUnit(this.stage.container, this.size, this.span);
   }
 
   /** Screen pixels between the points [x, z] and [x2, z2] of the floor. */

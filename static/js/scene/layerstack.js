@@ -9,8 +9,7 @@
 import * as THREE from "three";
 import { heatRgb } from "../format.js";
 import { integer, t } from "../i18n.js";
-import { clearExtras, disposeDrawing, pixelsPerUnit } from "./extras.js";
-import { sizeOf } from "./resize.js";
+import { Drawing } from "./extras.js";
 
 const BALL = 0.07; // radius of a token no share passes through
 const EDGE = 0.22; // thickness of an edge carrying the whole focus
@@ -24,37 +23,32 @@ export function spacing(n, layers) {
   return { dx, dy };
 }
 
-export class LayerStack {
+export class LayerStack extends Drawing {
   /** @param stage a Stage (scene/stage.js); @param x0 where the stack's centre stands */
   constructor(stage, x0 = 0) {
-    this.stage = stage;
-    this.group = new THREE.Group();
-    this.group.name = "layer-stack";
-    this.group.position.x = x0;
-    stage.root.add(this.group);
+    super(stage, "layer-stack");
+    this.group.position.x = x0; // its labels stand in the group too (Drawing.label's inGroup)
     this.ballGeometry = new THREE.SphereGeometry(1, 14, 10);
     this.edgeGeometry = new THREE.BoxGeometry(1, 1, 1);
     this.material = new THREE.MeshStandardMaterial({ roughness: 0.55, metalness: 0 });
     this.edgeMaterial = new THREE.MeshStandardMaterial({ color: 0xd55e00, roughness: 0.7, transparent: true, opacity: 0.75 });
-    this.extras = [];
     this.size = { width: 0, height: 0 };
     this.span = null; // the whole drawing's extent (set by the caller when objects share the stage)
-    this.last = null; // the last update's view: the words are placed again when the view changes size
-    this.shown = "";
-    this.resizer = stage.onResize((size) => {
-      if (this.last && size !== this.shown) this.update(this.last);
-    });
+  }
+
+  /** The words placed again for the view's new size (Drawing's resize hook). */
+  redraw(last) {
+    this.update(last);
   }
 
   /**
    * @param view { tokens, layers: L, through: (L + 1) × n shares or null, edges: [layer, a, b, share] or [],
-   *               focus, title?, marked?: { token: label } words to name whatever the room }
+   *               focus, title?, axis?: the rows' names, notes?: [{ at: token k, text, cls }] written under
+   *               the input row (the compare view's biggest changes): drawn again with the rest on a resize }
    */
   update(view) {
-    const { tokens, layers, through = null, edges = [], focus = null, title = null, axis = true } = view;
-    this.last = view;
-    this.shown = sizeOf(this.stage.container);
-    this.clear();
+    const { tokens, layers, through = null, edges = [], focus = null, title = null, axis = true, notes = [] } = view;
+    this.begin(view);
     const n = tokens.length;
     const { dx, dy } = spacing(n, layers);
     const x = (k) => (k - (n - 1) / 2) * dx;
@@ -78,8 +72,7 @@ export class LayerStack {
       }
     }
     balls.name = "tokens";
-    this.group.add(balls);
-    this.extras.push(balls);
+    this.keep(balls);
     if (edges.length) {
       const lines = new THREE.InstancedMesh(this.edgeGeometry, this.edgeMaterial, edges.length);
       const up = new THREE.Vector3(0, 1, 0);
@@ -93,14 +86,13 @@ export class LayerStack {
         lines.setMatrixAt(e, m);
       });
       lines.name = "paths";
-      this.group.add(lines);
-      this.extras.push(lines);
+      this.keep(lines);
     }
-    this.labels(tokens, layers, through, focus, x, y, title, axis);
+    this.labels(tokens, layers, through, focus, x, y, title, axis, notes);
     this.stage.requestRender();
   }
 
-  labels(tokens, layers, through, focus, x, y, title, axis) {
+  labels(tokens, layers, through, focus, x, y, title, axis, notes) {
     const { dx } = this.size;
     const px = this.pixelsPerUnit();
     const per = charPx();
@@ -115,37 +107,23 @@ export class LayerStack {
       if (clear) named.push(k);
     }
     for (const k of named) {
-      this.add(this.stage.label(tokens[k].trim() || "␣", [x(k), y(0) - 0.32, 0], "stage-label ls-word"));
+      this.label(tokens[k].trim() || "␣", [x(k), y(0) - 0.32, 0], "stage-label ls-word", true);
     }
     if (focus !== null) {
-      this.add(this.stage.label(tokens[focus].trim() || "␣", [x(focus), y(layers) + 0.34, 0], "stage-label ls-focus"));
+      this.label(tokens[focus].trim() || "␣", [x(focus), y(layers) + 0.34, 0], "stage-label ls-focus", true);
     }
     if (axis) {
       const left = x(0) - 0.3 - 40 / px; // right of the label's centre: the row's first ball
-      this.add(this.stage.label(t("chapter.inside.table.input"), [left, y(0), 0], "stage-label ls-layer"));
+      this.label(t("chapter.inside.table.input"), [left, y(0), 0], "stage-label ls-layer", true);
       // layers are numbered from 0, as the overview and the API number them: the top row is after layer L − 1
-      this.add(this.stage.label(t("chapter.inside.table.after", { layer: integer(layers - 1) }), [left, y(layers), 0], "stage-label ls-layer"));
+      this.label(t("chapter.inside.table.after", { layer: integer(layers - 1) }), [left, y(layers), 0], "stage-label ls-layer", true);
     }
-    if (title) this.add(this.stage.label(title, [0, y(0) - 0.32 - 34 / px, 0], "stage-label ls-title")); // under the words
-  }
-
-  /** About how many pixels a scene unit takes once the stage has fitted the drawing: the canvas over
-   *  the whole drawing's extent (`span`, set by the caller when several objects share the stage). */
-  pixelsPerUnit() {
-    return pixelsPerUnit(this.stage.container, this.size, this.span);
-  }
-
-  add(obj) {
-    obj.removeFromParent();
-    this.group.add(obj);
-    this.extras.push(obj);
-  }
-
-  clear() {
-    this.extras = clearExtras(this.extras);
+    // the notes a label's height under the words, the title under them (under the words when there are none)
+    for (const { at, text, cls } of notes) this.label(text, [x(at), y(0) - 0.32 - 24 / px, 0], cls, true);
+    if (title) this.label(title, [0, y(0) - 0.32 - (notes.length ? 50 : 34) / px, 0], "stage-label ls-title", true);
   }
 
   dispose() {
-    disposeDrawing(this, [this.ballGeometry, this.edgeGeometry, this.material, this.edgeMaterial]);
+    super.dispose([this.ballGeometry, this.edgeGeometry, this.material, this.edgeMaterial]);
   }
 }
