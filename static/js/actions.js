@@ -305,8 +305,10 @@ export const actions = {
   },
 
   modelKnown(state, info) {
-    // a late answer about a model no longer picked changes nothing
-    if (info.id && info.id !== state.modelId && !(state.modelId === null && info.default)) return false;
+    // a late answer about a model no longer picked changes nothing. GET /api/model answers about the
+    // server's default model and names no id; state.modelId is null for the default too
+    const about = info.id && !state.models?.find((m) => m.id === info.id)?.default ? info.id : null;
+    if (about !== state.modelId) return false;
     state.model = info;
   },
 

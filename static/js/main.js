@@ -193,6 +193,8 @@ window.addEventListener("popstate", () => applyView(window.location.search));
 
 // ---- start -----------------------------------------------------------------------------
 
-modelKnown.then((info) => sentence.buildPickers(info.layers, info.heads, info.kv_heads ?? info.heads) ?? lesson.refresh()).catch((err) => console.warn("model status unavailable:", err));
+// the pickers of the model shown now: the first answer is the default's, and a model picked since keeps its own
+const pickersOf = (m) => m && sentence.buildPickers(m.layers, m.heads, m.kv_heads ?? m.heads);
+modelKnown.then(() => { pickersOf(state.model); lesson.refresh(); }).catch((err) => console.warn("model status unavailable:", err));
 
 lesson.go(state.chapter, lesson.stepId(), state.chapterParams, { keepMask: urlParams.has("mask") });
