@@ -101,3 +101,14 @@ def test_attention_blas_numpy_leaves_mkl_out() -> None:
     env = {**os.environ, "ATTENTION_BLAS": "numpy"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.startswith("OpenBLAS")
+
+
+def test_without_the_extra_numpy_multiplies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain install (no mkl wheel): every product is NumPy's, and the name says which BLAS."""
+    monkeypatch.setattr(blas, "_library", lambda: None)
+    monkeypatch.setattr(blas, "_tried", False)
+    monkeypatch.setattr(blas, "_mkl", None)
+    x = RNG.standard_normal((150, 576), dtype=np.float32)
+    w = np.asfortranarray(RNG.standard_normal((960, 576)), np.float32)
+    assert np.array_equal(blas.matmul(x, w.T), x @ w.T)
+    assert not blas.available() and blas.name().startswith("OpenBLAS")
