@@ -9,7 +9,7 @@
 Why a second BLAS: a layer's products are most of a prompt's forward. On this project's test machine
 (a Xeon with AVX-512, one core), SmolLM2's four products of a 150-row block took 7.6 ms with OpenBLAS
 and 6.0 ms with MKL, the library torch (and so transformers) multiplies with; 2 to 8 rows (a short
-prompt, or a token being written with its weights split over the cores) 2 to 3 times quicker.
+prompt, or a token being written with its weights split over the cores) about twice as quick.
 One row (a token being written) stays with NumPy: there OpenBLAS's matrix × vector is the quicker.
 
 MKL is reached through its one dynamic library, mkl_rt, with ctypes, and set to its sequential
