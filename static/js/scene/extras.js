@@ -21,28 +21,6 @@ export function clearExtras(extras) {
 }
 
 /**
- * Frees a scene object for good: its resize observer stopped (`owner.resizer`), its extras cleared
- * (`owner.clear()`), its group taken off the scene, and the geometries and materials in `owned`
- * (the ones every update shares) disposed.
- */
-export function disposeDrawing(owner, owned) {
-  owner.resizer.disconnect();
-  owner.clear();
-  owner.group.removeFromParent();
-  for (const o of owned) o.dispose();
-}
-
-/**
- * About how many pixels a scene unit takes once the stage has fitted a drawing: the container over
- * `span`, the whole drawing's extent (of this object's `size` and a unit of margin on each side when
- * it is alone on the stage).
- */
-export function pixelsPerUnit(container, size, span = null) {
-  const s = span ?? { width: size.width + 2, height: size.height + 2 };
-  return Math.max(1, Math.min(container.clientWidth / s.width, container.clientHeight / s.height));
-}
-
-/**
  * A scene object drawn anew at each update: the grids of columns (bargrid.js, headgrids.js,
  * tilegrid.js), the layer stack and the bar column (layerstack.js, barcolumn.js). It holds its group
  * on the stage, the extras of its last update (floors, bands, labels: freed when the next begins),
@@ -108,10 +86,15 @@ export class Drawing {
     return obj;
   }
 
-  /** About how many pixels a scene unit takes once the stage has fitted the drawing: its `size`, or
-   *  the whole drawing's extent `span` (set by the caller when several objects share the stage). */
+  /**
+   * About how many pixels a scene unit takes once the stage has fitted the drawing: the container over
+   * `span`, the whole drawing's extent when several objects share the stage (set by the caller), else
+   * over its own `size` and a unit of margin on each side.
+   */
   pixelsPerUnit() {
-    return pixelsPerUnit(this.stage.container, this.size, this.span);
+    const { container } = this.stage;
+    const s = this.span ?? { width: this.size.width + 2, height: this.size.height + 2 };
+    return Math.max(1, Math.min(container.clientWidth / s.width, container.clientHeight / s.height));
   }
 
   /** Screen pixels between the points [x, z] and [x2, z2] of the floor. */
@@ -127,9 +110,15 @@ export class Drawing {
     this.extras = clearExtras(this.extras);
   }
 
-  /** Removes it for good (disposeDrawing), its cells and the geometries and materials in `owned` too. */
+  /**
+   * Removes it for good: its resize observer stopped, its extras cleared, its group taken off the
+   * scene, its cells and the geometries and materials in `owned` (the ones every update shares) freed.
+   */
   dispose(owned) {
-    disposeDrawing(this, this.mesh ? [this.mesh, ...owned] : owned);
+    this.resizer.disconnect();
+    this.clear();
+    this.group.removeFromParent();
+    for (const o of this.mesh ? [this.mesh, ...owned] : owned) o.dispose();
     this.stage.requestRender();
   }
 }
