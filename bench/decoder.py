@@ -49,7 +49,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from bench.model import free_port, interleaved
+from bench.model import free_port, interleaved, with_numpy_blas
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -148,13 +148,6 @@ def main() -> None:
     def ours_prefill() -> object:
         prompt_ids = ids(300)
         return generate.advance(model, prompt_ids, generate.new_cache(model, len(prompt_ids)), 0, 0)
-
-    def with_numpy_blas(fn: Callable[[], object]) -> Callable[[], object]:
-        def call() -> object:
-            with blas.using("numpy"):
-                return fn()
-
-        return call
 
     def route(dtype: str) -> Callable[[], object]:
         def call() -> object:

@@ -196,6 +196,18 @@ def interleaved(fns: dict[str, Callable[[], object]], rounds: int, warmup: int =
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def with_numpy_blas(fn: Callable[[], object]) -> Callable[[], object]:
+    """fn with NumPy's own BLAS doing the products (a plain install's), where the mkl extra would do them."""
+
+    def call() -> object:
+        from app.model import blas
+
+        with blas.using("numpy"):
+            return fn()
+
+    return call
+
+
 def fresh_process_seconds(code: str, repeat: int = 3) -> float:
     """Median seconds a fresh interpreter spends in `code` (imports done before the clock starts)."""
     out = []
@@ -371,14 +383,8 @@ def main() -> None:
         with torch.no_grad():
             return hf(**ids, output_attentions=True)
 
-    def ours(backend: str, own_blas: bool = False) -> Callable[[], object]:
-        """Our forward; own_blas: with NumPy's BLAS where the mkl extra is installed."""
-
-        def call() -> object:
-            with blas.using("numpy" if own_blas else "mkl"):
-                return model.forward(model.tokenizer.encode(text).ids, backend)  # type: ignore[arg-type]
-
-        return call
+    def ours(backend: str) -> Callable[[], object]:
+        return lambda: model.forward(model.tokenizer.encode(text).ids, backend)  # type: ignore[arg-type]
 
     client = TestClient(create_app(backend="numpy"))
     calls = iter(range(10**6))
@@ -413,10 +419,11 @@ def main() -> None:
     made_by = blas.name()  # MKL's products when the mkl extra is installed
     with blas.using("numpy"):
         own = blas.name()
+    own_row = {"ours_own": (f"  the same, {own} (no mkl extra)", with_numpy_blas(ours("numpy")), None)}
     rows = {
         "theirs": ("transformers forward, output_attentions (reference)", theirs, None),
         "ours": (f"our forward: all layers and heads (NumPy, {made_by})", ours("numpy"), 1.1),
-        **({"ours_own": (f"  the same, {own} (no mkl extra)", ours("numpy", True), None)} if own != made_by else {}),
+        **(own_row if own != made_by else {}),
         "ours_torch": ("our forward on torch (ATTENTION_BACKEND=torch, CPU)", ours("torch"), None),
         "products": (f"  its matrix products alone ({made_by})", products_ours, None),
         "products_torch": ("  the same products in torch (MKL), as transformers'", products_theirs, None),
