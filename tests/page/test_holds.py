@@ -5,17 +5,7 @@ each lifts only its own reason, and "quiz" is what the page says while a quiz wa
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-JS = ROOT / "static" / "js"
-ESBUILD = ROOT / "node_modules" / ".bin" / "esbuild"
+from tests.page.node import JS, run_in_node
 
 CHECK = """
 import { actions } from "ACTIONS";
@@ -43,20 +33,12 @@ console.log(JSON.stringify(seen));
 
 
 def test_the_store_holds_every_reason_and_says_the_first() -> None:
-    if not ESBUILD.exists() or not shutil.which("node"):
-        pytest.skip("esbuild or node is not installed (npm ci)")
     source = (
         CHECK.replace("ACTIONS", str(JS / "actions.js"))
         .replace("STATE", str(JS / "state.js"))
         .replace("STORE", str(JS / "store.js"))
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        entry = Path(tmp) / "holds_check.mjs"
-        entry.write_text(source)
-        bundle = Path(tmp) / "check.mjs"
-        args = [str(ESBUILD), str(entry), "--bundle", "--format=esm", "--platform=node", f"--outfile={bundle}"]
-        subprocess.run([*args, "--log-level=error"], check=True, cwd=ROOT)
-        out = json.loads(subprocess.run(["node", str(bundle)], check=True, capture_output=True, text=True).stdout)
+    out = run_in_node(source)
     table = [(s["what"], s["changed"], s["holds"], (s["withheld"] or {}).get("reason")) for s in out]
     assert table == [
         ("start", True, [], None),

@@ -5,18 +5,11 @@ derive(state) pure: run in Node on a real state, it leaves the state as it found
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
-import pytest
+from tests.page.node import JS, ROOT, run_in_node
 
-ROOT = Path(__file__).resolve().parents[2]
-JS = ROOT / "static" / "js"
-ESBUILD = ROOT / "node_modules" / ".bin" / "esbuild"
 MODULE_LET = re.compile(r"^(?:export\s+)?(?:let|var)\s", re.MULTILINE)
 
 
@@ -88,26 +81,7 @@ console.log(JSON.stringify(out));
 
 
 def test_derive_is_pure_and_withholds_the_weights() -> None:
-    if not ESBUILD.exists() or not shutil.which("node"):
-        pytest.skip("esbuild or node is not installed (npm ci)")
-    with tempfile.TemporaryDirectory() as tmp:
-        entry = Path(tmp) / "derive_check.mjs"
-        entry.write_text(DERIVE_CHECK.replace("DERIVE", str(JS / "attention" / "derive.js")))
-        bundle = Path(tmp) / "check.mjs"
-        subprocess.run(
-            [
-                str(ESBUILD),
-                str(entry),
-                "--bundle",
-                "--format=esm",
-                "--platform=node",
-                f"--outfile={bundle}",
-                "--log-level=error",
-            ],
-            check=True,
-            cwd=ROOT,
-        )
-        out = json.loads(subprocess.run(["node", str(bundle)], check=True, capture_output=True, text=True).stdout)
+    out = run_in_node(DERIVE_CHECK.replace("DERIVE", str(JS / "attention" / "derive.js")))
     assert out["unchanged"], "derive() changed the state it was given"
     assert out["stateFocus"] == 7 and out["focusRow"] == 2  # clamped in the view, not in the state
     assert out["hover"] is None  # a hover outside the table is dropped in the view

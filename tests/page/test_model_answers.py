@@ -6,17 +6,7 @@ back after SmolLM2 was picked and the head picker lost its groups of key/value h
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-JS = ROOT / "static" / "js"
-ESBUILD = ROOT / "node_modules" / ".bin" / "esbuild"
+from tests.page.node import JS, run_in_node
 
 CHECK = """
 import { actions } from "ACTIONS";
@@ -47,21 +37,13 @@ console.log(JSON.stringify(seen));
 
 
 def test_a_late_answer_about_another_model_changes_nothing() -> None:
-    if not ESBUILD.exists() or not shutil.which("node"):
-        pytest.skip("esbuild or node is not installed (npm ci)")
     source = (
         CHECK.replace("ACTIONS", str(JS / "actions.js"))
         .replace("STATE", str(JS / "state.js"))
         .replace("STORE", str(JS / "store.js"))
         .replace("MODEL", str(JS / "model.js"))
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        entry = Path(tmp) / "models_check.mjs"
-        entry.write_text(source)
-        bundle = Path(tmp) / "check.mjs"
-        args = [str(ESBUILD), str(entry), "--bundle", "--format=esm", "--platform=node", f"--outfile={bundle}"]
-        subprocess.run([*args, "--log-level=error"], check=True, cwd=ROOT)
-        out = json.loads(subprocess.run(["node", str(bundle)], check=True, capture_output=True, text=True).stdout)
+    out = run_in_node(source)
     table = [(s["what"], s["changed"], s["model"], s["kv"], s["picked"]) for s in out]
     assert table == [
         ("first answer", True, "all-MiniLM-L6-v2", None, None),
