@@ -56,8 +56,8 @@ def load(spec: ModelSpec) -> Model:
     """Read the weights and the tokenizer of `spec` (no caching: see ModelHandle)."""
     start = time.perf_counter()
     family = FAMILIES[spec.kind]
-    if family.mapped is not None and not (spec.path / "model.safetensors").is_file():  # a converted GGUF file
-        weights = family.mapped(spec.path, spec)
+    if family.read_joined is not None and not (spec.path / "model.safetensors").is_file():  # a converted GGUF file
+        weights = family.read_joined(spec.path, spec)
     else:
         weights = load_weights(spec.path / "model.safetensors", tuple(family.tensors(spec)))
     tokenizer = load_tokenizer(spec.path / "tokenizer.json")

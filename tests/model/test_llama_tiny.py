@@ -90,10 +90,11 @@ def test_gguf_file_is_converted_once(tiny_llamas: dict[str, Path]) -> None:
     assert read_spec(path).name == "tiny-gqa"
 
 
-def test_a_converted_gguf_file_is_mapped_already_joined(tiny_llamas: dict[str, Path]) -> None:
-    """A start maps joined/ (no reading, no joining): every weight the forward uses is a view of a
-    memory-mapped file, and holds what the model transformers saved holds (the GGUF file was
-    written from it in float32, q and k rows permuted as llama.cpp's converter does)."""
+def test_a_converted_gguf_file_is_read_already_joined(tiny_llamas: dict[str, Path]) -> None:
+    """A start reads joined/ (no joining): every weight the forward uses is a read-only view of an
+    array NumPy allocated (so that Linux may give it 2 MiB pages), not of a memory-mapped file, and
+    holds what the model transformers saved holds (the GGUF file was written from it in float32, q
+    and k rows permuted as llama.cpp's converter does)."""
     from safetensors.numpy import load_file
 
     from app.model.families.llama import gguf
@@ -110,9 +111,10 @@ def test_a_converted_gguf_file_is_mapped_already_joined(tiny_llamas: dict[str, P
     for name, a in source.items():
         mine = model.weights[name.removeprefix("model.")]
         base = mine
-        while not isinstance(base, np.memmap) and base.base is not None:
+        while base.base is not None:
+            assert not isinstance(base, np.memmap), name
             base = base.base
-        assert isinstance(base, np.memmap) and not mine.flags.writeable, name
+        assert type(base) is np.ndarray and base.flags.owndata and not mine.flags.writeable, name
         np.testing.assert_array_equal(mine, a, err_msg=name)
     qkv = model.weights["layers.1.self_attn.qkv_proj.weight"]
     assert np.shares_memory(qkv, model.weights["layers.1.self_attn.v_proj.weight"])  # joined, not copied

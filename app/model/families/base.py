@@ -138,6 +138,6 @@ class Family:
     layer: Callable[[W, ModelSpec, NumpyOps, Hooks], Layer]  # the layer for weights on a backend
     prepare: Callable[[Weights, ModelSpec], None] = field(default=lambda weights, spec: None)  # once per model
     # a folder may keep the weights as the forward multiplies by them, in joined/ (a converted GGUF
-    # file): the .npy files it holds → their shapes, and those files memory-mapped as the forward's weights
+    # file): the .npy files it holds → their shapes, and those files read as the forward's weights
     joined: Callable[[ModelSpec], dict[str, tuple[int, ...]]] | None = None
-    mapped: Callable[[Path, ModelSpec], Weights] | None = None
+    read_joined: Callable[[Path, ModelSpec], Weights] | None = None

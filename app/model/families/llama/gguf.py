@@ -14,8 +14,8 @@ types) and the quantized tensors. `folder(path)` turns it, once, into a folder i
 reads the file's vocabulary: app.model.families.llama.tokenizer), tokenizer_config.json (the chat
 template) and joined/, the weights in float32 as the forward pass multiplies by them: each layer's
 q/k/v and gate/up matrices joined, every kind stacked over the layers, a matrix as its transpose,
-one .npy file per kind (app.model.families.llama.weights), q and k rows back in transformers' order. A start maps those
-files (np.load(mmap_mode="r")): nothing is read until a forward pass touches it.
+one .npy file per kind (app.model.families.llama.weights), q and k rows back in transformers' order. A start reads
+those files whole (weights.read_joined): nothing is joined or converted again.
 
 The conversion streams: a layer's matrix at a time is dequantized, joined and appended to its file,
 so it needs the memory of the largest tensor (the embeddings, 113 MB for SmolLM2), not of the

@@ -3,7 +3,7 @@ joined into one and its gate and up into one (one product where there were three
 layer matrix W (out, in) laid out column by column (Fortran order, so that Wᵀ in x·Wᵀ is an
 ordinary row-major (in, out) matrix), and, in a converted GGUF folder
 (app.model.families.llama.gguf), every kind of layer weight stacked over the layers in one .npy
-file, memory-mapped at the next start.
+file, read whole into the process's memory at the next start (read_joined).
 
 The layout: OpenBLAS multiplied a prompt's blocks of ~150 rows by a column-major W 9–13% quicker
 than by the transpose of a row-major one (the four products of a SmolLM2 layer, one core), and a
@@ -13,12 +13,14 @@ in either layout, 366 against 371 ms: docs/speed.md); bert.column_major does the
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
+from app.model import nn
 from app.model.families.base import ModelSpec
 from app.model.families.llama.config import JOINED, LAYER, LAYER_KINDS, joined, parts, top
 from app.model.weights import Weights
@@ -75,8 +77,7 @@ def fuse(weights: Weights, s: ModelSpec) -> None:
 
 
 def unstacked(stacks: Mapping[str, np.ndarray], s: ModelSpec) -> Weights:
-    """A converted folder's stacked arrays (memory-mapped, say) as the forward's weights: every
-    name a view, none copied."""
+    """A converted folder's stacked arrays as the forward's weights: every name a view, none copied."""
     weights: Weights = {name: np.asarray(a) for name, a in stacks.items() if not name.startswith("layers.")}
     for i in range(s.layers):
         p = LAYER.format(i)
@@ -88,8 +89,19 @@ def unstacked(stacks: Mapping[str, np.ndarray], s: ModelSpec) -> Weights:
     return weights
 
 
-def mapped(folder: Path, s: ModelSpec) -> Weights:
-    """The forward's weights of a converted folder, memory-mapped read-only from joined/: nothing is
-    read until a forward pass touches it. Their values were checked finite when the folder was made."""
-    stacks = {name: np.load(folder / JOINED_DIR / f"{name}.npy", mmap_mode="r") for name in stacked_shapes(s)}
-    return unstacked(stacks, s)
+def read_joined(folder: Path, s: ModelSpec) -> Weights:
+    """The forward's weights of a converted folder, read from joined/ into arrays of their own,
+    read-only, the files shared among the forward's workers (the largest first, so that they finish
+    together). Their values were checked finite when the folder was made.
+
+    Read, not memory-mapped: NumPy asks Linux for 2 MiB pages for an array this large (madvise),
+    where a mapped file is served in 4 KiB ones. A written token reads every weight once (540 MB for
+    SmolLM2), and its step took 33.4 ms from 2 MiB pages against 36.3 from the file's pages (the
+    processor walks the page table for each new page it reads). Reading costs 0.1–0.2 s at the
+    start, and each worker process holds its own copy."""
+    shapes = stacked_shapes(s)
+    names = sorted(shapes, key=lambda name: -math.prod(shapes[name]))
+    arrays = nn.parallel(lambda name: np.load(folder / JOINED_DIR / f"{name}.npy"), names)
+    for a in arrays:
+        a.flags.writeable = False
+    return unstacked(dict(zip(names, arrays, strict=True)), s)
