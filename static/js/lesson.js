@@ -202,6 +202,7 @@ export class Lesson {
     return {
       params,
       setParams: (patch, options) => this.setParams(patch, options),
+      redraw: () => this.draw(),
       post: (path, body) => apiPost(path, body, signal()),
       get: (path) => apiGet(path, signal()),
       panel: $("chapter-panel"),

@@ -193,6 +193,11 @@ def test_the_chapter_step_by_step(watched: Watched) -> None:
     wait(w, "lens")
     api = post(w.base, "/api/lens", {"prompt": PROMPT})
     first = api["first_top"]
+    # predict first: the question is on the page, no layer's guess (table, 3D names, number, code) until it is answered
+    assert_lens_hidden(w, "Every layer's guess shows once you have picked your answer below.")
+    assert w.text("inside-ask").startswith("Predict: At which layer does the model first put “Paris” on top?")
+    w.page.get_by_test_id(f"inside-ask-{band(first)}").click()
+    assert w.text("inside-ask-result").startswith(f"Right! At layer {first}.")
     row = w.page.get_by_test_id(f"inside-lens-{first}")
     assert "inside-first" in (row.get_attribute("class") or "")
     assert row.locator("td").first.inner_text() == "“Paris”"
@@ -203,12 +208,43 @@ def test_the_chapter_step_by_step(watched: Watched) -> None:
     # a class question open (the quiz withholds): no layer's guess on the page, in its 3D view or its code
     # (its 3D names counted in the redraw's own task: none may wait for a later frame to leave)
     assert shown_when_withheld(w, "quiz", "#chapter-stage .bar-label", "[data-testid=inside-withheld]") == []
+    assert_lens_hidden(w, "Every layer's guess is hidden for now: think about your answer first.")
+    withhold(w, None)
+    w.page.wait_for_selector(f"[data-testid=inside-lens-{first}].inside-first")
+
+
+def band(layer: int) -> int:
+    """The lens question's option for the first layer with the answer on top: 0–9, 10–19, 20–29."""
+    return 0 if layer < 10 else 1 if layer < 20 else 2
+
+
+def assert_lens_hidden(w: Watched, why: str) -> None:
+    """No layer's guess on the page: not its table, its 3D names, the first layer's number or the code."""
+    assert w.text("inside-withheld") == why
     assert w.page.get_by_test_id("inside-lens-table").count() == 0
     assert w.page.locator("#chapter-stage .bar-label").count() == 0
     assert w.page.get_by_test_id("inside-first-top").count() == 0
     assert "Paris" not in w.page.get_by_test_id("numpy-code").inner_text()
+
+
+def test_a_class_question_stands_for_the_lens_guess(watched: Watched) -> None:
+    """The class's lens question, asked on the step before (the page withholds there), is the guess: when the
+    teacher then moves to the lens, every layer's guess shows at once, on the projector and on each phone; a
+    new prompt asks again."""
+    w = watched
+    open_at_step(w, "chapter=inside&step=off", (1280, 720), "off")
+    withhold(w, "quiz")
+    next_frames(w.page, 2)  # the page drew the step again, withholding
     withhold(w, None)
-    w.page.wait_for_selector(f"[data-testid=inside-lens-{first}].inside-first")
+    w.page.get_by_test_id("step-lens").click()
+    wait(w, "lens")
+    first = post(w.base, "/api/lens", {"prompt": PROMPT})["first_top"]
+    assert "inside-first" in (w.page.get_by_test_id(f"inside-lens-{first}").get_attribute("class") or "")
+    assert w.text("inside-first-top") == str(first)
+    w.page.get_by_test_id("inside-prompt").fill("The capital of Spain is")
+    w.page.get_by_test_id("inside-prompt").press("Enter")
+    w.page.wait_for_selector("[data-testid=inside-withheld]", timeout=60_000)
+    assert_lens_hidden(w, "Every layer's guess shows once you have picked your answer below.")
 
 
 def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> None:

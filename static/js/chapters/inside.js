@@ -26,7 +26,7 @@ const CONTENDERS = [
   [23, 4],
   [27, 1],
 ];
-// the code panel's comment while the lens is withheld: code stays Python (and English), as every code panel
+// the code panel's comment while the lens holds its guesses back: code stays Python (and English), as every code panel
 const LENS_HIDDEN = "Every layer's guess is hidden for now: think about your answer first.";
 const MODES = ["sentences", "models", "masks", "ablation"]; // the compare step's modes (their names: chapter.inside.mode.…)
 
@@ -283,6 +283,16 @@ const STEPS = [
   },
 ];
 
+/**
+ * Whether the lens step holds every layer's guess back: while the class answers (ctx.withheld), and,
+ * predict first, until this page's learner has picked an answer to the step's question (the guesses
+ * show the answer: the marked row). A class question or the teacher's H on this step stands for the
+ * guess: once it lifts, the guesses show.
+ */
+function lensHidden(a, ctx) {
+  return Boolean(ctx?.withheld) || (!a.lens.error && !a.guessed.has("lens"));
+}
+
 function pOf(list, id) {
   return list.find((c) => c.id === id)?.p ?? 0;
 }
@@ -324,7 +334,8 @@ export default {
     const compare = await part(compareAnswer(ctx, p, base, focus, heads, vhead));
     const contended = [];
     for (const h of CONTENDERS) contended.push(await part(ask(ctx, "/api/ablate", { model: DECODER, prompt: p.prompt, heads: [h], layer: 29, head: 0 })));
-    return { rollout, flow, off: { ...off, prompt: p.prompt }, lens: { ...lens, prompt: p.prompt }, compare, contenders: contended, params: { ...p } };
+    // guessed: the steps whose question this page's learner has answered (a new answer asks again)
+    return { rollout, flow, off: { ...off, prompt: p.prompt }, lens: { ...lens, prompt: p.prompt }, compare, contenders: contended, params: { ...p }, guessed: new Set() };
   },
 
   mount(ctx) {
@@ -349,7 +360,7 @@ export default {
         { label: say("number.cosine"), value: dec(Math.min(...a.off.cosine), 4), testid: "inside-cosine" },
       ];
     }
-    if (stepId === "lens" && !a.lens.error && !ctx?.withheld) {
+    if (stepId === "lens" && !a.lens.error && !lensHidden(a, ctx)) {
       return [{ label: say("number.firstTop", { word: quote(a.lens.answer.token.trim()) }), value: integer(a.lens.first_top), testid: "inside-first-top" }];
     }
     if (stepId === "compare" && a.compare.diff) {
@@ -361,7 +372,7 @@ export default {
 
   code(a, stepId, ctx) {
     if (stepId === "rollout" || stepId === "flow") return rolloutCode(a.rollout);
-    if (stepId === "lens" && ctx?.withheld) return `# ${LENS_HIDDEN}`;
+    if (stepId === "lens" && lensHidden(a, ctx)) return `# ${LENS_HIDDEN}`;
     if (stepId === "lens" && !a.lens.error) return lensCode(a.lens);
     if (stepId === "off" && !a.off.error) return cosineCode(a.off);
     if (stepId === "compare" && !a.compare.error) return compareCode(a.compare);
@@ -580,18 +591,25 @@ class InsideView {
       } catch {
         question = null; // a part of the answer this step's question needs is missing: no question
       }
-      predictBox(this.ask, question, { testid: "inside-ask", answer: () => this.answer, ctx: this.ctx });
+      const answered = () => {
+        a.guessed.add(stepId);
+        this.ctx.redraw(); // the step's table, 3D view, numbers and code, now that the guess is made
+      };
+      predictBox(this.ask, question, { testid: "inside-ask", answer: () => this.answer, ctx: this.ctx, answered });
       this.askedStep = stepId;
       this.askedAnswer = a;
     }
-    // while the class answers a question about every layer's guess, the lens step shows none of them
-    const hidden = stepId === "lens" && Boolean(this.ctx.withheld);
+    // the class's lens question (asked at the off and lens steps: app/classroom/questions.py) stands for the guess
+    if ((stepId === "off" || stepId === "lens") && this.ctx.withheld) a.guessed.add("lens");
+    // the lens step shows no layer's guess before the question is answered, nor while the class answers one
+    const hidden = stepId === "lens" && lensHidden(a, this.ctx);
+    const why = this.ctx.withheld ? say("lens.hidden") : say("lens.guessFirst");
     this.controls.replaceChildren(...this.controlsFor(a, stepId));
-    this.body.replaceChildren(...(hidden ? [el("p", { className: "caveat", dataset: { testid: "inside-withheld" } }, LENS_HIDDEN)] : this[`${stepId}Panel`](a)));
+    this.body.replaceChildren(...(hidden ? [el("p", { className: "caveat", dataset: { testid: "inside-withheld" } }, why)] : this[`${stepId}Panel`](a)));
     this.clearScene();
-    if (this.stage && !hidden) {
+    if (this.stage) {
       this.stage.autoFit = true;
-      this[`${stepId}Scene`](a);
+      this[`${stepId}Scene`](a, hidden);
       // a camera roughly at the distance the drawing needs; the stage then fits it exactly (autoFit)
       const { width, height } = this.extent();
       const c = this.stage.container;
@@ -790,7 +808,8 @@ class InsideView {
     }
   }
 
-  lensScene(a) {
+  /** The layer stack and, unless `hidden`, beside it each layer's guess as a bar (the first with the answer marked). */
+  lensScene(a, hidden) {
     if (a.lens.error) return;
     const tokens = a.lens.tokens;
     const s = new LayerStack(this.stage, -2.5);
@@ -798,12 +817,14 @@ class InsideView {
     const { dx, dy } = spacing(tokens.length, L);
     s.span = { width: tokens.length * dx + 9, height: L * dy + 2 }; // the stack, the column and its words
     s.update({ tokens, layers: L, focus: a.lens.position });
+    this.objects.push(s);
+    if (hidden) return;
     const col = new BarColumn(this.stage);
     const rows = a.lens.layers.map((r) => ({ value: r.top[0].p, text: `${r.layer < 0 ? say("lens.emb") : integer(r.layer)}: ${word(r.top[0].token)}`, key: r.top[0].id }));
     const marked = a.lens.layers.findIndex((r) => r.layer === a.lens.first_top);
     col.span = s.span;
     col.update(rows, { x0: -2.5 + s.size.width / 2 + 0.6, dy, marked });
-    this.objects.push(s, col);
+    this.objects.push(col);
   }
 
   compareScene(a) {
