@@ -151,15 +151,16 @@ def chapter_fits(w: Watched) -> None:
             assert not overlap, f"boxes {i} and {j} overlap: {a} {b}"
 
 
-def chapter_violations(browser: Any, server: str, query: str) -> list[Any]:
-    """axe-core's WCAG 2.x A and AA violations on the chapter at `query` (skips without axe-core)."""
+def chapter_violations(browser: Any, server: str, query: str, click: str | None = None) -> list[Any]:
+    """axe-core's WCAG 2.x A and AA violations on the chapter at `query` (skips without axe-core), after a press
+    of the button of test id `click` if given (a guess that shows a step's answer)."""
     from tests.browser.test_axe import AXE, _violations
 
     if not AXE.exists():
         pytest.skip("axe-core is not installed (npm ci)")
     with watched_page(browser, server, bypass_csp=True) as w:
         w.page.base = server
-        found: list[Any] = _violations(w.page, query, '#app[data-ready="true"] #chapter-text:not(:empty)')
+        found: list[Any] = _violations(w.page, query, '#app[data-ready="true"] #chapter-text:not(:empty)', click)
     return found
 
 

@@ -27,9 +27,12 @@ def axe_page(browser: Any, server: str) -> Iterator[Any]:
         yield w.page
 
 
-def _violations(page: Any, query: str, ready: str = '#app[data-ready="true"]') -> list[str]:
+def _violations(page: Any, query: str, ready: str = '#app[data-ready="true"]', click: str | None = None) -> list[str]:
+    """axe's violations on the page at `query`, once `ready` shows (and the button of test id `click` is pressed)."""
     page.goto(page.base + "/" + query)
     page.wait_for_selector(ready, timeout=30_000)
+    if click:
+        page.get_by_test_id(click).click()
     next_frames(page)  # what the answer changes is drawn
     page.add_script_tag(path=str(AXE))
     result: dict[str, Any] = page.evaluate(

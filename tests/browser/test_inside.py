@@ -127,16 +127,22 @@ def test_the_chapter_step_by_step(watched: Watched) -> None:
     assert api["tokens"][IT] == "it"
     assert w.page.get_by_test_id("inside-focus").input_value() == str(IT)  # "it" is followed by default
     through = api["focus_paths"]["through"]
-    for k in (0, 2, IT):  # [CLS], "animal", "it": the input (column 0) and through[3], after layer 2 (column 3)
-        assert num(w.text(f"inside-rollout-table-{k}-0")) == pytest.approx(through[0][k], abs=5e-4)
-        assert num(w.text(f"inside-rollout-table-{k}-3")) == pytest.approx(through[3][k], abs=5e-4)
-    # the predict question's options are words of the sentence; the answer names the largest share
+    # predict first: the question's options are words of the sentence; before a guess no share but the word's own
+    # (no table, no number naming the largest)
     buttons = w.page.locator("[data-testid=inside-ask] button")
     assert buttons.count() == 3
+    assert w.text("inside-withheld") == "Rollout's shares show once you have picked your answer below."
+    assert w.page.get_by_test_id("inside-rollout-table").count() == 0
+    assert w.page.get_by_test_id("inside-share").count() == 0
+    assert num(w.text("inside-self")) == pytest.approx(through[0][IT], abs=5e-4)
     others = [k for k in range(len(through[0])) if k != IT and not api["tokens"][k].startswith("[")]
     best = max(others, key=lambda k: through[0][k])
     buttons.nth(0).click()
     assert f"{100 * through[0][best]:.1f}%" in w.text("inside-ask-result")
+    for k in (0, 2, IT):  # [CLS], "animal", "it": the input (column 0) and through[3], after layer 2 (column 3)
+        assert num(w.text(f"inside-rollout-table-{k}-0")) == pytest.approx(through[0][k], abs=5e-4)
+        assert num(w.text(f"inside-rollout-table-{k}-3")) == pytest.approx(through[3][k], abs=5e-4)
+    assert num(w.text("inside-share")) == pytest.approx(through[0][best], abs=5e-4)
     # the NumPy panel, run in a plain Python, gives the server's rollout row
     out = run_python(w.page.get_by_test_id("numpy-code").inner_text())
     assert out["focus"] == "it"
@@ -257,6 +263,13 @@ def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> N
     )
     # word by word ([CLS], [SEP] left out): "street" is one token of its own in both
     k = left["tokens"].index("street")
+    # predict first: no change on the page (table, biggest changes, number, code) until the question is answered
+    assert w.text("inside-withheld") == "The change shows once you have picked your answer below."
+    assert w.page.get_by_test_id("inside-compare-diff").count() == 0
+    assert w.page.get_by_test_id("inside-largest-change").count() == 0
+    assert "biggest" not in w.text("chapter-text") and "street" not in w.page.get_by_test_id("numpy-code").inner_text()
+    w.page.get_by_test_id("inside-ask-0" if b[k] >= a[k] else "inside-ask-1").click()
+    assert w.text("inside-ask-result").startswith("Right!")
     street = w.page.locator("[data-testid=inside-compare-diff] tbody tr", has_text="street")
     cells = street.locator("td").all_inner_texts()
     assert num(cells[0]) == pytest.approx(a[k], abs=5e-4) and num(cells[1]) == pytest.approx(b[k], abs=5e-4)
@@ -314,5 +327,7 @@ def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> N
 
 @pytest.mark.parametrize("step", ["off", "lens", "compare"])  # (rollout's tables and pickers: as compare's)
 def test_no_accessibility_violations(browser: Any, server: str, step: str) -> None:
-    """axe-core at WCAG 2.x A and AA (the heads' grid of buttons, the tables, the pickers)."""
-    assert chapter_violations(browser, server, f"?chapter=inside&step={step}") == []
+    """axe-core at WCAG 2.x A and AA (the heads' grid of buttons, the tables, the pickers), the lens's and the
+    compare view's tables shown (a guess made)."""
+    guess = None if step == "off" else "inside-ask-0"
+    assert chapter_violations(browser, server, f"?chapter=inside&step={step}", guess) == []

@@ -26,8 +26,12 @@ const CONTENDERS = [
   [23, 4],
   [27, 1],
 ];
-// the code panel's comment while the lens holds its guesses back: code stays Python (and English), as every code panel
+// the code panel's comments while a step holds its answer back: code stays Python (and English), as every code panel
 const LENS_HIDDEN = "Every layer's guess is hidden for now: think about your answer first.";
+const CHANGE_HIDDEN = "The change is hidden for now: think about your answer first.";
+// the steps whose answer waits for the learner's guess (predict first): what they show answers their
+// question (rollout's shares, the lens's marked layer, compare's change)
+const GUESS_FIRST = new Set(["rollout", "lens", "compare"]);
 const MODES = ["sentences", "models", "masks", "ablation"]; // the compare step's modes (their names: chapter.inside.mode.…)
 
 // The chapter's words are in the catalogs (static/i18n/<lang>.json, keys "chapter.inside.…"), read when
@@ -273,24 +277,35 @@ const STEPS = [
           say("compare.why", { change: signed(c.diff.delta[street]), from: pct(c.left.rows[0][street]), to: pct(c.right.rows[0][street]), it: quote("it") }),
       };
     },
-    text: (a) => {
+    text: (a, ctx) => {
       const c = a.compare;
       if (c.error) return say("compare.error", { reason: c.error });
       const sides = { left: c.leftTitle, right: c.rightTitle, focus: quote(c.focusName) };
       if (!c.diff) return say("compare.textApart", { ...sides, why: c.why });
+      if (holdsBack(a, "compare", ctx)) return say("compare.textBefore", sides); // the biggest changes: after the guess
       return say("compare.text", { ...sides, top: listOf(c.diff.top.map(({ i, j, d }) => `${quote(c.cellName(i, j))} ${signed(d)}`)) });
     },
   },
 ];
 
+/** The question of step `stepId` about answer `a`, or null (none, or a part of the answer it needs is missing). */
+function questionOf(a, stepId) {
+  try {
+    return STEPS.find((s) => s.id === stepId)?.ask?.(a) ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Whether the lens step holds every layer's guess back: while the class answers (ctx.withheld), and,
- * predict first, until this page's learner has picked an answer to the step's question (the guesses
- * show the answer: the marked row). A class question or the teacher's H on this step stands for the
- * guess: once it lifts, the guesses show.
+ * Whether step `stepId` holds its answer back: predict first, until this page's learner has picked an
+ * answer to the step's question (a step without one shows everything); the lens also while the class
+ * answers (ctx.withheld). A class question or the teacher's H at the lens, or the step before it, stands
+ * for the lens's guess: once it lifts, every layer's guess shows (InsideView.update).
  */
-function lensHidden(a, ctx) {
-  return Boolean(ctx?.withheld) || (!a.lens.error && !a.guessed.has("lens"));
+function holdsBack(a, stepId, ctx) {
+  if (stepId === "lens" && ctx?.withheld) return true;
+  return GUESS_FIRST.has(stepId) && !a.guessed.has(stepId) && questionOf(a, stepId) !== null;
 }
 
 function pOf(list, id) {
@@ -344,6 +359,10 @@ export default {
 
   numbers(a, stepId, ctx) {
     const r = a.rollout;
+    if (stepId === "rollout" && holdsBack(a, stepId, ctx)) {
+      // before the guess: only what the word keeps of itself (the largest other share is the question's answer)
+      return [{ label: say("number.own", { method: r.method, word: quote(word(r.tokens[r.focus])) }), value: fixed3(r.focus_paths.through[0][r.focus]), testid: "inside-self" }];
+    }
     if (stepId === "rollout" || stepId === "flow") {
       const m = stepId === "flow" && !a.flow.error ? a.flow : r;
       const { best } = contenders(m);
@@ -360,10 +379,10 @@ export default {
         { label: say("number.cosine"), value: dec(Math.min(...a.off.cosine), 4), testid: "inside-cosine" },
       ];
     }
-    if (stepId === "lens" && !a.lens.error && !lensHidden(a, ctx)) {
+    if (stepId === "lens" && !a.lens.error && !holdsBack(a, stepId, ctx)) {
       return [{ label: say("number.firstTop", { word: quote(a.lens.answer.token.trim()) }), value: integer(a.lens.first_top), testid: "inside-first-top" }];
     }
-    if (stepId === "compare" && a.compare.diff) {
+    if (stepId === "compare" && a.compare.diff && !holdsBack(a, stepId, ctx)) {
       const t = a.compare.diff.top[0];
       return [{ label: say("number.largest", { cell: quote(a.compare.cellName(t.i, t.j)) }), value: signed(t.d), testid: "inside-largest-change" }];
     }
@@ -372,9 +391,10 @@ export default {
 
   code(a, stepId, ctx) {
     if (stepId === "rollout" || stepId === "flow") return rolloutCode(a.rollout);
-    if (stepId === "lens" && lensHidden(a, ctx)) return `# ${LENS_HIDDEN}`;
+    if (stepId === "lens" && holdsBack(a, stepId, ctx)) return `# ${LENS_HIDDEN}`;
     if (stepId === "lens" && !a.lens.error) return lensCode(a.lens);
     if (stepId === "off" && !a.off.error) return cosineCode(a.off);
+    if (stepId === "compare" && holdsBack(a, stepId, ctx)) return `# ${CHANGE_HIDDEN}`;
     if (stepId === "compare" && !a.compare.error) return compareCode(a.compare);
     return "";
   },
@@ -584,13 +604,7 @@ class InsideView {
   update(a, stepId) {
     this.answer = a;
     if (stepId !== this.askedStep || a !== this.askedAnswer) {
-      const step = STEPS.find((s) => s.id === stepId);
-      let question = null;
-      try {
-        question = step.ask?.(a) ?? null;
-      } catch {
-        question = null; // a part of the answer this step's question needs is missing: no question
-      }
+      const question = questionOf(a, stepId);
       const answered = () => {
         a.guessed.add(stepId);
         this.ctx.redraw(); // the step's table, 3D view, numbers and code, now that the guess is made
@@ -601,9 +615,9 @@ class InsideView {
     }
     // the class's lens question (asked at the off and lens steps: app/classroom/questions.py) stands for the guess
     if ((stepId === "off" || stepId === "lens") && this.ctx.withheld) a.guessed.add("lens");
-    // the lens step shows no layer's guess before the question is answered, nor while the class answers one
-    const hidden = stepId === "lens" && lensHidden(a, this.ctx);
-    const why = this.ctx.withheld ? say("lens.hidden") : say("lens.guessFirst");
+    // predict first: a step's answer waits for the guess (the lens's also while the class answers)
+    const hidden = holdsBack(a, stepId, this.ctx);
+    const why = hidden && (stepId === "lens" && this.ctx.withheld ? say("lens.hidden") : say(`${stepId}.guessFirst`));
     this.controls.replaceChildren(...this.controlsFor(a, stepId));
     this.body.replaceChildren(...(hidden ? [el("p", { className: "caveat", dataset: { testid: "inside-withheld" } }, why)] : this[`${stepId}Panel`](a)));
     this.clearScene();
@@ -779,16 +793,18 @@ class InsideView {
 
   // ---- the 3D view ----------------------------------------------------------------------------
 
-  stack(answer, x0 = 0, title = null, span = null, axis = true, notes = []) {
+  /** A layer stack of a rollout or flow answer; `bare`: its balls only, none of the shares or paths. */
+  stack(answer, { x0 = 0, title = null, span = null, axis = true, notes = [], bare = false } = {}) {
     const s = new LayerStack(this.stage, x0);
     if (span) s.span = span;
-    s.update({ tokens: answer.tokens, layers: answer.attention.length, through: answer.focus_paths.through, edges: answer.focus_paths.edges, focus: answer.focus, title, axis, notes });
+    const paths = bare ? { through: null, edges: [] } : { through: answer.focus_paths.through, edges: answer.focus_paths.edges };
+    s.update({ tokens: answer.tokens, layers: answer.attention.length, ...paths, focus: answer.focus, title, axis, notes: bare ? [] : notes });
     this.objects.push(s);
     return s;
   }
 
-  rolloutScene(a) {
-    this.stack(a.rollout);
+  rolloutScene(a, hidden) {
+    this.stack(a.rollout, { bare: hidden });
   }
 
   flowScene(a) {
@@ -827,7 +843,7 @@ class InsideView {
     this.objects.push(col);
   }
 
-  compareScene(a) {
+  compareScene(a, hidden) {
     const c = a.compare;
     if (c.error) return;
     if (c.mode === "ablation") {
@@ -846,10 +862,10 @@ class InsideView {
     const w = Math.max(c.leftAnswer.tokens.length, c.rightAnswer.tokens.length);
     const gap = Math.min(0.9, 13 / w) * w * 0.5 + 2.4;
     const span = { width: 4 * gap, height: 13 };
-    this.stack(c.leftAnswer, -gap, c.leftTitle, span);
+    this.stack(c.leftAnswer, { x0: -gap, title: c.leftTitle, span, bare: hidden });
     // the biggest changes, named where they happen: under the right stack's input row
     const notes = c.diff && !c.byWord ? c.diff.top.slice(0, 2).map(({ j, d }) => ({ at: j, text: signed(d), cls: `stage-label ls-change ${d >= 0 ? "up" : "down"}` })) : [];
-    this.stack(c.rightAnswer, gap, c.rightTitle, span, false, notes);
+    this.stack(c.rightAnswer, { x0: gap, title: c.rightTitle, span, axis: false, notes, bare: hidden });
   }
 
   /** The drawing's size in scene units (its objects' own, side by side). */
