@@ -91,12 +91,12 @@ def unstacked(stacks: Mapping[str, np.ndarray], s: ModelSpec) -> Weights:
 
 def read_joined(folder: Path, s: ModelSpec) -> Weights:
     """The forward's weights of a converted folder, read from joined/ into arrays of their own,
-    read-only, the files shared among the forward's workers (the largest first, so that they finish
-    together). Their values were checked finite when the folder was made.
+    read-only, by the forward's workers (the largest file first, so that they finish together).
+    Their values were checked finite when the folder was made.
 
     Read, not memory-mapped: NumPy asks Linux for 2 MiB pages for an array this large (madvise),
     where a mapped file is served in 4 KiB ones. A written token reads every weight once (540 MB for
-    SmolLM2), and its step took 33.4 ms from 2 MiB pages against 36.3 from the file's pages (the
+    SmolLM2), and its step took 33.4–34.0 ms from 2 MiB pages, 35.4–36.3 from the file's (the
     processor walks the page table for each new page it reads). Reading costs 0.1–0.2 s at the
     start, and each worker process holds its own copy."""
     shapes = stacked_shapes(s)
