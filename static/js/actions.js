@@ -111,6 +111,14 @@ export const actions = {
     state.presenting = Boolean(on);
   },
 
+  /** The page's part in a class (classroom/, through pageview.js): "presenter", "teacher", "follower", or
+   *  null for a learner alone (a follower exploring on its own is one too). */
+  setRole(state, role) {
+    const next = ["presenter", "teacher", "follower"].includes(role) ? role : null;
+    if (state.role === next) return false;
+    state.role = next;
+  },
+
   /** A phone's screen, or a wider one (attention/view.js follows the screen's width). */
   setNarrow(state, on) {
     if (state.narrow === Boolean(on)) return false;

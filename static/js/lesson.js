@@ -50,6 +50,7 @@ export class Lesson {
     this.ctx = null;
     this.answer = null; // the answer of load(), for chapters that load their own
     this.drawnWithheld = null; // why the weights were held back when the chapter last drew (refresh())
+    this.drawnRole = null; // the page's part in a class when the chapter last drew (refresh())
     this.error = null;
     this.seq = 0;
     this.abort = null;
@@ -220,6 +221,9 @@ export class Lesson {
       get withheld() {
         return state.withheld;
       },
+      get alone() {
+        return state.role === null;
+      },
       page: Object.freeze({ example: state.example, sentence: state.sentence, focus: state.focus, mask: state.mask }),
     };
   }
@@ -263,14 +267,17 @@ export class Lesson {
   refresh() {
     if (!this.ctx || this.shown !== this.chapterId) return;
     // a chapter of its own answer draws again when the weights are held back or come back (a class
-    // question, the teacher's H): it leaves out, or shows again, what ctx.withheld covers
-    if (this.module?.live || (this.state.withheld?.reason ?? null) !== this.drawnWithheld) this.draw();
+    // question, the teacher's H): it leaves out, or shows again, what ctx.withheld covers; and when the
+    // page joins a class or leaves it (ctx.alone)
+    const changed = (this.state.withheld?.reason ?? null) !== this.drawnWithheld || this.state.role !== this.drawnRole;
+    if (this.module?.live || changed) this.draw();
   }
 
   draw() {
     const module = this.module;
     if (!module || !this.ctx) return;
     this.drawnWithheld = this.state.withheld?.reason ?? null;
+    this.drawnRole = this.state.role;
     this.markStepper();
     const step = this.currentStep();
     let answer = this.answer;

@@ -99,7 +99,7 @@ function mark(ready) {
 // follows the sentence and mask, the URL and the classroom follow the view.
 store.subscribe((name) => {
   lesson.refresh();
-  if (name === "setHover" || name === "setHoverToken") return; // a pointer over the view: nothing to tell
+  if (name === "setHover" || name === "setHoverToken" || name === "setRole") return; // not the view: nothing to tell
   if (attentionOn() && state.sentence && attention.mounted) source.afterChange(); // the overview, a mask left for later
   writeUrl(state, state.history === "push");
   act.urlWritten();

@@ -16,6 +16,7 @@
 //   release()              drop every reason: show them again
 //   reframe()              fit the 3D view on screen to its content (the projector view, a resize)
 //   presenting(on)         the projector view on or off: the view draws fewer rows and words at once
+//   classRole(role)        the page's part in a class: "presenter", "teacher", "follower", or null (alone)
 //   onViewChange(cb)       cb(viewState()) after every change of the view; returns an unsubscribe function
 //   whenReady(cb)          cb() once main.js has provided the view (at once if it already has)
 //
@@ -110,6 +111,10 @@ export function reframe() {
 
 export function presenting(on) {
   impl()?.store.act.setPresenting(on);
+}
+
+export function classRole(role) {
+  impl()?.store.act.setRole(role);
 }
 
 // ---- what main.js uses to provide the view -------------------------------------------------

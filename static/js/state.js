@@ -87,6 +87,7 @@ export function createState(defaultExample) {
     history: "replace", // "push": the next URL write is a view a user would go back to
     // how the page is shown (not in the URL or a room's snapshot)
     presenting: false, // the projector view (classroom/presenter.js): fewer rows and words at once (attention/derive.js)
+    role: null, // the page's part in a class: "presenter", "teacher" (the teacher's window), "follower", or null: alone
     narrow: false, // a phone's screen (attention/view.js): fewer words in the 3D view (attention/derive.js)
   };
 }

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.chapters import ANIMAL, num, open_at_step, wait
-from tests.browser.conftest import Watched
+from tests.browser.conftest import Watched, watched_page
 from tests.browser.helpers import (
     chapter_violations,
     fewest_labels,
@@ -26,6 +26,7 @@ from tests.browser.helpers import (
     run_python,
     watch_labels,
 )
+from tests.browser.test_projector import TOKEN
 from tests.browser.test_withhold import shown_when_withheld, withhold
 
 pytestmark = pytest.mark.browser
@@ -251,6 +252,35 @@ def test_a_class_question_stands_for_the_lens_guess(watched: Watched) -> None:
     w.page.get_by_test_id("inside-prompt").press("Enter")
     w.page.wait_for_selector("[data-testid=inside-withheld]", timeout=60_000)
     assert_lens_hidden(w, "Every layer's guess shows once you have picked your answer below.")
+
+
+def test_in_a_class_the_teacher_decides_what_shows(browser: Any, server: str) -> None:
+    """The projector, a phone following it and the teacher's window show each step's answer beside its question
+    (the teacher has Ask the class and H to hold it back); a student who leaves to explore alone is asked first."""
+    with (
+        watched_page(browser, server, viewport={"width": 1280, "height": 720}) as projector,
+        watched_page(browser, server, viewport={"width": 390, "height": 844}) as phone,
+        watched_page(browser, server, viewport={"width": 1280, "height": 720}) as window,
+    ):
+        projector.page.goto(f"{server}/?token={TOKEN}&present=1&chapter=inside&step=lens")
+        projector.page.wait_for_selector('[data-testid="join-code"]')
+        wait(projector, "lens")
+        phone.page.goto(f"{server}/?room={projector.text('join-code').strip()}")
+        phone.page.wait_for_selector('[data-testid="follow-bar"][data-status="live"][data-following="true"]')
+        wait(phone, "lens")
+        first = post(server, "/api/lens", {"prompt": PROMPT})["first_top"]
+        for w in (projector, phone):
+            assert "inside-first" in (w.page.get_by_test_id(f"inside-lens-{first}").get_attribute("class") or "")
+            assert w.page.get_by_test_id("inside-withheld").count() == 0
+            assert w.page.locator("[data-testid=inside-ask] button").count() == 3  # the question, still asked
+        phone.page.get_by_test_id("follow-toggle").click()  # explore alone: the page asks before it answers
+        phone.page.wait_for_selector("[data-testid=inside-withheld]")
+        assert_lens_hidden(phone, "Every layer's guess shows once you have picked your answer below.")
+        window.page.goto(f"{server}/?token={TOKEN}&teacher=1&chapter=inside&step=rollout")
+        window.page.wait_for_selector("[data-testid=teacher-panel]")
+        wait(window, "rollout")
+        assert window.page.get_by_test_id("inside-rollout-table").count() == 1
+        assert window.page.get_by_test_id("inside-share").count() == 1
 
 
 def test_the_compare_view_in_its_modes_the_url_and_a_room(watched: Watched) -> None:

@@ -298,14 +298,16 @@ function questionOf(a, stepId) {
 }
 
 /**
- * Whether step `stepId` holds its answer back: predict first, until this page's learner has picked an
- * answer to the step's question (a step without one shows everything); the lens also while the class
- * answers (ctx.withheld). A class question or the teacher's H at the lens, or the step before it, stands
- * for the lens's guess: once it lifts, every layer's guess shows (InsideView.update).
+ * Whether step `stepId` holds its answer back: for a learner alone (ctx.alone), predict first, until
+ * they have picked an answer to the step's question (a step without one shows everything); the lens
+ * also while a class answers (ctx.withheld). In a class the teacher decides what shows (Ask the class,
+ * H): the projector, the teacher's window and the phones following show the answer with the question.
+ * A class question or the teacher's H at the lens, or the step before it, stands for the lens's guess
+ * (InsideView.update): a page that leaves the class later does not ask it again.
  */
 function holdsBack(a, stepId, ctx) {
   if (stepId === "lens" && ctx?.withheld) return true;
-  return GUESS_FIRST.has(stepId) && !a.guessed.has(stepId) && questionOf(a, stepId) !== null;
+  return Boolean(ctx?.alone) && GUESS_FIRST.has(stepId) && !a.guessed.has(stepId) && questionOf(a, stepId) !== null;
 }
 
 function pOf(list, id) {

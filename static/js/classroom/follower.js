@@ -8,7 +8,7 @@
 
 import { el } from "../dom.js";
 import { t } from "../i18n.js";
-import { applyViewState, onViewChange } from "../pageview.js";
+import { applyViewState, classRole, onViewChange } from "../pageview.js";
 import { QuizPanel } from "./quiz.js";
 import { keepFollowedRoom, keepSeat, seatFor } from "./session.js";
 import { RoomSocket } from "./socket.js";
@@ -214,6 +214,7 @@ export class Follower {
     this.toggle.textContent = say(this.following ? "explore" : "backToTeacher");
     this.toggle.setAttribute("aria-pressed", String(!this.following));
     document.body.classList.toggle("cr-exploring", !this.following);
+    classRole(this.following ? "follower" : null); // exploring on its own, the student is a learner alone
     this.renderStatus();
   }
 

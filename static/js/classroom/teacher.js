@@ -11,7 +11,7 @@
 import { CHAPTERS } from "../chapters/index.js";
 import { el } from "../dom.js";
 import { t } from "../i18n.js";
-import { viewState } from "../pageview.js";
+import { classRole, viewState } from "../pageview.js";
 import { call } from "../api.js";
 import { viewSummary } from "./lesson-views.js";
 import { chapterSteps } from "./questions.js";
@@ -27,6 +27,7 @@ export class TeacherPanel {
     this.presenter = presenter;
     this.lessons = new Map(); // lesson id → the lesson (with its notes), fetched with the teacher token
     document.body.classList.add("cr-teacher");
+    classRole("teacher"); // a chapter shows the teacher every answer (its guess-first steps wait for nobody here)
     const root = el("section", { className: "cr-teacher-panel", "aria-label": say("label"), dataset: { testid: "teacher-panel" } });
     this.status = el("p", { className: "cr-teacher-status", role: "status", dataset: { testid: "teacher-status" } });
     this.now = el("p", { className: "cr-teacher-now", dataset: { testid: "teacher-now" } });
