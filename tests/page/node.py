@@ -18,10 +18,13 @@ JS = ROOT / "static" / "js"
 ESBUILD = ROOT / "node_modules" / ".bin" / "esbuild"
 
 
-def run_in_node(source: str) -> Any:
-    """The JSON that `source` (an ES module importing the page's modules by path) prints."""
+def run_in_node(source: str, **modules: str) -> Any:
+    """The JSON that `source` (an ES module) prints. It imports the page's modules by placeholder names
+    (`import { actions } from "ACTIONS"`), each given as a path under static/js (ACTIONS="actions.js")."""
     if not ESBUILD.exists() or not shutil.which("node"):
         pytest.skip("esbuild or node is not installed (npm ci)")
+    for name, path in modules.items():
+        source = source.replace(f'"{name}"', json.dumps(str(JS / path)))
     with tempfile.TemporaryDirectory() as tmp:
         entry = Path(tmp) / "check.entry.mjs"
         entry.write_text(source)

@@ -5,7 +5,7 @@ each lifts only its own reason, and "quiz" is what the page says while a quiz wa
 
 from __future__ import annotations
 
-from tests.page.node import JS, run_in_node
+from tests.page.node import run_in_node
 
 CHECK = """
 import { actions } from "ACTIONS";
@@ -33,12 +33,7 @@ console.log(JSON.stringify(seen));
 
 
 def test_the_store_holds_every_reason_and_says_the_first() -> None:
-    source = (
-        CHECK.replace("ACTIONS", str(JS / "actions.js"))
-        .replace("STATE", str(JS / "state.js"))
-        .replace("STORE", str(JS / "store.js"))
-    )
-    out = run_in_node(source)
+    out = run_in_node(CHECK, ACTIONS="actions.js", STATE="state.js", STORE="store.js")
     table = [(s["what"], s["changed"], s["holds"], (s["withheld"] or {}).get("reason")) for s in out]
     assert table == [
         ("start", True, [], None),

@@ -81,7 +81,7 @@ console.log(JSON.stringify(out));
 
 
 def test_derive_is_pure_and_withholds_the_weights() -> None:
-    out = run_in_node(DERIVE_CHECK.replace("DERIVE", str(JS / "attention" / "derive.js")))
+    out = run_in_node(DERIVE_CHECK, DERIVE="attention/derive.js")
     assert out["unchanged"], "derive() changed the state it was given"
     assert out["stateFocus"] == 7 and out["focusRow"] == 2  # clamped in the view, not in the state
     assert out["hover"] is None  # a hover outside the table is dropped in the view

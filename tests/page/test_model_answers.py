@@ -6,7 +6,7 @@ back after SmolLM2 was picked and the head picker lost its groups of key/value h
 
 from __future__ import annotations
 
-from tests.page.node import JS, run_in_node
+from tests.page.node import run_in_node
 
 CHECK = """
 import { actions } from "ACTIONS";
@@ -37,13 +37,7 @@ console.log(JSON.stringify(seen));
 
 
 def test_a_late_answer_about_another_model_changes_nothing() -> None:
-    source = (
-        CHECK.replace("ACTIONS", str(JS / "actions.js"))
-        .replace("STATE", str(JS / "state.js"))
-        .replace("STORE", str(JS / "store.js"))
-        .replace("MODEL", str(JS / "model.js"))
-    )
-    out = run_in_node(source)
+    out = run_in_node(CHECK, ACTIONS="actions.js", STATE="state.js", STORE="store.js", MODEL="model.js")
     table = [(s["what"], s["changed"], s["model"], s["kv"], s["picked"]) for s in out]
     assert table == [
         ("first answer", True, "all-MiniLM-L6-v2", None, None),
