@@ -111,10 +111,10 @@ export const actions = {
     state.presenting = Boolean(on);
   },
 
-  /** The page's part in a class (classroom/, through pageview.js): "presenter", "teacher", "follower", or
-   *  null for a learner alone (a follower exploring on its own is one too). */
+  /** The page's part in a class beside presenting (classroom/, through pageview.js): "teacher" (the
+   *  teacher's window), "follower", or null (a follower exploring on its own is a learner alone). */
   setRole(state, role) {
-    const next = ["presenter", "teacher", "follower"].includes(role) ? role : null;
+    const next = ["teacher", "follower"].includes(role) ? role : null;
     if (state.role === next) return false;
     state.role = next;
   },

@@ -21,6 +21,7 @@ import { Explanation } from "./lesson/explain.js";
 import { ChapterModules } from "./lesson/modules.js";
 import { NumbersPanel } from "./lesson/numbers.js";
 import { Stepper } from "./lesson/stepper.js";
+import { alone } from "./state.js";
 
 /** The page's controls a chapter may use (module.controls); the others are not shown in it. */
 export const CONTROLS = ["example", "sentence", "try", "mask", "predict"];
@@ -50,7 +51,7 @@ export class Lesson {
     this.ctx = null;
     this.answer = null; // the answer of load(), for chapters that load their own
     this.drawnWithheld = null; // why the weights were held back when the chapter last drew (refresh())
-    this.drawnRole = null; // the page's part in a class when the chapter last drew (refresh())
+    this.drawnAlone = true; // ctx.alone when the chapter last drew (refresh())
     this.error = null;
     this.seq = 0;
     this.abort = null;
@@ -222,7 +223,7 @@ export class Lesson {
         return state.withheld;
       },
       get alone() {
-        return state.role === null;
+        return alone(state);
       },
       page: Object.freeze({ example: state.example, sentence: state.sentence, focus: state.focus, mask: state.mask }),
     };
@@ -269,7 +270,7 @@ export class Lesson {
     // a chapter of its own answer draws again when the weights are held back or come back (a class
     // question, the teacher's H): it leaves out, or shows again, what ctx.withheld covers; and when the
     // page joins a class or leaves it (ctx.alone)
-    const changed = (this.state.withheld?.reason ?? null) !== this.drawnWithheld || this.state.role !== this.drawnRole;
+    const changed = (this.state.withheld?.reason ?? null) !== this.drawnWithheld || alone(this.state) !== this.drawnAlone;
     if (this.module?.live || changed) this.draw();
   }
 
@@ -277,7 +278,7 @@ export class Lesson {
     const module = this.module;
     if (!module || !this.ctx) return;
     this.drawnWithheld = this.state.withheld?.reason ?? null;
-    this.drawnRole = this.state.role;
+    this.drawnAlone = alone(this.state);
     this.markStepper();
     const step = this.currentStep();
     let answer = this.answer;

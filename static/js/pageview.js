@@ -16,7 +16,7 @@
 //   release()              drop every reason: show them again
 //   reframe()              fit the 3D view on screen to its content (the projector view, a resize)
 //   presenting(on)         the projector view on or off: the view draws fewer rows and words at once
-//   classRole(role)        the page's part in a class: "presenter", "teacher", "follower", or null (alone)
+//   classRole(role)        the page's part in a class beside presenting: "teacher", "follower", or null
 //   onViewChange(cb)       cb(viewState()) after every change of the view; returns an unsubscribe function
 //   whenReady(cb)          cb() once main.js has provided the view (at once if it already has)
 //

@@ -87,7 +87,7 @@ export function createState(defaultExample) {
     history: "replace", // "push": the next URL write is a view a user would go back to
     // how the page is shown (not in the URL or a room's snapshot)
     presenting: false, // the projector view (classroom/presenter.js): fewer rows and words at once (attention/derive.js)
-    role: null, // the page's part in a class: "presenter", "teacher" (the teacher's window), "follower", or null: alone
+    role: null, // the page's part in a class beside presenting: "teacher" (the teacher's window), "follower", or null
     narrow: false, // a phone's screen (attention/view.js): fewer words in the 3D view (attention/derive.js)
   };
 }
@@ -109,6 +109,11 @@ export function snapshot(state) {
 /** The response for the current mask (what the page draws), or null before the first one. */
 export function current(state) {
   return state.result ? state.result[state.mask] : null;
+}
+
+/** A learner on their own: not the projector, not the teacher's window, not a phone following a room. */
+export function alone(state) {
+  return !state.presenting && state.role === null;
 }
 
 export function tokenCount(state) {

@@ -16,7 +16,7 @@
 import { isTextField } from "../keys.js";
 import { el } from "../dom.js";
 import { t, withLang } from "../i18n.js";
-import { applyViewState, classRole, onViewChange, presenting, reframe, viewState } from "../pageview.js";
+import { applyViewState, onViewChange, presenting, reframe, viewState } from "../pageview.js";
 import { call } from "../api.js";
 import { fitPanels, PANELS } from "./fit.js";
 import { loadQuestions, questionAt, whyNone } from "./questions.js";
@@ -216,7 +216,6 @@ export class Presenter {
   async setPresenting(on, { adopt = false, openTeacher = false } = {}) {
     this.presenting = on;
     presenting(on); // the view draws what a projector can show (attention/derive.js)
-    if (!document.body.classList.contains("cr-teacher")) classRole(on ? "presenter" : null); // (the teacher's window keeps its own)
     document.body.classList.toggle("cr-presenting", on);
     document.documentElement.classList.toggle("cr-presenting-root", on);
     this.button.textContent = on ? say("exit") : say("present");
